@@ -1,0 +1,36 @@
+/**
+ * The authentication / authorization contract every domain uses. Implemented by the accounts
+ * domain (`control-plane/accounts/auth.ts`); other domains receive it through their deps.
+ */
+import type { HandlerContext } from '@connectrpc/connect';
+
+export type WorkspaceRole = 'owner' | 'admin' | 'manager' | 'member';
+
+export const ROLE_RANK: Record<WorkspaceRole, number> = { member: 1, manager: 2, admin: 3, owner: 4 };
+
+export interface Principal {
+  userId: string;
+  email: string;
+  /** The organization owner (ORG_API_KEY): acts as owner of every workspace. */
+  isOrgOwner: boolean;
+  via: 'jwt' | 'api_key';
+  scopes: string[];
+  apiKeyId?: string;
+}
+
+export interface Auth {
+  /** Resolves the bearer of this call (JWT or API key); throws UNAUTHORIZED. Cached per call. */
+  principal(ctx: HandlerContext): Promise<Principal>;
+  /** The caller's role in a workspace, undefined when not a member (org owner: `owner` everywhere). */
+  roleIn(p: Principal, workspaceId: string): Promise<WorkspaceRole | undefined>;
+  /**
+   * Throws unless the caller has at least `min` (default member) in the workspace. Not a member:
+   * NOT_FOUND by default (the spec prefers 404 for other tenants' data), FORBIDDEN with `onDenied`.
+   * A member below `min` gets FORBIDDEN.
+   */
+  requireWorkspace(p: Principal, workspaceId: string, opts?: { min?: WorkspaceRole; onDenied?: 'not_found' | 'forbidden' }): Promise<WorkspaceRole>;
+  /** Ids of every workspace the caller belongs to (org owner: all). */
+  workspaceIds(p: Principal): Promise<string[]>;
+  /** The caller's own default workspace (the first one they own), if any. */
+  defaultWorkspaceId(p: Principal): Promise<string | undefined>;
+}

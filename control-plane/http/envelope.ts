@@ -1,0 +1,35 @@
+/**
+ * Response shapes per route family (spec documents 1 and 2):
+ * - `envelope`: agent-side routes, `/campaigns`, `/conversations`, `/sessions`:
+ *   `{success, data, error, meta?, timestamp}`.
+ * - `raw`: `/telephony/*`, `/voice/*`, health: the JSON itself; errors `{error: {code, message}}`.
+ * - `detail`: connector routes: listings `{data}`, errors `{detail}`.
+ */
+import type { AppError } from '../../shared/errors.js';
+
+export type Family = 'envelope' | 'raw' | 'detail';
+
+export function familyForPath(pathname: string): Family {
+  if (pathname.startsWith('/api/v1/telephony') || pathname.startsWith('/api/v1/voice')) return 'raw';
+  if (pathname.startsWith('/api/v1/connectors')) return 'detail';
+  if (!pathname.startsWith('/api/v1')) return 'raw';
+  return 'envelope';
+}
+
+export function successBody(family: Family, data: unknown, meta?: unknown): unknown {
+  if (family === 'envelope') {
+    const body: Record<string, unknown> = { success: true, data, error: null };
+    if (meta !== undefined) body.meta = meta;
+    body.timestamp = new Date().toISOString();
+    return body;
+  }
+  return data;
+}
+
+export function errorBody(family: Family, err: AppError): unknown {
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.details?.length) error.details = err.details;
+  if (family === 'envelope') return { success: false, data: null, error, timestamp: new Date().toISOString() };
+  if (family === 'detail') return { detail: err.message };
+  return { error };
+}

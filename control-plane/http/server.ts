@@ -1,0 +1,121 @@
+/**
+ * One port for everything: a `net` server peeks at each connection's first bytes. The HTTP/2
+ * preface (`PRI * HTTP/2.0`) goes to an h2c server (gRPC, Connect over HTTP/2), the rest to an
+ * HTTP/1.1 server (REST, Connect JSON, gRPC-Web). Node 20 ignores `allowHTTP1` on cleartext HTTP/2,
+ * hence the peek (see docs/adr/0001-one-port.md).
+ */
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { DescService } from '@bufbuild/protobuf';
+import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Logger } from '../../shared/logger.js';
+import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
+import { wrapImpl } from './rpc.js';
+
+export interface ServiceBinding<S extends DescService = DescService> {
+  service: S;
+  impl: ServiceImpl<S>;
+}
+
+export interface ControlPlaneServerOptions {
+  services: ServiceBinding[];
+  routes: RestRoute[];
+  logger: Logger;
+  maxBodyBytes: number;
+  /** Plain handlers tried before the REST table (SSE streams, signed audio links). Return true when handled. */
+  rawHandlers?: Array<(req: NodeReq, res: NodeRes) => boolean | Promise<boolean>>;
+}
+
+export interface RunningServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
+/** Headers the gateway strips from public requests: they have no effect here either. */
+const STRIPPED = /^(x-internal-service|x-user-.*|x-vp-remote-ip)$/i;
+
+export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutdown: AbortSignal) {
+  const impls = new Map<string, Record<string, never>>();
+  for (const b of opts.services) impls.set(b.service.typeName, b.impl as unknown as Record<string, never>);
+  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, shutdownSignal: shutdown });
+  const connect = connectNodeAdapter({
+    routes: (router: ConnectRouter) => {
+      for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger) as never);
+    },
+    readMaxBytes: opts.maxBodyBytes,
+    shutdownSignal: shutdown,
+    fallback: (req, res) => {
+      const id = String(req.headers['x-request-id'] ?? '');
+      const ip = String(req.headers['x-vp-remote-ip'] ?? '');
+      const r = res as unknown as NodeRes;
+      void dispatchRaw(req, r).then((handled) => (handled ? undefined : rest(req, r, id, ip)));
+    },
+  });
+
+  async function dispatchRaw(req: NodeReq, res: NodeRes): Promise<boolean> {
+    for (const h of opts.rawHandlers ?? []) if (await h(req, res)) return true;
+    return false;
+  }
+
+  return (req: NodeReq, res: NodeRes) => {
+    for (const name of Object.keys(req.headers)) if (STRIPPED.test(name)) delete req.headers[name];
+    const requestId = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || randomUUID();
+    req.headers['x-request-id'] = requestId;
+    req.headers['x-vp-remote-ip'] = req.socket?.remoteAddress ?? 'unknown';
+    res.setHeader('x-request-id', requestId);
+    const started = performance.now();
+    res.once('finish', () => {
+      opts.logger.info(
+        { requestId, method: req.method, path: (req.url ?? '').split('?')[0], status: res.statusCode, ms: Math.round(performance.now() - started) },
+        'request',
+      );
+    });
+    connect(req as never, res as never);
+  };
+}
+
+export async function startControlPlaneServer(opts: ControlPlaneServerOptions & { port: number; host?: string }): Promise<RunningServer> {
+  const shutdown = new AbortController();
+  const handler = createControlPlaneHandler(opts, shutdown.signal);
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
+  const h2 = http2.createServer({}, handler as never);
+  h1.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  });
+  const sockets = new Set<net.Socket>();
+  const front = net.createServer((sock) => {
+    sockets.add(sock);
+    sock.once('close', () => sockets.delete(sock));
+    sock.once('error', () => sock.destroy());
+    sock.once('readable', () => {
+      const head: Buffer | null = sock.read();
+      if (!head) {
+        sock.destroy();
+        return;
+      }
+      sock.unshift(head);
+      const isH2 = head.length >= H2_PREFACE.length ? head.subarray(0, H2_PREFACE.length).equals(H2_PREFACE) : H2_PREFACE.subarray(0, head.length).equals(head);
+      (isH2 ? h2 : h1).emit('connection', sock);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    front.once('error', reject);
+    front.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  const addr = front.address();
+  return {
+    port: typeof addr === 'object' && addr ? addr.port : opts.port,
+    async close() {
+      shutdown.abort();
+      await new Promise<void>((resolve) => {
+        front.close(() => resolve());
+        h1.closeIdleConnections();
+        for (const s of sockets) s.destroy();
+      });
+    },
+  };
+}

@@ -1,0 +1,418 @@
+/**
+ * The `sim` in-band audio code: text -> a real two-tone (DTMF-style) signal -> text.
+ *
+ * Every character is one 60 ms slot: 50 ms of two simultaneous tones (one from a low group of 7,
+ * one from a high group of 7, so 49 symbols) shaped by 5 ms raised-cosine ramps, then 10 ms of
+ * silence. A phrase is `PRE1 PRE2 (d d d d c)* END`: two sync symbols, the characters in blocks of
+ * up to 4 each followed by a check symbol (sum mod 44), and an end marker. Layout, the reasoning
+ * behind every number, and measured robustness: NOTES.md next to this file.
+ *
+ * Decoding is pure DSP over pushed samples (no clock): Goertzel filters per tone over 2.5 ms
+ * sub-blocks, combined coherently into 40 ms windows; timing comes from the preamble.
+ */
+
+/** One character's slot (tone + guard). A phrase lasts about (chars * 1.25 + 3) slots. */
+export const symbolDurationMs = 60;
+/** The part of a slot carrying tones; the rest is a silent guard. */
+export const toneDurationMs = 50;
+const RAMP_MS = 5;
+
+/** Supported characters, in symbol order: a symbol's value is its index here. */
+export const SIM_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 .,?!'-:";
+const DATA_SYMBOLS = SIM_ALPHABET.length; // 44
+const PRE1 = 44;
+const PRE2 = 45;
+const END = 46;
+// Values 47 and 48 are never sent; decoding one means the slot is corrupt.
+
+/** Data symbols per check symbol: one check corrects one bad symbol per block (25 % overhead). */
+const BLOCK_DATA = 4;
+
+/**
+ * Tone groups. All are odd multiples of 50 Hz: (a) a lost 20 ms frame replaced by a repeat of the
+ * previous one stays phase-continuous (whole cycles per 20 ms); (b) tones are orthogonal over the
+ * 40 ms window; (c) second harmonics and f1 +- f2 products (even multiples) never land on a tone.
+ * Inside 400-3200 Hz so mu-law telephony and an 8 kHz low-pass keep them.
+ */
+const LOW_TONES_HZ = [550, 650, 750, 850, 950, 1050, 1150] as const;
+const HIGH_TONES_HZ = [1350, 1550, 1750, 1950, 2250, 2550, 2850] as const;
+const TONES_HZ: readonly number[] = [...LOW_TONES_HZ, ...HIGH_TONES_HZ];
+const GROUP = LOW_TONES_HZ.length; // 7
+const TONE_COUNT = TONES_HZ.length; // 14
+
+/** Per-tone peak amplitude: two tones give about -12 dBFS RMS, -6 dBFS peak. */
+const TONE_AMPLITUDE = 8000;
+
+/** Lowercases, strips accents, folds whitespace runs to one space, drops unsupported characters. */
+export function normalizeSimText(text: string): string {
+  const folded = text
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[\u2018\u2019]/g, "'")
+    .replace(/\s+/g, ' ');
+  let out = '';
+  for (const ch of folded) if (SIM_ALPHABET.includes(ch)) out += ch;
+  return out.replace(/ {2,}/g, ' ').trim();
+}
+
+/** The symbol sequence for a phrase, or [] when nothing in it is encodable. */
+export function simSymbolsOf(text: string): number[] {
+  const norm = normalizeSimText(text);
+  if (norm.length === 0) return [];
+  const out = [PRE1, PRE2];
+  for (let i = 0; i < norm.length; i += BLOCK_DATA) {
+    let sum = 0;
+    for (const ch of norm.slice(i, i + BLOCK_DATA)) {
+      const value = SIM_ALPHABET.indexOf(ch);
+      out.push(value);
+      sum += value;
+    }
+    out.push(sum % DATA_SYMBOLS);
+  }
+  out.push(END);
+  return out;
+}
+
+/** Encodes a phrase as PCM at `sampleRateHz`. Empty output when nothing in `text` is encodable. */
+export function encodeText(text: string, sampleRateHz: 8000 | 16000 | 24000): Int16Array {
+  const symbols = simSymbolsOf(text);
+  const slotLen = (sampleRateHz * symbolDurationMs) / 1000;
+  const toneLen = (sampleRateHz * toneDurationMs) / 1000;
+  const rampLen = (sampleRateHz * RAMP_MS) / 1000;
+  const out = new Int16Array(symbols.length * slotLen);
+  for (let s = 0; s < symbols.length; s++) {
+    const value = symbols[s]!;
+    const wLow = (2 * Math.PI * LOW_TONES_HZ[Math.floor(value / GROUP)]!) / sampleRateHz;
+    const wHigh = (2 * Math.PI * HIGH_TONES_HZ[value % GROUP]!) / sampleRateHz;
+    const start = s * slotLen;
+    for (let i = 0; i < toneLen; i++) {
+      // Raised-cosine ramps so slot edges do not click (and do not splatter into other tones).
+      const edge = Math.min(i, toneLen - 1 - i);
+      const env = edge >= rampLen ? 1 : 0.5 - 0.5 * Math.cos((Math.PI * edge) / rampLen);
+      const n = start + i; // absolute index: phase is continuous across the whole phrase
+      out[n] = Math.round(TONE_AMPLITUDE * env * (Math.sin(wLow * n) + Math.sin(wHigh * n)));
+    }
+  }
+  return out;
+}
+
+export type SimDecoderEvent = { type: 'interim'; text: string } | { type: 'final'; text: string };
+
+// ---------------------------------------------------------------- decoder timing
+const SUBBLOCK_PER_SECOND = 400; // 2.5 ms sub-blocks: the timing resolution
+const SLOT_BLOCKS = (symbolDurationMs * SUBBLOCK_PER_SECOND) / 1000; // 24
+/** 40 ms analysis window centred in the 50 ms tone: +-5 ms of timing slack before it hits a ramp. */
+const WINDOW_BLOCKS = 16;
+/** Sub-blocks per 20 ms: every tone completes whole cycles in 20 ms, so phase repeats. */
+const PHASE_PERIOD_BLOCKS = 8;
+const RING_BLOCKS = 64; // > PRE1..PRE2 span (40) + lock search (12)
+
+// ---------------------------------------------------------------- decoder thresholds
+/** Share of window energy the expected tone pair must hold; real speech and noise stay far below. */
+const PREAMBLE_PURITY_SUM = 1.2;
+const PREAMBLE_PURITY_MIN = 0.3;
+/** After the first preamble match, keep sliding this long to find the best-aligned offset. */
+const LOCK_SEARCH_BLOCKS = 12;
+/** Quietest accepted tone (per-tone amplitude), about -50 dBFS. */
+const MIN_TONE_AMPLITUDE = 100;
+/** A data slot carries code when its pair is this pure and this strong relative to the preamble. */
+const SLOT_PURITY_MIN = 0.3;
+const SLOT_STRENGTH_MIN = 0.3;
+/** Slots without code that end a phrase whose end marker was lost: 5 x 60 ms = 300 ms. */
+const SILENT_SLOTS_TO_FINAL = 5;
+
+/**
+ * Streaming decoder for 8 or 16 kHz PCM. Push any frame sizes; take events when convenient.
+ * Non-code audio (speech, noise) never passes the preamble test, so it decodes to nothing.
+ */
+export class SimDecoder {
+  private readonly blockLen: number; // samples per 2.5 ms sub-block
+  private readonly windowNorm: number; // |X| of a full-window tone of amplitude 1 (= samples / 2)
+  private readonly coef = new Float64Array(TONE_COUNT); // Goertzel 2 cos(w)
+  private readonly cosW = new Float64Array(TONE_COUNT);
+  private readonly sinW = new Float64Array(TONE_COUNT);
+  /** Rotation to absolute phase, per tone, per sub-block position inside a 20 ms period. */
+  private readonly rotRe = new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS);
+  private readonly rotIm = new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS);
+  private readonly s1 = new Float64Array(TONE_COUNT);
+  private readonly s2 = new Float64Array(TONE_COUNT);
+  private blockFill = 0;
+  private blockEnergy = 0;
+  private blockIndex = 0; // absolute index of the sub-block being filled
+  // Ring of finished sub-blocks: complex tone coefficients (absolute phase) and energy.
+  private readonly ringRe = new Float64Array(RING_BLOCKS * TONE_COUNT);
+  private readonly ringIm = new Float64Array(RING_BLOCKS * TONE_COUNT);
+  private readonly ringEnergy = new Float64Array(RING_BLOCKS);
+  private readonly amp = new Float64Array(TONE_COUNT); // per-tone amplitude of the last window
+  private windowEnergy = 0;
+
+  private state: 'search' | 'data' = 'search';
+  private lockFirstBlock = -1; // sub-block where the preamble first matched, -1 when not locking
+  private lockBestBlock = -1;
+  private lockBestScore = 0;
+  private nextWindowEnd = 0; // sub-block index at which the next data window completes
+  private refAmplitude = 0; // per-tone amplitude of the preamble
+  private silentSlots = 0;
+  private readonly blockValues = new Int32Array(BLOCK_DATA + 1);
+  private readonly blockConf = new Float64Array(BLOCK_DATA + 1);
+  private blockCount = 0;
+  private committed = '';
+  private lastInterim = '';
+  private events: SimDecoderEvent[] = [];
+
+  constructor(sampleRateHz: 8000 | 16000) {
+    if (sampleRateHz !== 8000 && sampleRateHz !== 16000) {
+      throw new RangeError(`SimDecoder: unsupported sample rate ${sampleRateHz} Hz`);
+    }
+    this.blockLen = sampleRateHz / SUBBLOCK_PER_SECOND;
+    this.windowNorm = (this.blockLen * WINDOW_BLOCKS) / 2;
+    for (let t = 0; t < TONE_COUNT; t++) {
+      const w = (2 * Math.PI * TONES_HZ[t]!) / sampleRateHz;
+      this.coef[t] = 2 * Math.cos(w);
+      this.cosW[t] = Math.cos(w);
+      this.sinW[t] = Math.sin(w);
+      for (let p = 0; p < PHASE_PERIOD_BLOCKS; p++) {
+        // Goertzel's y = s1 - e^{-jw} s2 equals e^{jw(N-1)} * sum x[m] e^{-jwm} over the block;
+        // rotating by e^{-jw(n0 + N - 1)} gives the DFT term in absolute time, so blocks add up.
+        const angle = w * (p * this.blockLen + this.blockLen - 1);
+        this.rotRe[t * PHASE_PERIOD_BLOCKS + p] = Math.cos(angle);
+        this.rotIm[t * PHASE_PERIOD_BLOCKS + p] = -Math.sin(angle);
+      }
+    }
+  }
+
+  /** Feeds PCM samples (any frame size). Events become available through `takeEvents()`. */
+  push(frame: Int16Array): void {
+    const { coef, s1, s2 } = this;
+    for (let i = 0; i < frame.length; i++) {
+      const x = frame[i]!;
+      for (let t = 0; t < TONE_COUNT; t++) {
+        const s0 = x + coef[t]! * s1[t]! - s2[t]!;
+        s2[t] = s1[t]!;
+        s1[t] = s0;
+      }
+      this.blockEnergy += x * x;
+      if (++this.blockFill === this.blockLen) this.finishBlock();
+    }
+  }
+
+  /** Returns and clears pending events (a shared empty array when there are none: do not mutate). */
+  takeEvents(): SimDecoderEvent[] {
+    if (this.events.length === 0) return NO_EVENTS;
+    const out = this.events;
+    this.events = [];
+    return out;
+  }
+
+  /**
+   * Ends the phrase in progress now and emits its final, if any characters were decoded (used when
+   * the caller forces end of turn). The rest of that phrase, if it keeps coming, is ignored.
+   */
+  flush(): void {
+    if (this.state !== 'data') return;
+    // Mid-phrase the last symbol is usually a character, at the phrase end the check: trust the
+    // checksum to tell (a character passes as a check 1 time in 44 and is then dropped).
+    const n = this.blockCount;
+    const lastIsCheck = n >= 2 && this.checksumOk(n);
+    this.finishPhrase(lastIsCheck);
+  }
+
+  /** Forgets everything, including audio in flight and undelivered events. */
+  reset(): void {
+    this.s1.fill(0);
+    this.s2.fill(0);
+    this.blockFill = 0;
+    this.blockEnergy = 0;
+    this.ringRe.fill(0);
+    this.ringIm.fill(0);
+    this.ringEnergy.fill(0);
+    this.events = [];
+    this.toSearch();
+  }
+
+  private finishBlock(): void {
+    const slot = (this.blockIndex % RING_BLOCKS) * TONE_COUNT;
+    const phase = this.blockIndex % PHASE_PERIOD_BLOCKS;
+    for (let t = 0; t < TONE_COUNT; t++) {
+      const yRe = this.s1[t]! - this.cosW[t]! * this.s2[t]!;
+      const yIm = this.sinW[t]! * this.s2[t]!;
+      const rRe = this.rotRe[t * PHASE_PERIOD_BLOCKS + phase]!;
+      const rIm = this.rotIm[t * PHASE_PERIOD_BLOCKS + phase]!;
+      this.ringRe[slot + t] = rRe * yRe - rIm * yIm;
+      this.ringIm[slot + t] = rRe * yIm + rIm * yRe;
+      this.s1[t] = 0;
+      this.s2[t] = 0;
+    }
+    this.ringEnergy[this.blockIndex % RING_BLOCKS] = this.blockEnergy;
+    this.blockEnergy = 0;
+    this.blockFill = 0;
+    const finished = this.blockIndex++;
+    if (this.state === 'search') this.searchPreamble(finished);
+    else if (finished === this.nextWindowEnd) {
+      this.nextWindowEnd += SLOT_BLOCKS;
+      this.decodeSlot(finished);
+    }
+  }
+
+  /** Fills `amp` (per-tone amplitude) and `windowEnergy` for the window ending at sub-block `end`. */
+  private analyseWindow(end: number): void {
+    let energy = 0;
+    for (let t = 0; t < TONE_COUNT; t++) {
+      let re = 0;
+      let im = 0;
+      for (let b = end - WINDOW_BLOCKS + 1; b <= end; b++) {
+        const k = (b % RING_BLOCKS) * TONE_COUNT + t;
+        re += this.ringRe[k]!;
+        im += this.ringIm[k]!;
+      }
+      this.amp[t] = Math.hypot(re, im) / this.windowNorm;
+    }
+    for (let b = end - WINDOW_BLOCKS + 1; b <= end; b++) energy += this.ringEnergy[b % RING_BLOCKS]!;
+    this.windowEnergy = energy;
+  }
+
+  /** Share of the window's energy held by tones `lo` and `hi` (1 for a clean full-window pair). */
+  private purity(lo: number, hi: number): number {
+    if (this.windowEnergy <= 0) return 0;
+    const pairEnergy = ((this.amp[lo]! ** 2 + this.amp[hi]! ** 2) * this.windowNorm);
+    return pairEnergy / this.windowEnergy;
+  }
+
+  private searchPreamble(end: number): void {
+    const pre2End = end;
+    const pre1End = end - SLOT_BLOCKS;
+    if (pre1End - WINDOW_BLOCKS + 1 < 0) return; // not enough history yet
+    let matched = false;
+    let score = 0;
+    this.analyseWindow(pre2End);
+    const p2 = this.purity(lowOf(PRE2), highOf(PRE2));
+    const a2 = (this.amp[lowOf(PRE2)]! + this.amp[highOf(PRE2)]!) / 2;
+    if (p2 >= PREAMBLE_PURITY_MIN && a2 >= MIN_TONE_AMPLITUDE) {
+      this.analyseWindow(pre1End);
+      const p1 = this.purity(lowOf(PRE1), highOf(PRE1));
+      const a1 = (this.amp[lowOf(PRE1)]! + this.amp[highOf(PRE1)]!) / 2;
+      matched = p1 >= PREAMBLE_PURITY_MIN && a1 >= MIN_TONE_AMPLITUDE && p1 + p2 >= PREAMBLE_PURITY_SUM;
+      score = a1 + a2;
+      if (matched && score > this.lockBestScore) {
+        this.lockBestScore = score;
+        this.lockBestBlock = end;
+        this.refAmplitude = Math.max(a1, a2);
+      }
+    }
+    if (matched && this.lockFirstBlock < 0) this.lockFirstBlock = end;
+    // Windows partly over the preamble already match; slide on to the best-aligned offset.
+    if (this.lockFirstBlock >= 0 && end - this.lockFirstBlock >= LOCK_SEARCH_BLOCKS) {
+      // The first data window ends one slot after the best PRE2 window; as the search lasts
+      // under a slot, that is still ahead of us.
+      this.state = 'data';
+      this.nextWindowEnd = this.lockBestBlock + SLOT_BLOCKS;
+    }
+  }
+
+  private decodeSlot(end: number): void {
+    this.analyseWindow(end);
+    let lo = 0;
+    let hi = GROUP;
+    for (let t = 1; t < GROUP; t++) if (this.amp[t]! > this.amp[lo]!) lo = t;
+    for (let t = GROUP + 1; t < TONE_COUNT; t++) if (this.amp[t]! > this.amp[hi]!) hi = t;
+    const strength = (this.amp[lo]! + this.amp[hi]!) / 2;
+    if (this.purity(lo, hi) < SLOT_PURITY_MIN || strength < SLOT_STRENGTH_MIN * this.refAmplitude) {
+      // No code here: a wiped slot inside the phrase (an erasure, filled in once a later slot
+      // shows the phrase goes on) or the silence after it.
+      if (++this.silentSlots >= SILENT_SLOTS_TO_FINAL) this.finishPhrase(true);
+      return;
+    }
+    for (; this.silentSlots > 0; this.silentSlots--) this.appendSymbol(0, -1);
+    const value = lo * GROUP + (hi - GROUP);
+    if (value === END) {
+      this.finishPhrase(true);
+      return;
+    }
+    // Confidence: how far each chosen tone stands above its group's runner-up (for correction).
+    const conf = Math.min(this.margin(lo, 0), this.margin(hi, GROUP)) / this.refAmplitude;
+    if (value >= DATA_SYMBOLS) this.appendSymbol(0, -1); // never sent: a corrupt slot
+    else this.appendSymbol(value, conf);
+  }
+
+  private margin(best: number, groupStart: number): number {
+    let second = 0;
+    for (let t = groupStart; t < groupStart + GROUP; t++) if (t !== best) second = Math.max(second, this.amp[t]!);
+    return this.amp[best]! - second;
+  }
+
+  private appendSymbol(value: number, conf: number): void {
+    this.blockValues[this.blockCount] = value;
+    this.blockConf[this.blockCount] = conf;
+    if (++this.blockCount === BLOCK_DATA + 1) this.commitBlock(BLOCK_DATA + 1, true);
+    this.emitInterim();
+  }
+
+  /** True when the last of the first `n` block symbols is the checksum of the others. */
+  private checksumOk(n: number): boolean {
+    let sum = 0;
+    for (let i = 0; i < n - 1; i++) sum += this.blockValues[i]!;
+    return sum % DATA_SYMBOLS === this.blockValues[n - 1]!;
+  }
+
+  /**
+   * Commits the first `n` block symbols. With a check symbol last and a failed checksum, the least
+   * confident symbol (a wiped or damaged slot) is replaced by the value that makes it pass.
+   */
+  private commitBlock(n: number, lastIsCheck: boolean): void {
+    const dataCount = lastIsCheck ? n - 1 : n;
+    if (lastIsCheck && dataCount > 0 && !this.checksumOk(n)) {
+      let worst = 0;
+      for (let i = 1; i < n; i++) if (this.blockConf[i]! < this.blockConf[worst]!) worst = i;
+      if (worst < dataCount) {
+        let others = 0;
+        for (let i = 0; i < dataCount; i++) if (i !== worst) others += this.blockValues[i]!;
+        const fixed = (this.blockValues[n - 1]! - (others % DATA_SYMBOLS) + DATA_SYMBOLS) % DATA_SYMBOLS;
+        this.blockValues[worst] = fixed;
+      }
+    }
+    for (let i = 0; i < dataCount; i++) this.committed += SIM_ALPHABET[this.blockValues[i]!];
+    this.blockCount = 0;
+  }
+
+  /** Interim = committed blocks + characters of the open block, minus its newest symbol, which
+   *  may turn out to be the check of a short last block. */
+  private emitInterim(): void {
+    let text = this.committed;
+    for (let i = 0; i < this.blockCount - 1; i++) {
+      if (this.blockConf[i]! >= 0) text += SIM_ALPHABET[this.blockValues[i]!];
+    }
+    text = text.trim();
+    if (text.length > 0 && text !== this.lastInterim) {
+      this.lastInterim = text;
+      this.events.push({ type: 'interim', text });
+    }
+  }
+
+  private finishPhrase(lastIsCheck: boolean): void {
+    if (this.blockCount > 0) this.commitBlock(this.blockCount, lastIsCheck);
+    const text = this.committed.trim();
+    if (text.length > 0) this.events.push({ type: 'final', text });
+    this.toSearch();
+  }
+
+  private toSearch(): void {
+    this.state = 'search';
+    this.lockFirstBlock = -1;
+    this.lockBestBlock = -1;
+    this.lockBestScore = 0;
+    this.silentSlots = 0;
+    this.blockCount = 0;
+    this.committed = '';
+    this.lastInterim = '';
+  }
+}
+
+const NO_EVENTS: SimDecoderEvent[] = Object.freeze([]) as unknown as SimDecoderEvent[];
+
+function lowOf(value: number): number {
+  return Math.floor(value / GROUP);
+}
+function highOf(value: number): number {
+  return GROUP + (value % GROUP);
+}

@@ -1,0 +1,16 @@
+import { randomBytes } from 'node:crypto';
+import { v7 as uuidv7, validate as uuidValidate } from 'uuid';
+
+/** Time-ordered UUID (v7) for resource rows: list order follows creation. */
+export function newId(): string {
+  return uuidv7();
+}
+
+export function isUuid(value: string): boolean {
+  return uuidValidate(value);
+}
+
+/** Bearer-like ids (voice sessions, signed links): 128+ random bits, never sequential. */
+export function newSecretId(bytes = 24): string {
+  return randomBytes(bytes).toString('base64url');
+}

@@ -1,0 +1,50 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/**
+ * Every field that can carry a secret, at any depth we log. Secrets are never logged: a field
+ * missing from this list is a bug (tests grep captured logs for known secret values).
+ */
+export const REDACT_PATHS = [
+  'password',
+  'api_key',
+  'apiKey',
+  'auth_token',
+  'authToken',
+  'carrier_auth_token',
+  'access_token',
+  'refresh_token',
+  'token',
+  'secret',
+  'authorization',
+  'headers.authorization',
+  'req.headers.authorization',
+  'req.headers["x-auth-token"]',
+  'req.headers.cookie',
+  '*.password',
+  '*.api_key',
+  '*.apiKey',
+  '*.auth_token',
+  '*.access_token',
+  '*.refresh_token',
+  '*.secret',
+];
+
+export interface LoggerOptions {
+  level?: string;
+  /** A destination stream (tests capture logs through it). */
+  destination?: NodeJS.WritableStream;
+  name?: string;
+}
+
+export function createLogger(opts: LoggerOptions = {}): Logger {
+  const options = {
+    level: opts.level ?? 'info',
+    name: opts.name,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  return opts.destination ? pino(options, opts.destination as pino.DestinationStream) : pino(options);
+}
