@@ -1,0 +1,647 @@
+/**
+ * CallActor: one per call; owns all of the call's state. Inputs arrive through `post()` (a FIFO
+ * mailbox processed to completion) or, for audio, `onAudio()` (the per-frame path: synchronous,
+ * allocation-free). Async work (ASR stream, agent runs) reports back through the mailbox; results
+ * of a superseded run are dropped by run id. Turn states: listening -> user_speaking -> thinking ->
+ * speaking -> listening. See NOTES.md for the barge-in and idle rules.
+ */
+import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
+import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
+import { Resampler } from '../audio/resampler.js';
+import { Vad, vadOptionsForProfile, type VadProfile } from '../audio/vad.js';
+import type { AsrEvent, AsrProvider, AsrStream, LlmMessage, LlmProvider, TtsProvider } from '../providers/types.js';
+import { withTtsRetry } from '../providers/retry.js';
+import { isBackchannel, isLikelyEcho, mayBecomeBackchannel } from './backchannel.js';
+import type { CallMsg, TurnMsg } from './messages.js';
+import { PlayoutQueue } from './playout.js';
+import type { CallRecorder } from './recorder.js';
+import { RunState, type RunKind } from './run-state.js';
+import type { CallTransport } from './transport.js';
+import { runTurn } from './turn-runner.js';
+
+export type Phase = 'listening' | 'user_speaking' | 'thinking' | 'speaking';
+
+export interface CallActorDeps {
+  config: SessionConfig;
+  transport: CallTransport;
+  providers: { asr: AsrProvider; llm: LlmProvider; tts: TtsProvider };
+  /** An ASR stream opened ahead of time (pre-warm); else one is opened at start. */
+  asrStream?: AsrStream;
+  profile: VadProfile;
+  clock: Clock;
+  logger: Logger;
+  recorder?: CallRecorder;
+  /** Called once when the call is over (after `call_ended`, socket closing). */
+  onClosed?: (reason: string) => void;
+  /** Inbound audio format pushed to ASR: PCM 16 kHz (browser) or raw mu-law 8 kHz (carrier, when the ASR takes it). */
+  asrInput?: { encoding: 'linear16' | 'mulaw'; sampleRateHz: number };
+}
+
+export interface ActorTuning {
+  /** Silence after speech that ends a caller turn once text is final. Default 500 ms. */
+  endpointSilenceMs: number;
+  /** Unconfirmed barge-in gives up after this. Default 2000 ms. */
+  bargeConfirmMs: number;
+  /** Longest the goodbye may play before hanging up. Default 8000 ms. */
+  hangupGraceMs: number;
+}
+
+const DEFAULT_TUNING: ActorTuning = { endpointSilenceMs: 500, bargeConfirmMs: 2000, hangupGraceMs: 8000 };
+const NUDGE_TEXT = 'Are you still there?';
+const GOODBYE_TEXT = "I haven't heard from you, so I'll end the call now. Goodbye!";
+const USER_AUDIO_MAX_SECONDS = 60;
+
+export class CallActor {
+  readonly config: SessionConfig;
+  phase: Phase = 'listening';
+  /** Number of the caller turn in progress or last completed (0 = the welcome). */
+  turn = 0;
+  private readonly d: CallActorDeps;
+  private readonly t: ActorTuning;
+  private readonly vad: Vad;
+  private readonly playout: PlayoutQueue;
+  private readonly frame: Int16Array;
+  private readonly resamplers = new Map<number, Resampler>();
+  private readonly tts: TtsProvider;
+  private asr?: AsrStream;
+  private history: LlmMessage[] = [];
+  private mailbox: CallMsg[] = [];
+  private processing = false;
+  private run?: RunState;
+  private nextRunId = 1;
+  private userText = '';
+  private interimText = '';
+  private userSpeechStartMs = 0;
+  private userSpeechEndMs = 0;
+  private userSpeechMs = 0;
+  private bargeCandidate = false;
+  private timers = new Map<string, TimerHandle>();
+  private idleAttempts = 0;
+  private closed = false;
+  private ending = false;
+  private startedAtMs: number;
+  private completedTurns = 0;
+  private latencySumMs = 0;
+  private latencyCount = 0;
+  private readonly userAudio: Int16Array;
+  private userAudioLen = 0;
+
+  constructor(deps: CallActorDeps, tuning: Partial<ActorTuning> = {}) {
+    this.d = deps;
+    this.t = { ...DEFAULT_TUNING, ...tuning };
+    this.config = deps.config;
+    this.vad = new Vad(vadOptionsForProfile(deps.profile, deps.config.vad_threshold, 16000));
+    this.playout = new PlayoutQueue(deps.transport.outRateHz);
+    this.frame = new Int16Array((deps.transport.outRateHz / 1000) * 20);
+    this.userAudio = new Int16Array(16000 * USER_AUDIO_MAX_SECONDS);
+    this.startedAtMs = deps.clock.now();
+    // TTS failures before the first chunk are retried; the actor tells the client.
+    this.tts = withTtsRetry(deps.providers.tts, {
+      clock: deps.clock,
+      onRetry: (attempt, backoffMs) => this.emitForRun({ type: 'tts_retry', attempt, backoff_ms: backoffMs }),
+      onExhausted: (attempt) => this.emitForRun({ type: 'tts_retry_exhausted', attempt }),
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Starts the call: ASR stream, `pipeline_ready`, then the welcome per `welcome_mode`. */
+  start(): void {
+    const c = this.config;
+    const input = this.d.asrInput ?? { encoding: 'linear16', sampleRateHz: 16000 };
+    this.asr = this.d.asrStream ?? this.d.providers.asr.stream({ ...input, language: c.language, model: c.providers.asr.model_name });
+    void this.pumpAsr(this.asr);
+    this.history.push({ role: 'system', content: c.system_prompt });
+    this.d.recorder?.start({
+      session_id: c.session_id,
+      agent_id: c.agent_id,
+      user_id: c.user_id,
+      workspace_id: c.workspace_id,
+      call_id: c.call_id,
+      metadata: { ...c.session_metadata, call_direction: c.call_direction, connection_type: c.connection_type, agent_version: c.agent_version },
+      started_at_ms: this.startedAtMs,
+    });
+    this.emit({ type: 'pipeline_ready', providers: { asr: this.d.providers.asr.label, llm: this.d.providers.llm.label, tts: this.d.providers.tts.label } });
+    if (c.welcome_mode !== 'none' && c.welcome_message.trim()) this.startRun('welcome', c.welcome_message);
+    else this.armIdle();
+  }
+
+  /** Inbound audio: one 20 ms frame of 16 kHz PCM (`raw`: the carrier's mu-law bytes for the ASR). */
+  onAudio(pcm16k: Int16Array, raw?: Uint8Array): void {
+    if (this.closed) return;
+    this.asr?.push(raw ?? pcm16k);
+    const v = this.vad.process(pcm16k);
+    if (this.phase === 'user_speaking' && this.userAudioLen + pcm16k.length <= this.userAudio.length) {
+      this.userAudio.set(pcm16k, this.userAudioLen);
+      this.userAudioLen += pcm16k.length;
+    }
+    if (v.onset) this.onSpeechOnset();
+    if (v.speech) this.userSpeechEndMs = this.d.clock.monotonicMs();
+    if (v.offset) this.userSpeechMs += v.speechMs;
+    if (this.phase === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
+      // Silence long enough: close the turn with what ASR has, after forcing it to finalize.
+      if (this.userText) this.endUserTurn();
+      else {
+        this.asr?.flush();
+        this.setTimer('endpoint', 1500);
+      }
+    }
+  }
+
+  /** Called by the node's pacer every tick: sends the frames that are due. */
+  pace(nowMs: number): void {
+    const run = this.run;
+    if (this.closed || !run) return;
+    const frameMs = 20;
+    if (this.playout.queuedSamples === 0) {
+      if (run.playing) run.playing = false;
+      if (run.runnerDone) this.finishRun(run);
+      return;
+    }
+    if (!run.playing) {
+      run.playing = true;
+      run.paceStartMs = nowMs;
+      run.paceFramesSent = 0;
+    }
+    const leadFrames = Math.ceil(this.d.transport.leadMs / frameMs);
+    const due = Math.floor((nowMs - run.paceStartMs) / frameMs) + 1 + leadFrames;
+    while (run.paceFramesSent < due && this.playout.takeFrame(this.frame)) {
+      if (!run.firstFrameSentAt) run.firstFrameSentAt = this.d.clock.monotonicMs();
+      this.d.transport.sendAudio(this.frame);
+      run.paceFramesSent++;
+    }
+  }
+
+  post(msg: CallMsg): void {
+    if (this.closed) return;
+    this.mailbox.push(msg);
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      while (this.mailbox.length && !this.closed) this.handle(this.mailbox.shift()!);
+    } catch (err) {
+      this.d.logger.error({ err: (err as Error).stack, session: this.config.session_id }, 'call actor failed');
+      this.fail('internal error');
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  private handle(msg: CallMsg): void {
+    switch (msg.kind) {
+      case 'asr':
+        return this.onAsr(msg.event);
+      case 'asr_closed':
+        if (msg.error) this.d.logger.warn({ session: this.config.session_id, error: msg.error }, 'asr stream closed');
+        return;
+      case 'turn':
+        if (this.run && msg.runId === this.run.id) this.onRunMsg(this.run, msg.msg);
+        return;
+      case 'timer':
+        return this.onTimer(msg.name);
+      case 'playback_done':
+        if (this.phase === 'listening' && !this.run) this.armIdle();
+        return;
+      case 'mark':
+        if (msg.name.startsWith('run-') && this.phase === 'listening' && !this.run) this.armIdle();
+        return;
+      case 'text_inject':
+        if (msg.role === 'system') {
+          this.history.push({ role: 'system', content: msg.text });
+          return;
+        }
+        if (this.run) this.interrupt();
+        this.userText = msg.text;
+        this.userSpeechEndMs = this.d.clock.monotonicMs();
+        this.beginReply(0);
+        return;
+      case 'end':
+        return this.endCall(msg.reason);
+      case 'transport_closed':
+        return this.close('client_disconnected');
+    }
+  }
+
+  // ------------------------------------------------------------------ caller speech
+
+  private onSpeechOnset(): void {
+    this.cancelTimer('idle');
+    this.idleAttempts = 0;
+    if (this.phase === 'listening') {
+      this.phase = 'user_speaking';
+      this.userSpeechStartMs = this.d.clock.monotonicMs();
+      this.userSpeechMs = 0;
+      this.userAudioLen = 0;
+      this.emit({ type: 'user_started_speaking' });
+      return;
+    }
+    if ((this.phase === 'speaking' || this.phase === 'thinking') && this.config.interrupt_enabled && !this.bargeCandidate) {
+      this.bargeCandidate = true;
+      this.emit({ type: 'user_started_speaking' });
+      this.setTimer('barge_confirm', this.t.bargeConfirmMs);
+    }
+  }
+
+  private onAsr(ev: AsrEvent): void {
+    if (ev.type === 'interim' || ev.type === 'final') {
+      const text = ev.text.trim();
+      if (!text) return;
+      if (this.phase === 'speaking' || this.phase === 'thinking') {
+        if (!this.config.interrupt_enabled) return;
+        // A backchannel (or what may still become one) never confirms a barge-in; on speakers,
+        // neither does text that is our own voice coming back.
+        if (ev.type === 'interim' ? mayBecomeBackchannel(text) : isBackchannel(text)) return;
+        if (this.d.profile === 'browser_speakers' && isLikelyEcho(text, this.run?.llmText || this.run?.assistantText || '')) return;
+        if (!this.bargeCandidate) this.emit({ type: 'user_started_speaking' });
+        this.confirmBargeIn();
+      } else if (this.phase === 'listening') {
+        // ASR heard speech VAD missed (quiet caller): treat as onset.
+        this.onSpeechOnset();
+      }
+      if (ev.type === 'interim') {
+        this.interimText = text;
+        this.emit({ type: 'interim_transcription', text });
+      } else {
+        this.userText = this.userText ? `${this.userText} ${text}` : text;
+        this.interimText = '';
+        if (ev.endOfTurn && this.phase === 'user_speaking') this.endUserTurn();
+      }
+      return;
+    }
+    if (ev.type === 'utterance_end' && this.phase === 'user_speaking' && this.userText) this.endUserTurn();
+    if (ev.type === 'error') this.d.logger.warn({ session: this.config.session_id, error: ev.message, recoverable: ev.recoverable }, 'asr error');
+  }
+
+  private endUserTurn(): void {
+    this.cancelTimer('endpoint');
+    const text = this.userText.trim();
+    if (!text) {
+      this.phase = 'listening';
+      this.emit({ type: 'phase_idle' });
+      this.armIdle();
+      return;
+    }
+    const now = this.d.clock.monotonicMs();
+    const asrMs = this.userSpeechEndMs ? Math.max(0, Math.round(now - this.userSpeechEndMs)) : 0;
+    this.beginReply(asrMs);
+  }
+
+  /** Starts the agent's reply to `userText` (from speech or injection). */
+  private beginReply(asrMs: number): void {
+    const text = this.userText.trim();
+    this.userText = '';
+    this.interimText = '';
+    this.turn++;
+    const speechMs = this.userSpeechMs || (this.userSpeechStartMs ? Math.round(this.userSpeechEndMs - this.userSpeechStartMs) : 0);
+    this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: Math.max(0, speechMs), asr_latency_ms: asrMs });
+    this.history.push({ role: 'user', content: text });
+    this.startRun('reply', undefined, asrMs, text);
+  }
+
+  // ------------------------------------------------------------------ barge-in
+
+  private confirmBargeIn(): void {
+    this.cancelTimer('barge_confirm');
+    this.bargeCandidate = false;
+    this.interrupt();
+    this.phase = 'user_speaking';
+    this.userSpeechStartMs = this.d.clock.monotonicMs();
+    this.userSpeechMs = 0;
+    this.userAudioLen = 0;
+  }
+
+  /** Cancels the running agent turn; keeps only what the caller actually heard. */
+  private interrupt(): void {
+    const run = this.run;
+    if (!run) return;
+    run.abort.abort();
+    run.interrupted = true;
+    const heard = this.heardText(run);
+    this.playout.resetTurn();
+    for (const r of this.resamplers.values()) r.reset();
+    this.d.transport.clearAudio();
+    this.vad.setAgentSpeaking(false);
+    this.run = undefined;
+    if (run.kind !== 'reply') {
+      if (heard) this.history.push({ role: 'assistant', content: heard });
+      return;
+    }
+    if (heard) {
+      this.history.push({ role: 'assistant', content: heard });
+    } else {
+      // Nothing was heard: fold the unanswered caller text into the next turn instead of leaving
+      // two user messages in a row (some models refuse that) or a reply nobody heard.
+      const last = this.history[this.history.length - 1];
+      if (last?.role === 'user') {
+        this.history.pop();
+        this.userText = last.content;
+      }
+    }
+    this.completeTurn(run, heard);
+  }
+
+  private heardText(run: RunState): string {
+    const rate = this.d.transport.outRateHz;
+    const now = this.d.clock.monotonicMs();
+    const aheadMs = run.playing ? Math.max(0, run.paceFramesSent * 20 - (now - run.paceStartMs)) : 0;
+    const heardSamples = Math.max(0, this.playout.sentSamples - Math.round((aheadMs * rate) / 1000));
+    return this.playout.heardText(heardSamples);
+  }
+
+  // ------------------------------------------------------------------ agent runs
+
+  private startRun(kind: RunKind, speakOnly?: string, asrMs = 0, userText = ''): void {
+    const now = this.d.clock.monotonicMs();
+    const run = new RunState(this.nextRunId++, kind, this.turn, kind === 'reply' ? this.userSpeechEndMs || now : now, asrMs, userText, this.d.clock.now());
+    this.run = run;
+    this.playout.resetTurn();
+    this.phase = kind === 'reply' ? 'thinking' : 'speaking';
+    this.cancelTimer('idle');
+    const providers = this.config.providers;
+    void runTurn({
+      messages: [...this.history],
+      tools: this.config.tools,
+      llm: this.d.providers.llm,
+      tts: this.tts,
+      ttsVoice: providers.tts.voice,
+      ttsModel: providers.tts.model_name,
+      language: this.config.language,
+      ttsSampleRateHz: this.d.transport.outRateHz,
+      speakOnly,
+      signal: run.abort.signal,
+      now: () => this.d.clock.monotonicMs(),
+      post: (m) => this.post({ kind: 'turn', runId: run.id, msg: m }),
+    }).catch((err: unknown) => {
+      this.d.logger.error({ err: (err as Error).stack, session: this.config.session_id }, 'agent run failed');
+      this.post({ kind: 'turn', runId: run.id, msg: { kind: 'run_done', appended: [], assistantText: '' } });
+    });
+  }
+
+  private onRunMsg(run: RunState, m: TurnMsg): void {
+    const turn = run.turn;
+    switch (m.kind) {
+      case 'llm_started':
+        this.emit(m.step === 1 ? { type: 'llm_start', turn, step: 1 } : { type: 'llm_step_start', turn, step: m.step });
+        return;
+      case 'llm_delta':
+        run.llmText += m.text;
+        this.emit({ type: 'llm_chunk', text: m.text, turn });
+        return;
+      case 'llm_step_done':
+        if (run.llmTtfbMs < 0) run.llmTtfbMs = m.ttfbMs;
+        run.llmTotalMs += m.totalMs;
+        run.tokensIn += m.inputTokens;
+        run.tokensOut += m.outputTokens;
+        run.steps.push({ step: m.step, llm_ttfb_ms: m.ttfbMs, llm_total_ms: m.totalMs, tool_ms: 0, tools: [] });
+        if (m.toolCalls === 0) this.emit({ type: 'llm_end', turn, text: run.llmText, llm_ttfb_ms: Math.max(0, run.llmTtfbMs), llm_total_ms: run.llmTotalMs });
+        return;
+      case 'llm_error':
+        this.emit({ type: 'llm_error', text: m.message, turn });
+        return;
+      case 'tools_started': {
+        const tools = m.calls.map((c) => ({ id: c.id, name: c.name, arguments: safeJson(c.arguments) }));
+        this.emit({ type: 'tool_calls_started', turn, tools, step: m.step, parallel: m.calls.length > 1, timing: { llm_ms: m.llmMs } });
+        const step = run.steps.find((s) => s.step === m.step);
+        if (step) step.tools = m.calls.map((c) => c.name);
+        return;
+      }
+      case 'tool_progress':
+        this.emit({ type: 'tool_call_in_progress', turn, tool_name: m.call.name, tool_call_id: m.call.id, tool_input: safeJson(m.call.arguments), step: m.step });
+        return;
+      case 'tool_result': {
+        const r = m.result;
+        const step = run.steps.find((s) => s.step === m.step);
+        if (step) step.tool_ms = Math.max(step.tool_ms, r.latencyMs);
+        run.toolMs = run.steps.reduce((a, s) => a + s.tool_ms, 0);
+        run.toolCalls.push({
+          id: `${this.config.session_id}:${run.turn}:${m.call.id}`,
+          tool_call_id: m.call.id,
+          tool_name: m.call.name,
+          tool_input: safeJson(m.call.arguments),
+          tool_output: r.output,
+          status: r.status,
+          latency_ms: r.latencyMs,
+          error_message: r.error,
+        });
+        this.emit({ type: 'tool_call_result', turn, tool_name: m.call.name, tool_call_id: m.call.id, result: r.content.slice(0, 200), tool_execution_ms: r.latencyMs, step: m.step });
+        return;
+      }
+      case 'tts_piece_start':
+        if (!run.ttsRequestAt) run.ttsRequestAt = this.d.clock.monotonicMs();
+        this.playout.beginSegment(m.text);
+        return;
+      case 'tts_audio': {
+        const out = this.resample(m.chunk.samples, m.chunk.sampleRateHz);
+        if (!run.audioStarted) {
+          run.audioStarted = true;
+          run.ttsFirstAudioAt = this.d.clock.monotonicMs();
+          this.phase = 'speaking';
+          this.vad.setAgentSpeaking(true);
+          this.emit({ type: 'tts_audio_start', turn });
+        }
+        this.playout.enqueue(out);
+        this.pace(this.d.clock.monotonicMs());
+        return;
+      }
+      case 'tts_piece_end':
+        this.playout.endSegment();
+        return;
+      case 'tts_retry':
+        this.emit({ type: 'tts_retry', attempt: m.attempt, backoff_ms: m.backoffMs });
+        return;
+      case 'tts_exhausted':
+        this.emit({ type: 'tts_retry_exhausted', attempt: m.attempt });
+        return;
+      case 'tts_done':
+        this.emit({ type: 'tts_complete', tts_gen_ms: m.genMs, tts_api_ttfb_ms: m.apiTtfbMs, tts_streaming_saved_ms: Math.max(0, m.genMs - m.apiTtfbMs), turn, step: m.step });
+        return;
+      case 'run_done':
+        run.runnerDone = true;
+        run.appended = m.appended;
+        run.assistantText = m.assistantText;
+        if (this.playout.queuedSamples === 0) this.finishRun(run);
+        return;
+    }
+  }
+
+  private resample(samples: Int16Array, rateHz: number): Int16Array {
+    const out = this.d.transport.outRateHz;
+    if (rateHz === out) return samples;
+    let r = this.resamplers.get(rateHz);
+    if (!r) {
+      r = new Resampler(rateHz, out);
+      this.resamplers.set(rateHz, r);
+    }
+    return r.process(samples);
+  }
+
+  /** All audio of the run has been sent and the runner is done. */
+  private finishRun(run: RunState): void {
+    if (this.run !== run) return;
+    this.run = undefined;
+    this.vad.setAgentSpeaking(false);
+    this.phase = 'listening';
+    this.bargeCandidate = false;
+    this.cancelTimer('barge_confirm');
+    this.d.transport.mark(`run-${run.id}`);
+    if (run.kind === 'reply') {
+      this.history.push(...run.appended);
+      this.completeTurn(run, run.assistantText);
+    } else if (run.assistantText) {
+      this.history.push({ role: 'assistant', content: run.assistantText });
+    }
+    if (run.kind === 'goodbye') {
+      this.endCall('idle_timeout');
+      return;
+    }
+    if (this.userText) {
+      // Caller text that arrived while the agent was speaking (barge-in disabled) or folded in.
+      this.beginReply(0);
+      return;
+    }
+    if (run.kind === 'reply' && this.config.max_turns > 0 && this.turn >= this.config.max_turns) {
+      this.endCall('max_turns');
+      return;
+    }
+    this.armIdle();
+  }
+
+  private completeTurn(run: RunState, assistantText: string): void {
+    const timing = run.timing();
+    this.completedTurns++;
+    if (timing.total_ms > 0) {
+      this.latencySumMs += timing.total_ms;
+      this.latencyCount++;
+    }
+    this.emit({ type: 'turn_complete', turn: run.turn, user_text: run.userText, assistant_text: assistantText, timing });
+    this.d.recorder?.turn({
+      turn: run.turn,
+      user_text: run.userText,
+      assistant_text: assistantText,
+      interrupted: run.interrupted,
+      timing,
+      asr: { provider: this.d.providers.asr.label, model: this.config.providers.asr.model_name },
+      llm: { provider: this.d.providers.llm.label, model: this.d.providers.llm.model, tokens_input: run.tokensIn, tokens_output: run.tokensOut },
+      tts: { provider: this.d.providers.tts.label },
+      tool_calls: run.toolCalls,
+      user_audio: this.userAudioLen ? this.userAudio.slice(0, this.userAudioLen) : undefined,
+      started_at_ms: run.startedAtMs,
+    });
+  }
+
+  // ------------------------------------------------------------------ idle, timers, end
+
+  private armIdle(): void {
+    if (this.ending || this.closed) return;
+    this.setTimer('idle', this.config.silence_timeout_ms);
+  }
+
+  private onTimer(name: 'barge_confirm' | 'idle' | 'endpoint' | 'hangup'): void {
+    this.timers.delete(name);
+    if (name === 'barge_confirm') {
+      if (this.bargeCandidate) {
+        this.bargeCandidate = false;
+        this.emit({ type: 'phase_idle' });
+      }
+    } else if (name === 'endpoint') {
+      if (this.phase === 'user_speaking') this.endUserTurn();
+    } else if (name === 'hangup') {
+      this.endCall('idle_timeout');
+    } else if (name === 'idle' && this.phase === 'listening' && !this.run) {
+      this.idleAttempts++;
+      const max = this.config.idle_max_attempts;
+      if (this.idleAttempts <= max) {
+        this.emit({ type: 'idle_check', text: NUDGE_TEXT, attempt: this.idleAttempts, max_attempts: max });
+        this.startRun('nudge', NUDGE_TEXT);
+      } else {
+        this.ending = true;
+        this.emit({ type: 'idle_disconnect', text: GOODBYE_TEXT, reason: 'no_response', total_attempts: max });
+        this.startRun('goodbye', GOODBYE_TEXT);
+        this.setTimer('hangup', this.t.hangupGraceMs);
+      }
+    }
+  }
+
+  private setTimer(name: 'barge_confirm' | 'idle' | 'endpoint' | 'hangup', ms: number): void {
+    this.cancelTimer(name);
+    this.timers.set(name, this.d.clock.setTimeout(() => this.post({ kind: 'timer', name }), ms));
+  }
+
+  private cancelTimer(name: string): void {
+    const h = this.timers.get(name);
+    if (h) this.d.clock.clearTimeout(h);
+    this.timers.delete(name);
+  }
+
+  /** Ends the call on purpose: `call_ended`, then the socket closes. */
+  endCall(reason: string): void {
+    if (this.closed) return;
+    this.emit({ type: 'call_ended', reason });
+    this.close(reason);
+  }
+
+  private fail(message: string): void {
+    if (this.closed) return;
+    this.emit({ type: 'error', message, fatal: true });
+    this.endCall('error');
+  }
+
+  /** Idempotent teardown: cancels work, closes ASR, writes the call end, closes the socket. */
+  close(reason: string): void {
+    if (this.closed) return;
+    const run = this.run;
+    if (run) {
+      run.abort.abort();
+      if (run.kind === 'reply') {
+        run.interrupted = true;
+        this.completeTurn(run, this.heardText(run));
+      }
+      this.run = undefined;
+    }
+    this.closed = true;
+    for (const h of this.timers.values()) this.d.clock.clearTimeout(h);
+    this.timers.clear();
+    this.asr?.close();
+    const now = this.d.clock.now();
+    this.d.recorder?.end({
+      status: reason === 'error' ? 'failed' : 'completed',
+      reason,
+      total_turns: this.completedTurns,
+      total_duration_ms: now - this.startedAtMs,
+      avg_response_latency_ms: this.latencyCount ? Math.round(this.latencySumMs / this.latencyCount) : 0,
+      ended_at_ms: now,
+    });
+    this.d.transport.close(1000, reason);
+    this.d.onClosed?.(reason);
+  }
+
+  private async pumpAsr(stream: AsrStream): Promise<void> {
+    try {
+      for await (const event of stream) this.post({ kind: 'asr', event });
+      this.post({ kind: 'asr_closed' });
+    } catch (err) {
+      this.post({ kind: 'asr_closed', error: (err as Error).message });
+    }
+  }
+
+  private emitForRun(ev: ServerEvent): void {
+    // Retry callbacks fire inside the runner's async work; route them through the mailbox order.
+    if (!this.closed) this.emit(ev);
+  }
+
+  private emit(ev: ServerEvent): void {
+    this.d.transport.sendEvent(ev);
+  }
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return s.trim() ? JSON.parse(s) : {};
+  } catch {
+    return s;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * What a call hands to the durable record (conversation rows). The actor calls these
+ * synchronously; implementations must only enqueue (never await Postgres on the call path).
+ */
+import type { TurnTiming } from '../../shared/protocol/voice-socket.js';
+
+export interface ToolCallRecord {
+  id: string;
+  tool_call_id: string;
+  tool_name: string;
+  tool_input: unknown;
+  tool_output: unknown;
+  status: 'success' | 'error';
+  latency_ms: number;
+  error_message?: string;
+}
+
+export interface TurnRecord {
+  turn: number;
+  user_text: string;
+  assistant_text: string;
+  interrupted: boolean;
+  timing: TurnTiming;
+  asr: { provider: string; model?: string; confidence?: number };
+  llm: { provider: string; model?: string; tokens_input: number; tokens_output: number };
+  tts: { provider: string };
+  tool_calls: ToolCallRecord[];
+  /** Caller audio of the turn (16 kHz PCM) and the agent audio actually played (transport rate). */
+  user_audio?: Int16Array;
+  agent_audio?: { samples: Int16Array; sampleRateHz: number };
+  started_at_ms: number;
+}
+
+export interface CallEndRecord {
+  status: 'completed' | 'failed';
+  reason: string;
+  total_turns: number;
+  total_duration_ms: number;
+  avg_response_latency_ms: number;
+  ended_at_ms: number;
+}
+
+export interface CallRecorder {
+  start(info: { session_id: string; agent_id: string; user_id?: string; workspace_id: string; call_id?: string; metadata: Record<string, unknown>; started_at_ms: number }): void;
+  turn(rec: TurnRecord): void;
+  end(rec: CallEndRecord): void;
+}

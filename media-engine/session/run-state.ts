@@ -1,0 +1,65 @@
+/**
+ * Book-keeping of one agent run (a reply turn, the welcome, a nudge): timing marks, steps, tool
+ * calls and token counts, turned into `turn_complete.timing` and the turn record.
+ */
+import type { TurnTiming, TurnTimingStep } from '../../shared/protocol/voice-socket.js';
+import type { ToolCallRecord } from './recorder.js';
+
+export type RunKind = 'reply' | 'welcome' | 'nudge' | 'goodbye';
+
+export class RunState {
+  readonly abort = new AbortController();
+  /** The runner reported `run_done`. */
+  runnerDone = false;
+  assistantText = '';
+  appended: import('../providers/types.js').LlmMessage[] = [];
+  llmText = '';
+  steps: TurnTimingStep[] = [];
+  toolCalls: ToolCallRecord[] = [];
+  tokensIn = 0;
+  tokensOut = 0;
+  llmTtfbMs = -1;
+  llmTotalMs = 0;
+  toolMs = 0;
+  ttsRequestAt = 0;
+  ttsFirstAudioAt = 0;
+  firstFrameSentAt = 0;
+  audioStarted = false;
+  interrupted = false;
+  /** Samples sent in the current pacing run and when that run started (for the heard estimate). */
+  paceStartMs = 0;
+  paceFramesSent = 0;
+  playing = false;
+
+  constructor(
+    readonly id: number,
+    readonly kind: RunKind,
+    readonly turn: number,
+    /** When the caller stopped speaking (or the text was injected): the latency origin. */
+    readonly originMs: number,
+    readonly asrMs: number,
+    readonly userText: string,
+    readonly startedAtMs: number,
+  ) {}
+
+  timing(): TurnTiming {
+    const ttsTtfb = this.ttsFirstAudioAt && this.ttsRequestAt ? Math.max(0, Math.round(this.ttsFirstAudioAt - this.ttsRequestAt)) : 0;
+    const total = this.firstFrameSentAt ? Math.max(0, Math.round(this.firstFrameSentAt - this.originMs)) : 0;
+    const llmTtfb = Math.max(0, this.llmTtfbMs);
+    // Model time before the first audio: whole steps that ended in tool calls, then the last step's TTFB.
+    let llmBeforeAudio = 0;
+    this.steps.forEach((s, i) => (llmBeforeAudio += i < this.steps.length - 1 ? s.llm_total_ms : s.llm_ttfb_ms));
+    const provider = this.asrMs + llmBeforeAudio + this.toolMs + ttsTtfb;
+    return {
+      asr_ms: this.asrMs,
+      llm_ttfb_ms: llmTtfb,
+      llm_total_ms: this.llmTotalMs,
+      tool_ms: this.toolMs,
+      tts_ttfb_ms: ttsTtfb,
+      total_ms: total,
+      internal_overhead_ms: total ? Math.max(0, total - provider) : 0,
+      interrupted: this.interrupted,
+      steps: this.steps,
+    };
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * What a CallActor needs from the socket it talks through. Browser PCM and carrier media streams
+ * implement it (`media-engine/transports/`); the actor never knows which one it has.
+ */
+import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
+
+export interface CallTransport {
+  readonly kind: 'browser' | 'twilio';
+  /** Sample rate of outbound audio frames (16000 browser, 8000 carrier). */
+  readonly outRateHz: number;
+  /** Audio sent ahead of real time, so playback never starves; bounds barge-in reaction. */
+  readonly leadMs: number;
+  /** JSON event to the client (carrier transports suppress them). `server_ts` is added here. */
+  sendEvent(ev: ServerEvent): void;
+  /** One 20 ms frame at `outRateHz`. The transport must copy what it keeps (the frame is reused). */
+  sendAudio(frame: Int16Array): void;
+  /** Drop audio buffered at the far end (carrier `clear`). */
+  clearAudio(): void;
+  /** Ask the far end to report when everything sent so far has played (carrier `mark`). */
+  mark(name: string): void;
+  /** Close the socket (idempotent). */
+  close(code: number, reason: string): void;
+}

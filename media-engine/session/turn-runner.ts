@@ -1,0 +1,171 @@
+/**
+ * One agent turn's asynchronous work: LLM steps (with tools, run in parallel when the model asks
+ * for several) and streaming TTS of each finished sentence. It owns no call state: it reports every
+ * result to the actor's mailbox tagged with its turn, and stops at once when its signal aborts.
+ */
+import type { HttpToolConfig } from '../../shared/voice/session-config.js';
+import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../providers/types.js';
+import { AsyncQueue } from './async-queue.js';
+import { SentenceChunker } from './chunker.js';
+import type { TurnMsg } from './messages.js';
+import { runHttpTool, type ToolResult } from './tools.js';
+
+/** Tool-using turns may loop model -> tools -> model; this bounds it. */
+export const MAX_LLM_STEPS = 5;
+
+export interface TurnRunInput {
+  messages: LlmMessage[];
+  tools: HttpToolConfig[];
+  llm: LlmProvider;
+  tts: TtsProvider;
+  ttsVoice?: string;
+  ttsModel?: string;
+  language?: string;
+  ttsSampleRateHz: number;
+  /** `speakOnly`: no LLM, just say this text (welcome, nudges, goodbyes). */
+  speakOnly?: string;
+  signal: AbortSignal;
+  post: (msg: TurnMsg) => void;
+  now: () => number;
+}
+
+export async function runTurn(input: TurnRunInput): Promise<void> {
+  const { post, signal, now } = input;
+  const pieces = new AsyncQueue<{ text: string; step: number }>();
+  const ttsTask = speakPieces(input, pieces);
+  const appended: LlmMessage[] = [];
+  let assistantText = '';
+  try {
+    if (input.speakOnly !== undefined) {
+      pieces.push({ text: input.speakOnly, step: 0 });
+      assistantText = input.speakOnly;
+    } else {
+      assistantText = await runLlmSteps(input, pieces, appended);
+    }
+  } finally {
+    pieces.close();
+  }
+  await ttsTask;
+  if (!signal.aborted) post({ kind: 'run_done', appended, assistantText });
+  void now;
+}
+
+async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: string; step: number }>, appended: LlmMessage[]): Promise<string> {
+  const { post, signal, now } = input;
+  const toolSpecs: LlmToolSpec[] = input.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  const messages = [...input.messages];
+  const chunker = new SentenceChunker();
+  let spoken = '';
+  for (let step = 1; step <= MAX_LLM_STEPS; step++) {
+    if (signal.aborted) return spoken;
+    post({ kind: 'llm_started', step });
+    const started = now();
+    let firstTokenAt = 0;
+    let stepText = '';
+    let calls: LlmToolCall[] = [];
+    let usage = { inputTokens: 0, outputTokens: 0 };
+    try {
+      for await (const ev of input.llm.stream({ messages, tools: toolSpecs, signal })) {
+        if (signal.aborted) return spoken;
+        if (ev.type === 'text') {
+          if (!ev.delta) continue;
+          if (!firstTokenAt) firstTokenAt = now();
+          stepText += ev.delta;
+          post({ kind: 'llm_delta', step, text: ev.delta });
+          for (const p of chunker.push(ev.delta)) pieces.push({ text: p, step });
+        } else if (ev.type === 'tool_calls') {
+          if (!firstTokenAt) firstTokenAt = now();
+          calls = calls.concat(ev.calls);
+        } else if (ev.type === 'done' && ev.usage) {
+          usage = ev.usage;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return spoken;
+      post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed' });
+      for (const p of chunker.flush()) pieces.push({ text: p, step });
+      return spoken + stepText;
+    }
+    for (const p of chunker.flush()) pieces.push({ text: p, step });
+    const end = now();
+    spoken += stepText;
+    post({
+      kind: 'llm_step_done',
+      step,
+      text: stepText,
+      ttfbMs: Math.round((firstTokenAt || end) - started),
+      totalMs: Math.round(end - started),
+      toolCalls: calls.length,
+      ...usage,
+    });
+    if (calls.length === 0) {
+      appended.push({ role: 'assistant', content: stepText });
+      return spoken;
+    }
+    appended.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
+    messages.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
+    post({ kind: 'tools_started', step, calls, llmMs: Math.round(end - started) });
+    const results = await Promise.all(calls.map((call) => runOneTool(input, step, call)));
+    if (signal.aborted) return spoken;
+    calls.forEach((call, i) => {
+      const msg: LlmMessage = { role: 'tool', toolCallId: call.id, content: results[i].content };
+      appended.push(msg);
+      messages.push(msg);
+    });
+  }
+  return spoken;
+}
+
+async function runOneTool(input: TurnRunInput, step: number, call: LlmToolCall): Promise<ToolResult> {
+  input.post({ kind: 'tool_progress', step, call });
+  const tool = input.tools.find((t) => t.name === call.name);
+  let result: ToolResult;
+  if (!tool) {
+    result = { status: 'error', content: JSON.stringify({ error: `unknown tool ${call.name}` }), output: { error: `unknown tool ${call.name}` }, error: `unknown tool ${call.name}`, latencyMs: 0, attempts: 0 };
+  } else {
+    try {
+      result = await runHttpTool(tool, call.arguments, input.signal, input.now);
+    } catch (e) {
+      // runHttpTool reports failures as results; this guards against bugs so a tool never kills a call.
+      const message = (e as Error).message;
+      result = { status: 'error', content: JSON.stringify({ error: message }), output: { error: message }, error: message, latencyMs: 0, attempts: 1 };
+    }
+  }
+  if (!input.signal.aborted) input.post({ kind: 'tool_result', step, call, result });
+  return result;
+}
+
+async function speakPieces(input: TurnRunInput, pieces: AsyncQueue<{ text: string; step: number }>): Promise<void> {
+  const { post, signal, now } = input;
+  let firstRequestAt = 0;
+  let firstAudioAt = 0;
+  let lastStep = 0;
+  for await (const piece of pieces) {
+    if (signal.aborted) return;
+    lastStep = piece.step;
+    const requestAt = now();
+    if (!firstRequestAt) firstRequestAt = requestAt;
+    post({ kind: 'tts_piece_start', text: piece.text, step: piece.step });
+    try {
+      for await (const chunk of input.tts.synthesize({
+        text: piece.text,
+        voice: input.ttsVoice,
+        model: input.ttsModel,
+        language: input.language,
+        preferredSampleRateHz: input.ttsSampleRateHz,
+        signal,
+      })) {
+        if (signal.aborted) return;
+        if (!firstAudioAt) firstAudioAt = now();
+        post({ kind: 'tts_audio', chunk });
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      // The retry decorator already reported tts_retry / tts_retry_exhausted; skip this piece.
+      void err;
+    }
+    post({ kind: 'tts_piece_end' });
+  }
+  if (signal.aborted || !firstRequestAt) return;
+  post({ kind: 'tts_done', genMs: Math.round(now() - firstRequestAt), apiTtfbMs: Math.round((firstAudioAt || now()) - firstRequestAt), step: lastStep });
+}

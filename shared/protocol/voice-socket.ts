@@ -1,0 +1,85 @@
+/**
+ * The browser voice socket protocol (spec document 2, "Events"): typed, decoded only at the edge.
+ * Audio travels as binary frames (16 kHz 16-bit LE mono PCM, no header), control as JSON text.
+ */
+
+export interface TurnTimingStep {
+  step: number;
+  llm_ttfb_ms: number;
+  llm_total_ms: number;
+  tool_ms: number;
+  tools: string[];
+}
+
+export interface TurnTiming {
+  asr_ms: number;
+  llm_ttfb_ms: number;
+  llm_total_ms: number;
+  tool_ms: number;
+  tts_ttfb_ms: number;
+  /** Speech end (or injection) to first agent audio frame sent. */
+  total_ms: number;
+  /** Everything in total_ms that is not a provider's time. */
+  internal_overhead_ms: number;
+  interrupted: boolean;
+  steps: TurnTimingStep[];
+}
+
+export interface ToolBrief {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+/** Every server event; `server_ts` (epoch ms) is added when sent. */
+export type ServerEvent =
+  | { type: 'pipeline_ready'; providers: { asr: string; llm: string; tts: string } }
+  | { type: 'user_started_speaking' }
+  | { type: 'interim_transcription'; text: string }
+  | { type: 'transcription'; text: string; turn: number; speech_duration_ms: number; asr_latency_ms: number }
+  | { type: 'llm_start'; turn: number; step: number }
+  | { type: 'llm_step_start'; turn: number; step: number }
+  | { type: 'llm_chunk'; text: string; turn: number }
+  | { type: 'llm_end'; turn: number; text: string; llm_ttfb_ms: number; llm_total_ms: number }
+  | { type: 'llm_error'; text: string; turn: number }
+  | { type: 'tool_calls_started'; turn: number; tools: ToolBrief[]; step: number; parallel: boolean; timing: { llm_ms: number } }
+  | { type: 'tool_call_in_progress'; turn: number; tool_name: string; tool_call_id: string; tool_input: unknown; step: number }
+  | { type: 'tool_call_result'; turn: number; tool_name: string; tool_call_id: string; result: string; tool_execution_ms: number; step: number }
+  | { type: 'tts_audio_start'; turn: number }
+  | { type: 'tts_complete'; tts_gen_ms: number; tts_api_ttfb_ms: number; tts_streaming_saved_ms: number; turn: number; step: number }
+  | { type: 'tts_retry'; attempt: number; backoff_ms: number }
+  | { type: 'tts_retry_exhausted'; attempt: number }
+  | { type: 'turn_complete'; turn: number; user_text: string; assistant_text: string; timing: TurnTiming }
+  | { type: 'phase_idle' }
+  | { type: 'idle_check'; text: string; attempt: number; max_attempts: number }
+  | { type: 'idle_disconnect'; text: string; reason: string; total_attempts: number }
+  | { type: 'call_ended'; reason: string }
+  | { type: 'error'; message: string; code?: string; fatal?: boolean };
+
+export type ServerEventType = ServerEvent['type'];
+
+export type ClientMessage = { type: 'playback_done' } | { type: 'text_inject'; text: string; role: 'user' | 'system' };
+
+/** Parses a client text frame; anything unknown or malformed is `undefined` (ignored, per spec). */
+export function parseClientMessage(text: string): ClientMessage | undefined {
+  if (text.length > 16_384) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!v || typeof v !== 'object') return undefined;
+  const m = v as Record<string, unknown>;
+  if (m.type === 'playback_done') return { type: 'playback_done' };
+  if (m.type === 'text_inject' && typeof m.text === 'string' && m.text.trim() !== '') {
+    const role = m.role === 'system' ? 'system' : 'user';
+    return { type: 'text_inject', text: m.text.slice(0, 4000), role };
+  }
+  return undefined;
+}
+
+export const SOCKET_ERRORS = {
+  sessionNotFound: 'session not found, start a session first',
+  atCapacity: 'server at capacity',
+} as const;

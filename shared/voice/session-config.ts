@@ -1,0 +1,70 @@
+/**
+ * The resolved, self-contained configuration of one voice session. The control plane builds it at
+ * session start from the agent's PUBLISHED version plus the start request's overrides, stores it in
+ * the registry (30 s connect deadline), and the engine node that claims the session runs the call
+ * from it alone: no database read on the call path.
+ */
+
+export interface ProviderSettings {
+  provider_name: string;
+  api_key?: string;
+  model_name?: string;
+  base_url?: string;
+  /** TTS voice (per-session override wins). */
+  voice?: string;
+}
+
+export interface HttpToolConfig {
+  id: string;
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+  endpoint_url: string;
+  http_method: string;
+  headers: Record<string, string>;
+  auth_type?: string;
+  /** Decrypted; never logged. */
+  auth_token?: string;
+  /** Template: `{{arg}}` placeholders are replaced with the model's arguments. */
+  request_body?: unknown;
+  /** Dot path into the JSON response to feed back to the model (empty: the whole body). */
+  response_path?: string;
+  timeout_ms: number;
+  retry_count: number;
+}
+
+export type WelcomeMode = 'auto' | 'tts' | 'none';
+
+export interface SessionConfig {
+  session_id: string;
+  agent_id: string;
+  workspace_id: string;
+  user_id?: string;
+  agent_version: number;
+  /** Final system prompt: agent prompt (or override) + appended prompt + context fields + always-on knowledge, variables substituted. */
+  system_prompt: string;
+  /** Greeting after substitution; empty means none. */
+  welcome_message: string;
+  welcome_mode: WelcomeMode;
+  language: string;
+  max_turns: number;
+  interrupt_enabled: boolean;
+  /** 0..1 from the agent; higher = less sensitive. */
+  vad_threshold: number;
+  /** Caller silence after the agent finished speaking before an idle nudge. */
+  silence_timeout_ms: number;
+  idle_max_attempts: number;
+  providers: { asr: ProviderSettings; llm: ProviderSettings; tts: ProviderSettings };
+  tools: HttpToolConfig[];
+  /** Agent metadata (AMD keys live here). */
+  agent_metadata: Record<string, unknown>;
+  session_metadata: Record<string, unknown>;
+  dynamic_variables: Record<string, string>;
+  call_direction: 'inbound' | 'outbound';
+  connection_type: string;
+  telephony_provider?: string;
+  /** Set for carrier calls: the live call id (telephony issue). */
+  call_id?: string;
+  created_at_ms: number;
+}
