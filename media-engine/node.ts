@@ -121,7 +121,8 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
         transport.sendEvent({ type: 'error', message, fatal: true, ...extra } as never);
         transport.close(1008, message);
       };
-      if (data.claim !== 'claimed' || !data.config) return refuse(SOCKET_ERRORS.sessionNotFound);
+      // One session, one socket: a second socket for a live call is refused like an unknown session.
+      if (data.claim !== 'claimed' || !data.config || calls.has(data.config.session_id)) return refuse(SOCKET_ERRORS.sessionNotFound);
       if (calls.size >= config.engineCapacity) return refuse(SOCKET_ERRORS.atCapacity);
       const sc = data.config;
       let providers;

@@ -15,6 +15,7 @@ create table users (
   updated_at timestamptz not null default now()
 );
 create unique index users_email_key on users (lower(email));
+create unique index users_one_org_owner on users (is_org_owner) where is_org_owner;
 
 create table otp_codes (
   id uuid primary key,
@@ -27,10 +28,20 @@ create table otp_codes (
 );
 create index otp_codes_user_idx on otp_codes (user_id, created_at desc);
 
+-- one row per login (verify-otp or login): the refresh-token family. Access tokens carry its id
+-- (claim sid), so revoking a session (refresh-token reuse) also ends its access tokens.
+create table sessions (
+  id uuid primary key,
+  user_id uuid not null references users(id) on delete cascade,
+  revoked_at timestamptz,
+  created_at timestamptz not null default now()
+);
+create index sessions_user_idx on sessions (user_id);
+
 create table refresh_tokens (
   id uuid primary key,
   user_id uuid not null references users(id) on delete cascade,
-  family_id uuid not null,
+  family_id uuid not null references sessions(id) on delete cascade,
   token_hash text not null unique,
   expires_at timestamptz not null,
   used_at timestamptz,
@@ -52,6 +63,8 @@ create table api_keys (
   created_at timestamptz not null default now()
 );
 create index api_keys_user_idx on api_keys (user_id, created_at desc);
+-- at most one live organization key (ORG_API_KEY)
+create unique index api_keys_one_org_key on api_keys (is_org_key) where is_org_key and revoked_at is null;
 
 create table workspaces (
   id uuid primary key,
@@ -60,6 +73,7 @@ create table workspaces (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
+create index workspaces_user_idx on workspaces (user_id, created_at);
 
 create table workspace_members (
   workspace_id uuid not null references workspaces(id) on delete cascade,

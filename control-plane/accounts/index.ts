@@ -1,0 +1,86 @@
+/**
+ * The accounts domain: users, registration with emailed codes, sessions, API keys, workspaces,
+ * members and workspace memory. Also implements `Auth` for every other domain.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { ApiKeyService, AuthService, DevMailboxService, MemoryService, WorkspaceService } from '../../shared/gen/voiceplane/v1/accounts_pb.js';
+import type { Auth } from '../http/auth.js';
+import type { ServiceBinding } from '../http/server.js';
+import type { ControlPlaneDeps, Domain } from '../domain.js';
+import { createApiKeyService } from './api-key-service.js';
+import { AccountsAuth, type AuthOptions } from './auth.js';
+import { createAuthService } from './auth-service.js';
+import { createMailer, DevMailbox, type Mailer } from './mail.js';
+import { createMemoryService } from './memory-service.js';
+import { seedOrgKey } from './org.js';
+import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
+import { accountRoutes, devMailboxRoutes } from './routes.js';
+import { Sessions } from './sessions.js';
+import { TokenService } from './tokens.js';
+import { iso } from './validate.js';
+import { createWorkspaceService } from './workspace-service.js';
+
+export type { DevMailbox, Mailer } from './mail.js';
+
+export interface AccountsDomain extends Domain {
+  auth: Auth;
+  /** The development mailbox, when SMTP is not configured (never in production). */
+  mailbox?: DevMailbox;
+}
+
+export interface AccountsOptions {
+  /** Outgoing mail. Default: SMTP from SMTP_URL, else the development mailbox (refused in production). */
+  mailer?: Mailer;
+  /** Overrides of the default rate limits (see rate-limit.ts). */
+  rateLimits?: Partial<RateLimits>;
+  /** Cache bounds of bearer resolution (see auth.ts). */
+  auth?: AuthOptions;
+}
+
+export async function createAccountsDomain(deps: ControlPlaneDeps, opts: AccountsOptions = {}): Promise<AccountsDomain> {
+  const { mailer, mailbox } = opts.mailer
+    ? { mailer: opts.mailer, mailbox: opts.mailer instanceof DevMailbox ? opts.mailer : undefined }
+    : createMailer(deps.config, deps.logger, deps.clock);
+  if (mailbox && deps.config.nodeEnv === 'production') throw new Error('invalid configuration: the development mailbox is refused in production');
+
+  await seedOrgKey(deps.sql, deps.config.orgApiKey, deps.logger, deps.clock.now());
+
+  const tokens = new TokenService(deps.jwtKey, deps.clock);
+  const auth = new AccountsAuth(deps.sql, tokens, deps.clock, deps.logger, opts.auth);
+  const sessions = new Sessions(deps.sql, tokens, deps.clock);
+  const limiter = new RateLimiter(deps.registry, deps.clock, { ...DEFAULT_RATE_LIMITS, ...opts.rateLimits });
+
+  const services: ServiceBinding[] = [
+    { service: AuthService, impl: createAuthService({ deps, auth, tokens, sessions, limiter, mailer }) },
+    { service: ApiKeyService, impl: createApiKeyService(deps, auth, tokens) },
+    { service: WorkspaceService, impl: createWorkspaceService(deps, auth) },
+    { service: MemoryService, impl: createMemoryService(deps, auth) },
+  ] as ServiceBinding[];
+  const routes = [...accountRoutes];
+  if (mailbox) {
+    services.push({ service: DevMailboxService, impl: devMailboxService(mailbox) } as ServiceBinding);
+    routes.push(...devMailboxRoutes);
+  }
+
+  let closed = false;
+  return {
+    services,
+    routes,
+    auth,
+    mailbox,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await mailer.close?.();
+    },
+  };
+}
+
+function devMailboxService(mailbox: DevMailbox): ServiceImpl<typeof DevMailboxService> {
+  return {
+    listMessages(req) {
+      const messages = mailbox.messages(req.email || undefined).reverse();
+      return { messages: messages.map((m) => ({ to: m.to, subject: m.subject, text: m.text, sentAt: iso(new Date(m.sentAtMs)), code: m.code ?? '' })) };
+    },
+  };
+}

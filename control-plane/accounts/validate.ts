@@ -1,0 +1,69 @@
+/** Request checks shared by the account services: every failure names its field (400 INVALID_REQUEST). */
+import { invalid, notFound } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
+
+/** Lists: `limit` default 20, max 200; `offset` >= 0 (API conventions). Out of range: 400. */
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 200;
+export const MAX_NAME_CHARS = 200;
+export const MAX_PERSON_NAME_CHARS = 100;
+export const MIN_PASSWORD_CHARS = 8;
+export const MAX_PASSWORD_CHARS = 256;
+export const MAX_EMAIL_CHARS = 254;
+
+export function required(field: string, value: string | undefined, maxChars = MAX_NAME_CHARS): string {
+  const v = (value ?? '').trim();
+  if (!v) throw invalid(field, 'is required');
+  if (v.length > maxChars) throw invalid(field, `must be at most ${maxChars} characters`);
+  return v;
+}
+
+/** Optional on update: undefined stays undefined, present must be non-empty. */
+export function optionalNonEmpty(field: string, value: string | undefined, maxChars = MAX_NAME_CHARS): string | undefined {
+  return value === undefined ? undefined : required(field, value, maxChars);
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@.]+$/;
+
+/** Trimmed and lower-cased: emails are compared case-insensitively. */
+export function email(field: string, value: string | undefined): string {
+  const v = required(field, value, MAX_EMAIL_CHARS).toLowerCase();
+  if (!EMAIL_RE.test(v)) throw invalid(field, 'must be an email address');
+  return v;
+}
+
+export function password(field: string, value: string | undefined): string {
+  const v = value ?? '';
+  if (!v) throw invalid(field, 'is required');
+  if (v.length < MIN_PASSWORD_CHARS) throw invalid(field, `must be at least ${MIN_PASSWORD_CHARS} characters`);
+  if (v.length > MAX_PASSWORD_CHARS) throw invalid(field, `must be at most ${MAX_PASSWORD_CHARS} characters`);
+  return v;
+}
+
+/** Path ids: anything that is not a UUID cannot exist, so it is a 404 (never a Postgres cast error). */
+export function pathId(what: string, value: string | undefined): string {
+  if (!value || !isUuid(value)) throw notFound(what);
+  return value.toLowerCase();
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export function page(req: { limit?: number; offset?: number }): Page {
+  const limit = req.limit ?? DEFAULT_LIMIT;
+  const offset = req.offset ?? 0;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be between 1 and ${MAX_LIMIT}`);
+  if (!Number.isInteger(offset) || offset < 0) throw invalid('offset', 'must be 0 or more');
+  return { limit, offset };
+}
+
+export function pageMeta(p: Page, total: number) {
+  return { page: Math.floor(p.offset / p.limit) + 1, perPage: p.limit, total, totalPages: Math.ceil(total / p.limit) };
+}
+
+export function iso(d: Date | string | null | undefined): string {
+  if (!d) return '';
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}

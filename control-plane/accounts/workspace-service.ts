@@ -1,0 +1,178 @@
+/**
+ * WorkspaceService: workspaces and their members. Fencing: a workspace the caller is not a member
+ * of is a 404 (same as a missing one); a member whose role is too low gets 403.
+ * Rules: any member reads; owner/admin rename and manage members (a role may only be granted or
+ * removed below one's own, the owner may do all); only the owner deletes; the owner cannot be
+ * removed or demoted. The organization owner acts as owner everywhere.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { WorkspaceService } from '../../shared/gen/voiceplane/v1/accounts_pb.js';
+import { conflict, forbidden, invalid, notFound } from '../../shared/errors.js';
+import type { ControlPlaneDeps } from '../domain.js';
+import { ROLE_RANK, type WorkspaceRole } from '../http/auth.js';
+import type { AccountsAuth } from './auth.js';
+import { insertWorkspace, workspaceJson, type WorkspaceRow } from './sql.js';
+import { email, iso, optionalNonEmpty, page, pageMeta, pathId, required } from './validate.js';
+
+/** Workspaces a user may own. */
+export const MAX_OWNED_WORKSPACES = 100;
+const GRANTABLE: WorkspaceRole[] = ['admin', 'manager', 'member'];
+
+interface MemberRow {
+  user_id: string;
+  email: string;
+  first_name: string;
+  last_name: string;
+  role: WorkspaceRole;
+  created_at: Date;
+}
+
+const memberJson = (m: MemberRow) => ({
+  userId: m.user_id,
+  email: m.email,
+  firstName: m.first_name,
+  lastName: m.last_name,
+  role: m.role,
+  createdAt: iso(m.created_at),
+});
+
+/** Owner acts on anyone; others only on roles strictly below their own. */
+function outranks(actor: WorkspaceRole, target: WorkspaceRole): boolean {
+  return actor === 'owner' || ROLE_RANK[actor] > ROLE_RANK[target];
+}
+
+export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAuth): ServiceImpl<typeof WorkspaceService> {
+  const { sql } = deps;
+
+  async function load(id: string): Promise<WorkspaceRow> {
+    const [w] = await sql<WorkspaceRow[]>`select id, user_id, name, created_at, updated_at from workspaces where id = ${id}`;
+    if (!w) throw notFound('workspace');
+    return w;
+  }
+
+  return {
+    async createWorkspace(req, ctx) {
+      const p = await auth.principal(ctx);
+      const name = required('name', req.name);
+      const w = await sql.begin(async (tx) => {
+        await tx`select id from users where id = ${p.userId} for update`;
+        const [{ n }] = await tx<{ n: number }[]>`select count(*)::int as n from workspaces where user_id = ${p.userId}`;
+        if (n >= MAX_OWNED_WORKSPACES) throw conflict(`at most ${MAX_OWNED_WORKSPACES} workspaces per owner`);
+        return insertWorkspace(tx, p.userId, name);
+      });
+      return workspaceJson(w);
+    },
+
+    async listWorkspaces(req, ctx) {
+      const p = await auth.principal(ctx);
+      const pg = page(req);
+      if (p.isOrgOwner) {
+        const rows = await sql<WorkspaceRow[]>`
+          select id, user_id, name, created_at, updated_at from workspaces
+          order by created_at, id limit ${pg.limit} offset ${pg.offset}`;
+        const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from workspaces`;
+        return { workspaces: rows.map((w) => workspaceJson(w, 'owner')), meta: pageMeta(pg, n) };
+      }
+      const rows = await sql<WorkspaceRow[]>`
+        select w.id, w.user_id, w.name, w.created_at, w.updated_at, m.role
+        from workspace_members m join workspaces w on w.id = m.workspace_id
+        where m.user_id = ${p.userId}
+        order by w.created_at, w.id limit ${pg.limit} offset ${pg.offset}`;
+      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from workspace_members where user_id = ${p.userId}`;
+      return { workspaces: rows.map((w) => workspaceJson(w)), meta: pageMeta(pg, n) };
+    },
+
+    async getWorkspace(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      const role = await auth.requireWorkspace(p, id);
+      return workspaceJson(await load(id), role);
+    },
+
+    async updateWorkspace(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      const name = optionalNonEmpty('name', req.name);
+      const role = await auth.requireWorkspace(p, id, { min: 'admin' });
+      if (name === undefined) return workspaceJson(await load(id), role);
+      const [w] = await sql<WorkspaceRow[]>`
+        update workspaces set name = ${name}, updated_at = now() where id = ${id}
+        returning id, user_id, name, created_at, updated_at`;
+      if (!w) throw notFound('workspace');
+      return workspaceJson(w, role);
+    },
+
+    async deleteWorkspace(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      await auth.requireWorkspace(p, id, { min: 'owner' });
+      const rows = await sql`delete from workspaces where id = ${id} returning id`.catch((err: { code?: string }) => {
+        // 23503: a row of another domain still references it without a cascade.
+        if (err?.code === '23503') throw conflict('the workspace still has dependent resources');
+        throw err;
+      });
+      if (!rows.length) throw notFound('workspace');
+      return { message: 'deleted' };
+    },
+
+    async listMembers(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      const pg = page(req);
+      await auth.requireWorkspace(p, id);
+      const rows = await sql<MemberRow[]>`
+        select m.user_id, u.email, u.first_name, u.last_name, m.role, m.created_at
+        from workspace_members m join users u on u.id = m.user_id
+        where m.workspace_id = ${id}
+        order by m.created_at, m.user_id limit ${pg.limit} offset ${pg.offset}`;
+      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from workspace_members where workspace_id = ${id}`;
+      return { members: rows.map(memberJson), meta: pageMeta(pg, n) };
+    },
+
+    async addMember(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      const em = email('email', req.email);
+      const role = required('role', req.role, 16) as WorkspaceRole;
+      if (!GRANTABLE.includes(role)) throw invalid('role', 'must be admin, manager or member');
+      const actor = await auth.requireWorkspace(p, id, { min: 'admin' });
+      if (!outranks(actor, role)) throw forbidden(`an ${actor} cannot grant the ${role} role`);
+      const [u] = await sql<{ id: string }[]>`
+        select id from users where lower(email) = ${em} and email_verified_at is not null and not is_org_owner`;
+      if (!u) throw notFound('user');
+      const m = await sql.begin(async (tx) => {
+        const [current] = await tx<{ role: WorkspaceRole }[]>`
+          select role from workspace_members where workspace_id = ${id} and user_id = ${u.id} for update`;
+        if (current?.role === 'owner') throw conflict('the owner role cannot be changed');
+        if (current && !outranks(actor, current.role)) throw forbidden(`an ${actor} cannot change a ${current.role}`);
+        await tx`
+          insert into workspace_members (workspace_id, user_id, role) values (${id}, ${u.id}, ${role})
+          on conflict (workspace_id, user_id) do update set role = excluded.role`;
+        const [row] = await tx<MemberRow[]>`
+          select m.user_id, u.email, u.first_name, u.last_name, m.role, m.created_at
+          from workspace_members m join users u on u.id = m.user_id
+          where m.workspace_id = ${id} and m.user_id = ${u.id}`;
+        return row;
+      });
+      return memberJson(m);
+    },
+
+    async removeMember(req, ctx) {
+      const p = await auth.principal(ctx);
+      const id = pathId('workspace', req.id);
+      const userId = pathId('member', req.userId);
+      const actor = await auth.requireWorkspace(p, id);
+      const [target] = await sql<{ role: WorkspaceRole }[]>`
+        select role from workspace_members where workspace_id = ${id} and user_id = ${userId}`;
+      if (!target) throw notFound('member');
+      if (target.role === 'owner') throw conflict('the owner cannot be removed');
+      // Anyone may leave; removing someone else needs admin and a higher role.
+      const self = userId === p.userId;
+      if (!self && (ROLE_RANK[actor] < ROLE_RANK.admin || !outranks(actor, target.role))) {
+        throw forbidden(`an ${actor} cannot remove a ${target.role}`);
+      }
+      await sql`delete from workspace_members where workspace_id = ${id} and user_id = ${userId}`;
+      return { message: 'removed' };
+    },
+  };
+}
