@@ -1,0 +1,212 @@
+/**
+ * Session start and control routing: the registry is the only shared state, so every operation
+ * works from whichever control-plane replica receives it (DESIGN.md section 3, steps 1 and 7).
+ */
+import { AppError, type ErrorCode, invalid, notFound } from '../../shared/errors.js';
+import { newSecretId } from '../../shared/ids.js';
+import type { Clock } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import { type EngineNode, pickNode, RegistryTimeoutError, type SessionRegistry } from '../../shared/registry/index.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
+import { type LiveAgentConfig, toAgentLiveView } from './agent-view.js';
+import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
+import { CONNECT_WINDOW_MS, MAX_TEXT_CHARS } from './capabilities.js';
+
+export interface VoiceSessionsDeps {
+  registry: SessionRegistry;
+  clock: Clock;
+  logger: Logger;
+  /** The agents domain's published snapshot (secrets decrypted). Throws NOT_FOUND for an unknown agent. */
+  liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined | null>;
+  /** Connect window of a started session. Default 30 000 (spec Limits). */
+  connectWindowMs?: number;
+  /** How long text/end wait for the owning node. Default 3000. */
+  commandTimeoutMs?: number;
+  /** How long a prewarm command may stay in flight (nobody waits on it). Default 2000. */
+  prewarmTimeoutMs?: number;
+}
+
+export interface StartedSession {
+  session_id: string;
+  agent_id: string;
+  welcome_message: string;
+  status: 'active';
+  ws_url: string;
+  /** The chosen engine node (telephony builds carrier stream URLs from it). */
+  node_id: string;
+  node_ws_url: string;
+  config: SessionConfig;
+}
+
+export type TextRole = 'user' | 'system';
+
+export interface VoiceSessions {
+  /** Resolves the published agent, picks a node, stores the config with a connect deadline, prewarms. */
+  start(req: StartRequest, signal?: AbortSignal): Promise<StartedSession>;
+  /** Feeds text to the LLM of a live session as if the caller had spoken (or as a system message). */
+  injectText(sessionId: string, text: unknown, role?: unknown): Promise<{ session_id: string; status: 'injected'; text: string }>;
+  /** Ends a live session on its node, or purges a started one that never connected. */
+  end(sessionId: string): Promise<{ session_id: string; status: 'ended' }>;
+  /** Live engine nodes (readiness). */
+  engineNodes(): Promise<EngineNode[]>;
+  /** Waits for in-flight prewarm commands. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
+const MAX_SESSION_ID_CHARS = 128;
+/** Remote error codes passed through as they are; anything else from a node is a 500. */
+const PASSED_CODES = new Set<ErrorCode>(['NOT_FOUND', 'CONFLICT', 'INVALID_REQUEST', 'SERVICE_UNAVAILABLE']);
+
+export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
+  const connectWindowMs = deps.connectWindowMs ?? CONNECT_WINDOW_MS;
+  const commandTimeoutMs = deps.commandTimeoutMs ?? 3000;
+  const prewarmTimeoutMs = deps.prewarmTimeoutMs ?? 2000;
+  const log = deps.logger.child({ domain: 'voice' });
+  const prewarms = new Set<Promise<void>>();
+  // Sessions this replica placed on a node since that node's last heartbeat: heartbeats lag, and
+  // without this a burst of starts (a campaign) would all land on the same "least-loaded" node.
+  const placed = new Map<string, { heartbeatMs: number; count: number }>();
+  let closed = false;
+
+  function effectiveLoad(n: EngineNode): EngineNode {
+    const p = placed.get(n.nodeId);
+    return p && p.heartbeatMs === n.updatedAtMs ? { ...n, load: n.load + p.count } : n;
+  }
+
+  function notePlaced(n: EngineNode): void {
+    const p = placed.get(n.nodeId);
+    if (p && p.heartbeatMs === n.updatedAtMs) p.count++;
+    else placed.set(n.nodeId, { heartbeatMs: n.updatedAtMs, count: 1 });
+  }
+
+  async function start(req: StartRequest, signal?: AbortSignal): Promise<StartedSession> {
+    if (closed) throw new AppError('SERVICE_UNAVAILABLE', 'voice sessions are shutting down');
+    validateStartRequest(req);
+    const agentId = req.agent_id.trim();
+    // The signal reaches the agents domain's Postgres reads; the registry interface takes none.
+    const live = await deps.liveConfig(agentId, signal);
+    if (!live) throw notFound('agent');
+    const sessionId = newSecretId();
+    const nowMs = deps.clock.now();
+    const config = buildSessionConfig(toAgentLiveView(live), { ...req, agent_id: agentId }, { sessionId, nowMs });
+
+    const nodes = await registryCall(() => deps.registry.listNodes());
+    for (const [id] of placed) if (!nodes.some((n) => n.nodeId === id)) placed.delete(id);
+    const node = pickNode(nodes.map(effectiveLoad));
+    if (!node) {
+      throw new AppError('SERVICE_UNAVAILABLE', nodes.length ? 'all voice engine nodes are at capacity' : 'no voice engine node is available', { retryAfterS: 1 });
+    }
+    await registryCall(() =>
+      deps.registry.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
+    );
+    notePlaced(node);
+    prewarm(node.nodeId, sessionId);
+    log.info({ session: shortId(sessionId), agentId: config.agent_id, nodeId: node.nodeId, direction: config.call_direction }, 'voice session started');
+    const nodeWsUrl = node.wsUrl.replace(/\/+$/, '');
+    return {
+      session_id: sessionId,
+      agent_id: config.agent_id,
+      welcome_message: config.welcome_message,
+      status: 'active',
+      ws_url: `${nodeWsUrl}/api/v1/voice/ws/${sessionId}`,
+      node_id: node.nodeId,
+      node_ws_url: nodeWsUrl,
+      config,
+    };
+  }
+
+  /** Fire and forget: a slow or absent node only loses the head start, never the session. */
+  function prewarm(nodeId: string, sessionId: string): void {
+    const p = deps.registry
+      .sendCommand(nodeId, { kind: 'prewarm', sessionId }, prewarmTimeoutMs)
+      .then(
+        () => undefined,
+        (err: unknown) => log.warn({ session: shortId(sessionId), nodeId, err: (err as Error)?.message }, 'prewarm failed'),
+      )
+      .finally(() => prewarms.delete(p));
+    prewarms.add(p);
+  }
+
+  /** The node owning a session; 409 when it was started but no socket claimed it yet; 404 when unknown. */
+  async function ownerOf(sessionId: string, purgeUnclaimed: boolean): Promise<string | undefined> {
+    if (!sessionId || sessionId.length > MAX_SESSION_ID_CHARS) throw notFound('session');
+    const owner = await registryCall(() => deps.registry.sessionOwner(sessionId));
+    if (owner) return owner;
+    const stored = await registryCall(() => deps.registry.getSession(sessionId));
+    if (!stored) throw notFound('session');
+    if (!purgeUnclaimed) throw new AppError('CONFLICT', 'no socket connected to this session yet');
+    return undefined;
+  }
+
+  async function injectText(sessionId: string, text: unknown, role: unknown = 'user') {
+    if (typeof text !== 'string' || text.trim() === '') throw invalid('text', 'is required');
+    if (text.length > MAX_TEXT_CHARS) throw invalid('text', `must be at most ${MAX_TEXT_CHARS} characters`);
+    const r = role === undefined || role === null || role === '' ? 'user' : role;
+    if (r !== 'user' && r !== 'system') throw invalid('role', 'must be one of user, system');
+    const owner = (await ownerOf(sessionId, false))!;
+    try {
+      await deps.registry.sendCommand(owner, { kind: 'text', sessionId, payload: { text, role: r } }, commandTimeoutMs);
+    } catch (err) {
+      throw commandError(err, owner, sessionId);
+    }
+    return { session_id: sessionId, status: 'injected' as const, text };
+  }
+
+  async function end(sessionId: string) {
+    const owner = await ownerOf(sessionId, true);
+    if (!owner) {
+      // Started but never connected: purge now instead of waiting out the connect window.
+      await registryCall(() => deps.registry.deleteSession(sessionId));
+      log.info({ session: shortId(sessionId) }, 'unconnected voice session purged');
+      return { session_id: sessionId, status: 'ended' as const };
+    }
+    try {
+      await deps.registry.sendCommand(owner, { kind: 'end', sessionId }, commandTimeoutMs);
+    } catch (err) {
+      const mapped = commandError(err, owner, sessionId);
+      // The owner no longer knows the session: the registry entry is stale.
+      if (mapped.code === 'NOT_FOUND' && !(err instanceof RegistryTimeoutError)) await deps.registry.deleteSession(sessionId).catch(() => {});
+      throw mapped;
+    }
+    return { session_id: sessionId, status: 'ended' as const };
+  }
+
+  function commandError(err: unknown, nodeId: string, sessionId: string): AppError {
+    // The owner did not answer: it died or is wedged; for the caller the live session is gone.
+    if (err instanceof RegistryTimeoutError) {
+      log.warn({ session: shortId(sessionId), nodeId }, 'session owner did not answer');
+      return notFound('session');
+    }
+    const code = (err as { code?: unknown })?.code;
+    const message = (err as Error)?.message ?? 'session command failed';
+    if (typeof code === 'string' && PASSED_CODES.has(code as ErrorCode)) return code === 'NOT_FOUND' ? notFound('session') : new AppError(code as ErrorCode, message);
+    return new AppError('INTERNAL', 'session command failed', { cause: err });
+  }
+
+  return {
+    start,
+    injectText,
+    end,
+    engineNodes: () => registryCall(() => deps.registry.listNodes()),
+    async close() {
+      closed = true;
+      await Promise.allSettled([...prewarms]);
+    },
+  };
+}
+
+/** Registry outages are 503 (retryable), not 500. */
+async function registryCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw new AppError('SERVICE_UNAVAILABLE', 'session registry unavailable', { cause: err, retryAfterS: 1 });
+  }
+}
+
+/** Session ids are credentials: logs carry a prefix only. */
+function shortId(sessionId: string): string {
+  return `${sessionId.slice(0, 6)}…`;
+}
