@@ -70,12 +70,17 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     const started = performance.now();
     res.once('finish', () => {
       opts.logger.info(
-        { requestId, method: req.method, path: (req.url ?? '').split('?')[0], status: res.statusCode, ms: Math.round(performance.now() - started) },
+        { requestId, method: req.method, path: redactPath((req.url ?? '').split('?')[0]), status: res.statusCode, ms: Math.round(performance.now() - started) },
         'request',
       );
     });
     connect(req as never, res as never);
   };
+}
+
+/** Voice session ids are credentials: request logs keep only a prefix. */
+export function redactPath(path: string): string {
+  return path.replace(/(\/voice\/(?:sessions|ws)\/)([^/]{6})[^/]*/, '$1$2…');
 }
 
 export async function startControlPlaneServer(opts: ControlPlaneServerOptions & { port: number; host?: string }): Promise<RunningServer> {

@@ -36,14 +36,14 @@ describe('one port serves REST, Connect and gRPC', () => {
       const res = await fetch(base + p);
       expect(res.status, p).toBe(200);
       expect(res.headers.get('x-request-id')).toBeTruthy();
-      expect((await res.json()).status).toBe('ok');
+      expect(((await res.json()) as { status: string }).status).toBe("ok");
     }
   });
 
   it('unknown routes are 404 in the family shape', async () => {
     const env = await fetch(`${base}/api/v1/nope`);
     expect(env.status).toBe(404);
-    const body = await env.json();
+    const body = (await env.json()) as { timestamp: unknown };
     expect(body).toMatchObject({ success: false, data: null, error: { code: 'NOT_FOUND' } });
     expect(typeof body.timestamp).toBe('string');
     const raw = await fetch(`${base}/api/v1/telephony/nope`);
