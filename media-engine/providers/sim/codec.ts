@@ -37,8 +37,8 @@ const BLOCK_DATA = 4;
 const LOW_TONES_HZ = [550, 650, 750, 850, 950, 1050, 1150] as const;
 const HIGH_TONES_HZ = [1350, 1550, 1750, 1950, 2250, 2550, 2850] as const;
 const TONES_HZ: readonly number[] = [...LOW_TONES_HZ, ...HIGH_TONES_HZ];
-const GROUP = LOW_TONES_HZ.length; // 7
-const TONE_COUNT = TONES_HZ.length; // 14
+const GROUP: number = LOW_TONES_HZ.length; // 7
+const TONE_COUNT: number = TONES_HZ.length; // 14
 
 /** Per-tone peak amplitude: two tones give about -12 dBFS RMS, -6 dBFS peak. */
 const TONE_AMPLITUDE = 8000;
@@ -109,9 +109,13 @@ const PHASE_PERIOD_BLOCKS = 8;
 const RING_BLOCKS = 64; // > PRE1..PRE2 span (40) + lock search (12)
 
 // ---------------------------------------------------------------- decoder thresholds
-/** Share of window energy the expected tone pair must hold; real speech and noise stay far below. */
-const PREAMBLE_PURITY_SUM = 1.2;
-const PREAMBLE_PURITY_MIN = 0.3;
+/**
+ * Share of window energy the expected tone pair must hold (1 for a clean window), summed over the
+ * two sync symbols. Real speech and noise stay far below (see NOTES.md).
+ */
+const PREAMBLE_PURITY_SUM = 0.9;
+/** Weaker tone of a pair / stronger one: 0.25 tolerates 12 dB of tilt across the band. */
+const MIN_TWIST_RATIO = 0.25;
 /** After the first preamble match, keep sliding this long to find the best-aligned offset. */
 const LOCK_SEARCH_BLOCKS = 12;
 /** Quietest accepted tone (per-tone amplitude), about -50 dBFS. */
@@ -119,6 +123,8 @@ const MIN_TONE_AMPLITUDE = 100;
 /** A data slot carries code when its pair is this pure and this strong relative to the preamble. */
 const SLOT_PURITY_MIN = 0.3;
 const SLOT_STRENGTH_MIN = 0.3;
+/** A sync symbol inside a phrase means a new phrase only when this clean (else: a corrupt slot). */
+const RESYNC_PURITY_MIN = 0.6;
 /** Slots without code that end a phrase whose end marker was lost: 5 x 60 ms = 300 ms. */
 const SILENT_SLOTS_TO_FINAL = 5;
 
@@ -182,10 +188,14 @@ export class SimDecoder {
     }
   }
 
-  /** Feeds PCM samples (any frame size). Events become available through `takeEvents()`. */
-  push(frame: Int16Array): void {
+  /**
+   * Feeds PCM samples (any frame size): `frame[0..length)`, so callers reusing a scratch buffer
+   * need no subarray. Events become available through `takeEvents()`.
+   */
+  push(frame: Int16Array, length: number = frame.length): void {
     const { coef, s1, s2 } = this;
-    for (let i = 0; i < frame.length; i++) {
+    const n = Math.min(length, frame.length);
+    for (let i = 0; i < n; i++) {
       const x = frame[i]!;
       for (let t = 0; t < TONE_COUNT; t++) {
         const s0 = x + coef[t]! * s1[t]! - s2[t]!;
@@ -272,33 +282,35 @@ export class SimDecoder {
     this.windowEnergy = energy;
   }
 
-  /** Share of the window's energy held by tones `lo` and `hi` (1 for a clean full-window pair). */
+  /**
+   * Share of the window's energy held by tones `lo` and `hi`: 1 for a clean full-window pair, the
+   * covered fraction for a partly silent window. 0 when one tone is missing, so that a single
+   * tone (a whistle, a dial tone) never passes for a pair.
+   */
   private purity(lo: number, hi: number): number {
-    if (this.windowEnergy <= 0) return 0;
-    const pairEnergy = ((this.amp[lo]! ** 2 + this.amp[hi]! ** 2) * this.windowNorm);
-    return pairEnergy / this.windowEnergy;
+    const aLo = this.amp[lo]!;
+    const aHi = this.amp[hi]!;
+    if (this.windowEnergy <= 0 || Math.min(aLo, aHi) < MIN_TWIST_RATIO * Math.max(aLo, aHi)) return 0;
+    return ((aLo * aLo + aHi * aHi) * this.windowNorm) / this.windowEnergy;
   }
 
   private searchPreamble(end: number): void {
-    const pre2End = end;
     const pre1End = end - SLOT_BLOCKS;
     if (pre1End - WINDOW_BLOCKS + 1 < 0) return; // not enough history yet
-    let matched = false;
-    let score = 0;
-    this.analyseWindow(pre2End);
+    this.analyseWindow(end);
     const p2 = this.purity(lowOf(PRE2), highOf(PRE2));
     const a2 = (this.amp[lowOf(PRE2)]! + this.amp[highOf(PRE2)]!) / 2;
-    if (p2 >= PREAMBLE_PURITY_MIN && a2 >= MIN_TONE_AMPLITUDE) {
-      this.analyseWindow(pre1End);
-      const p1 = this.purity(lowOf(PRE1), highOf(PRE1));
-      const a1 = (this.amp[lowOf(PRE1)]! + this.amp[highOf(PRE1)]!) / 2;
-      matched = p1 >= PREAMBLE_PURITY_MIN && a1 >= MIN_TONE_AMPLITUDE && p1 + p2 >= PREAMBLE_PURITY_SUM;
-      score = a1 + a2;
-      if (matched && score > this.lockBestScore) {
-        this.lockBestScore = score;
-        this.lockBestBlock = end;
-        this.refAmplitude = Math.max(a1, a2);
-      }
+    this.analyseWindow(pre1End);
+    const p1 = this.purity(lowOf(PRE1), highOf(PRE1));
+    const a1 = (this.amp[lowOf(PRE1)]! + this.amp[highOf(PRE1)]!) / 2;
+    // Purities add up so that either sync symbol may be wiped out by lost frames (1 + 0), or
+    // both half-wiped (0.5 + 0.5), and the phrase still locks.
+    const matched = p1 + p2 >= PREAMBLE_PURITY_SUM && Math.max(a1, a2) >= MIN_TONE_AMPLITUDE;
+    const score = a1 + a2;
+    if (matched && score > this.lockBestScore) {
+      this.lockBestScore = score;
+      this.lockBestBlock = end;
+      this.refAmplitude = Math.max(a1, a2);
     }
     if (matched && this.lockFirstBlock < 0) this.lockFirstBlock = end;
     // Windows partly over the preamble already match; slide on to the best-aligned offset.
@@ -317,18 +329,27 @@ export class SimDecoder {
     for (let t = 1; t < GROUP; t++) if (this.amp[t]! > this.amp[lo]!) lo = t;
     for (let t = GROUP + 1; t < TONE_COUNT; t++) if (this.amp[t]! > this.amp[hi]!) hi = t;
     const strength = (this.amp[lo]! + this.amp[hi]!) / 2;
-    if (this.purity(lo, hi) < SLOT_PURITY_MIN || strength < SLOT_STRENGTH_MIN * this.refAmplitude) {
+    const purity = this.purity(lo, hi);
+    if (purity < SLOT_PURITY_MIN || strength < SLOT_STRENGTH_MIN * this.refAmplitude) {
       // No code here: a wiped slot inside the phrase (an erasure, filled in once a later slot
       // shows the phrase goes on) or the silence after it.
       if (++this.silentSlots >= SILENT_SLOTS_TO_FINAL) this.finishPhrase(true);
       return;
     }
-    for (; this.silentSlots > 0; this.silentSlots--) this.appendSymbol(0, -1);
     const value = lo * GROUP + (hi - GROUP);
     if (value === END) {
       this.finishPhrase(true);
       return;
     }
+    if ((value === PRE1 || value === PRE2) && purity >= RESYNC_PURITY_MIN) {
+      // A new phrase started while we still decoded the last one (its end marker was lost):
+      // close that one and look for the preamble again, replaying the last few sub-blocks so a
+      // PRE2 whose window is already complete can still lock.
+      this.finishPhrase(true);
+      for (let b = end - LOCK_SEARCH_BLOCKS / 2; b <= end && this.state === 'search'; b++) this.searchPreamble(b);
+      return;
+    }
+    for (; this.silentSlots > 0; this.silentSlots--) this.appendSymbol(0, -1);
     // Confidence: how far each chosen tone stands above its group's runner-up (for correction).
     const conf = Math.min(this.margin(lo, 0), this.margin(hi, GROUP)) / this.refAmplitude;
     if (value >= DATA_SYMBOLS) this.appendSymbol(0, -1); // never sent: a corrupt slot
