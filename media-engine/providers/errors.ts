@@ -31,6 +31,8 @@ export type ProviderErrorCode =
   | 'MALFORMED_RESPONSE'
   /** The vendor reported an error inside an otherwise healthy stream (OpenAI `{"error":…}` event, Anthropic `event: error`, Cartesia `type:error`). */
   | 'VENDOR_ERROR'
+  /** A consumer fell so far behind that a bounded buffer overflowed (the stream is failed, not truncated silently). */
+  | 'BUFFER_OVERFLOW'
   /** The caller's AbortSignal fired. Never retryable. */
   | 'ABORTED';
 

@@ -100,6 +100,25 @@ export class HttpByteStream {
     }
   }
 
+  /**
+   * After the stream's own end marker ([DONE], message_stop): read the few bytes left so undici can
+   * return the connection to its keep-alive pool (a fresh TLS handshake costs the next turn tens of
+   * ms). Bounded: a server that keeps talking past its end marker for `graceMs` is cut off.
+   */
+  async drain(graceMs = 250): Promise<void> {
+    if (this.finished) return;
+    const timer = this.req.clock.setTimeout(() => this.cancel(), graceMs);
+    try {
+      // Overflow policy: at most 8 more chunks are read, then the connection is dropped instead.
+      for (let i = 0; i < 8; i++) if ((await this.next()) === null) return;
+      this.cancel();
+    } catch {
+      // cancelled by the grace timer or the connection broke: nothing left to save
+    } finally {
+      this.req.clock.clearTimeout(timer);
+    }
+  }
+
   /** Aborts the request (idempotent). Undici destroys the socket, so the vendor sees the close. */
   cancel(): void {
     if (!this.finished) this.controller.abort();

@@ -112,7 +112,7 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
   async function* stream(req: LlmRequest): AsyncGenerator<LlmEvent> {
     const { system, messages } = toAnthropicMessages(req.messages);
     const body: Record<string, unknown> = {
-      model: req.model ?? opts.model,
+      model: req.model || opts.model,
       max_tokens: opts.maxTokens ?? 1024,
       messages,
       stream: true,
@@ -208,7 +208,10 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
         // `ping` and unknown future event types are ignored (the API reserves the right to add some).
       }
     } finally {
-      http.cancel();
+      // After the end marker, drain so the connection is reused; on `break` or error, never leave
+      // the request streaming.
+      if (stopped) await http.drain();
+      else http.cancel();
     }
     if (!stopped)
       throw new ProviderError({

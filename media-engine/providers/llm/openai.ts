@@ -105,7 +105,7 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
 
   async function* stream(req: LlmRequest): AsyncGenerator<LlmEvent> {
     const body: Record<string, unknown> = {
-      model: req.model ?? opts.model,
+      model: req.model || opts.model,
       messages: toOpenAiMessages(req.messages),
       stream: true,
       stream_options: { include_usage: true },
@@ -169,8 +169,10 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
           usage = { inputTokens: u.prompt_tokens ?? 0, outputTokens: u.completion_tokens ?? 0 };
       }
     } finally {
-      // Normal end, consumer `break`, or error: never leave the request streaming.
-      http.cancel();
+      // After the end marker, drain so the connection is reused; on `break` or error, never leave
+      // the request streaming.
+      if (sawDone) await http.drain();
+      else http.cancel();
     }
     if (!sawDone && finishReason === null)
       throw new ProviderError({

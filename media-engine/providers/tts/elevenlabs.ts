@@ -55,8 +55,8 @@ export function createElevenLabsTts(opts: ElevenLabsTtsOptions): TtsProvider {
   async function* synthesize(req: TtsRequest): AsyncGenerator<PcmChunk> {
     if (req.text.trim() === '') return;
     const fmt = elevenLabsFormat(req.preferredSampleRateHz);
-    const voice = encodeURIComponent(req.voice ?? opts.voice ?? '21m00Tcm4TlvDq8ikWAM');
-    const body: Record<string, unknown> = { text: req.text, model_id: req.model ?? opts.model ?? 'eleven_flash_v2_5' };
+    const voice = encodeURIComponent(req.voice || opts.voice || '21m00Tcm4TlvDq8ikWAM');
+    const body: Record<string, unknown> = { text: req.text, model_id: req.model || opts.model || 'eleven_flash_v2_5' };
     if (opts.voiceSettings) body.voice_settings = opts.voiceSettings;
     // `language_code` is deliberately not sent: only some models accept it and the others
     // reject the request [unverified which]; the multilingual models detect the language.

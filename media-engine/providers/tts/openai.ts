@@ -49,9 +49,9 @@ export function createOpenAiTts(opts: OpenAiTtsOptions): TtsProvider {
     // The API rejects empty input with a 400; nothing to say is not an error.
     if (req.text.trim() === '') return;
     const body: Record<string, unknown> = {
-      model: req.model ?? opts.model ?? 'gpt-4o-mini-tts',
+      model: req.model || opts.model || 'gpt-4o-mini-tts',
       input: req.text,
-      voice: req.voice ?? opts.voice ?? 'alloy',
+      voice: req.voice || opts.voice || 'alloy',
       response_format: 'pcm',
     };
     if (opts.instructions) body.instructions = opts.instructions;

@@ -1,0 +1,155 @@
+/**
+ * Wire-faithful fake of the OpenAI API (protocols.md sections 6 and 7):
+ * - `POST /v1/chat/completions` streaming SSE chunks (`data: <json>` + blank line, `: comment`
+ *   keep-alives, tool-call fragments by index, finish chunk, usage chunk, `data: [DONE]`);
+ * - `POST /v1/audio/speech` with `response_format:'pcm'`: 24 kHz S16LE, sim-coded so the sim
+ *   decoder can read the text back, streamed in odd-sized chunks (samples split across chunks);
+ * - error bodies `{"error":{message,type,param,code}}`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { encodeText } from '../../media-engine/providers/sim/codec.js';
+import { int16ToBytes } from '../../media-engine/providers/tts/pcm-bytes.js';
+import { delay } from './faults.js';
+import { HttpFake, type HttpRecord } from './http-fake.js';
+import { fragments, scriptReply, textPieces, type ScriptRule } from './script.js';
+
+export interface OpenAiFakeOptions {
+  /** Expected bearer key; requests without it get 401 `invalid_api_key`. Default `test-openai-key`. */
+  apiKey?: string;
+  rules?: ScriptRule[];
+  /** Send `choices: null` on the usage chunk, like some compatible servers. Default false. */
+  usageChoicesNull?: boolean;
+  /** Bytes per streamed speech chunk; odd on purpose. Default 4801. */
+  speechChunkBytes?: number;
+}
+
+export class OpenAiFake extends HttpFake {
+  readonly apiKey: string;
+  rules: ScriptRule[];
+
+  constructor(private readonly opts: OpenAiFakeOptions = {}) {
+    super();
+    this.apiKey = opts.apiKey ?? 'test-openai-key';
+    this.rules = opts.rules ?? [];
+  }
+
+  protected async handle(rec: HttpRecord, _req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (rec.headers.authorization !== `Bearer ${this.apiKey}`)
+      return this.error(rec, res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+    const f = rec.faults;
+    if (f.slowFirstByteMs) await delay(f.slowFirstByteMs);
+    if (res.destroyed) return;
+    if (f.status429RetryAfterS !== undefined)
+      return this.error(rec, res, 429, 'Rate limit reached for requests.', 'requests', 'rate_limit_exceeded', {
+        'retry-after': String(f.status429RetryAfterS),
+      });
+    if (f.status500) return this.error(rec, res, 500, 'The server had an error while processing your request.', 'server_error', null);
+    if (rec.method === 'POST' && rec.path === '/v1/chat/completions') return this.chat(rec, res);
+    if (rec.method === 'POST' && rec.path === '/v1/audio/speech') return this.speech(rec, res);
+    return this.error(rec, res, 404, `Unknown request URL: ${rec.method} ${rec.path}`, 'invalid_request_error', 'unknown_url');
+  }
+
+  private error(
+    rec: HttpRecord,
+    res: ServerResponse,
+    status: number,
+    message: string,
+    type: string,
+    code: string | null,
+    headers: Record<string, string> = {},
+  ): void {
+    this.sendJson(rec, res, status, { error: { message, type, param: null, code } }, headers);
+  }
+
+  private async chat(rec: HttpRecord, res: ServerResponse): Promise<void> {
+    const body = rec.body as { model?: string; messages?: Array<Record<string, any>>; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    if (!body?.model || !Array.isArray(body.messages))
+      return this.error(rec, res, 400, "Missing required parameter: 'messages'.", 'invalid_request_error', 'missing_required_parameter');
+    const msgs = body.messages;
+    const toolResults: string[] = [];
+    for (let i = msgs.length - 1; i >= 0 && msgs[i]!.role === 'tool'; i--) toolResults.unshift(String(msgs[i]!.content));
+    const lastUser = [...msgs].reverse().find((m) => m.role === 'user');
+    const reply = scriptReply(this.rules, { lastUserText: String(lastUser?.content ?? ''), toolResults }, `call_${this.requests.length}_`);
+
+    rec.status = 200;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const base = { id: `chatcmpl-${this.requests.length}`, object: 'chat.completion.chunk', created: 1, model: body.model };
+    const send = async (choices: unknown[] | null, usage: unknown = null): Promise<boolean> => {
+      const ok = this.write(res, `data: ${JSON.stringify({ ...base, choices, usage })}\n\n`);
+      await this.pause();
+      return ok;
+    };
+    const delta = (d: Record<string, unknown>, finish: string | null = null): unknown[] => [
+      { index: 0, delta: d, logprobs: null, finish_reason: finish },
+    ];
+    const f = rec.faults;
+
+    this.write(res, ': keep-alive\n\n'); // comment lines must be ignored by clients
+    if (!(await send(delta({ role: 'assistant', content: '' })))) return;
+    let sent = 0;
+    for (const piece of textPieces(reply.text)) {
+      if (!(await send(delta({ content: piece })))) return;
+      sent++;
+      if (sent === 1 && (await this.midStreamFault(res, f))) return;
+    }
+    for (const [index, call] of reply.toolCalls.entries()) {
+      const first = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
+      if (!(await send(delta({ tool_calls: [first] })))) return;
+      if (sent++ === 0 && (await this.midStreamFault(res, f))) return;
+      for (const piece of fragments(call.arguments, 7))
+        if (!(await send(delta({ tool_calls: [{ index, function: { arguments: piece } }] })))) return;
+    }
+    if (sent === 0 && (await this.midStreamFault(res, f))) return;
+    await send(delta({}, reply.toolCalls.length > 0 ? 'tool_calls' : 'stop'));
+    if (body.stream_options?.include_usage) {
+      const prompt = JSON.stringify(msgs).length >> 2;
+      const completion = Math.max(1, (reply.text.length + JSON.stringify(reply.toolCalls).length) >> 2);
+      await send(this.opts.usageChoicesNull ? null : [], { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+    }
+    this.write(res, 'data: [DONE]\n\n');
+    await this.pause(); // the body's end arrives after [DONE], as from a real server's separate write
+    res.end();
+  }
+
+  /** Applies a mid-stream fault after the first content chunk; true when the stream is over. */
+  private async midStreamFault(res: ServerResponse, f: HttpRecord['faults']): Promise<boolean> {
+    if (f.disconnectMidStream) {
+      await delay(5); // let the first chunk reach the client before the cut
+      res.socket?.destroy();
+      return true;
+    }
+    if (f.malformedChunk) {
+      this.write(res, 'data: {"id":"chatcmpl-x","object":"chat.completion.chunk","choices":[{"delta":{"content":"oo\n\n');
+      await this.pause();
+      return false; // keep streaming: the client must fail on its own
+    }
+    if (f.errorMidStream) {
+      this.write(res, `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } })}\n\n`);
+      res.end();
+      return true;
+    }
+    return false;
+  }
+
+  private async speech(rec: HttpRecord, res: ServerResponse): Promise<void> {
+    const body = rec.body as { model?: string; input?: string; voice?: string; response_format?: string };
+    if (!body?.input || !body.voice || !body.model)
+      return this.error(rec, res, 400, "Missing required parameter: 'input'.", 'invalid_request_error', 'missing_required_parameter');
+    if (body.response_format !== 'pcm')
+      return this.error(rec, res, 400, 'the fake only speaks pcm', 'invalid_request_error', 'unsupported_format');
+    const audio = int16ToBytes(encodeText(body.input, 24000));
+    rec.status = 200;
+    res.writeHead(200, { 'content-type': 'audio/pcm', 'transfer-encoding': 'chunked' });
+    const size = this.opts.speechChunkBytes ?? 4801;
+    for (let off = 0, n = 0; off < audio.length; off += size, n++) {
+      if (!this.write(res, audio.subarray(off, off + size))) return;
+      if (n === 0 && rec.faults.disconnectMidStream) {
+        await delay(5);
+        res.socket?.destroy();
+        return;
+      }
+      await this.pause();
+    }
+    res.end();
+  }
+}
