@@ -9,7 +9,7 @@ import { realClock } from '../shared/clock.js';
 import { startInfra } from './infra.js';
 import { startControlPlane } from './app.js';
 import { startEngineNode } from '../media-engine/node.js';
-import { seedDemo } from './seed.js';
+import { ensureDemoOrgKey, seedDemo } from './seed.js';
 
 async function main(): Promise<void> {
   let config;
@@ -23,12 +23,13 @@ async function main(): Promise<void> {
     throw e;
   }
   const logger = createLogger({ level: config.logLevel, name: 'voiceplane' });
+  config = await ensureDemoOrgKey(config, logger);
   const infra = await startInfra(config, logger, realClock);
   const deps = { config, logger, clock: realClock, ...infra };
   const engine = config.role === 'all' ? await startEngineNode({ config, logger, clock: realClock, registry: infra.registry }) : undefined;
   const cp = await startControlPlane(deps);
   logger.info({ port: cp.port, engine: engine?.port, embeddedDb: infra.embeddedDb, registry: infra.registry.kind }, 'control plane listening');
-  if (config.seedDemo) await seedDemo(deps, cp, logger);
+  if (config.seedDemo) await seedDemo(config, cp.port, logger);
 
   let stopping = false;
   const stop = async (signal: string) => {

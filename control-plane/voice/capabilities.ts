@@ -1,8 +1,8 @@
 /**
- * The static capability map of `GET /voice/capabilities`. Provider names are listed here until the
- * engine's provider registry (`media-engine/providers/registry.ts`, `SUPPORTED_PROVIDERS`) exists;
- * then import it instead so the two cannot drift.
+ * The static capability map of `GET /voice/capabilities`. Provider names come from the engine's
+ * provider registry so the two cannot drift.
  */
+import { SUPPORTED_PROVIDER_NAMES } from '../../media-engine/providers/registry.js';
 import { CALL_DIRECTIONS, KB_MODES, WELCOME_MODES } from './build-config.js';
 
 /** A started session waits this long for its socket, then its config is purged (spec Limits). */
@@ -10,11 +10,7 @@ export const CONNECT_WINDOW_MS = 30_000;
 /** Longest text accepted by the text-injection route. */
 export const MAX_TEXT_CHARS = 4000;
 
-export const SUPPORTED_PROVIDERS = {
-  asr: ['sim', 'deepgram'],
-  llm: ['sim', 'openai', 'anthropic'],
-  tts: ['sim', 'openai', 'elevenlabs', 'cartesia'],
-} as const;
+export const SUPPORTED_PROVIDERS = SUPPORTED_PROVIDER_NAMES;
 
 /** Server-to-client JSON event types on the browser socket (spec "Events"). */
 export const VOICE_EVENTS = [

@@ -47,6 +47,8 @@ export interface AsrProvider {
   stream(opts: AsrStreamOptions): AsrStream;
   /** Optional connection pre-warm at session start. */
   warm?(): Promise<void>;
+  /** Releases shared or pre-warmed connections (idempotent). Streams already open are unaffected. */
+  close?(): void;
 }
 
 // ---------------------------------------------------------------- LLM
@@ -89,6 +91,8 @@ export interface LlmProvider {
   /** Streams one completion; throws (or the iterator throws) on failure; aborts on `signal`. */
   stream(req: LlmRequest): AsyncIterable<LlmEvent>;
   warm?(): Promise<void>;
+  /** Releases shared or pre-warmed connections (idempotent). */
+  close?(): void;
 }
 
 // ---------------------------------------------------------------- TTS
@@ -108,4 +112,6 @@ export interface TtsProvider {
   /** Streams PCM chunks for one piece of text; aborts on `signal`. */
   synthesize(req: TtsRequest): AsyncIterable<PcmChunk>;
   warm?(): Promise<void>;
+  /** Releases shared or pre-warmed connections (idempotent). */
+  close?(): void;
 }

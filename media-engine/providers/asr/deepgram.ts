@@ -108,6 +108,10 @@ export function createDeepgramAsr(opts: DeepgramAsrOptions): AsrProvider {
   return {
     label: 'deepgram',
     capabilities: { interim: true, acceptsMulaw: true, sampleRatesHz: [8000, 16000] },
+    close(): void {
+      // An unused pre-warmed socket (session never connected) must not live on via KeepAlive.
+      takeWarm('');
+    },
     stream(s: AsrStreamOptions): AsrStream {
       const url = deepgramListenUrl(opts, s);
       return new DeepgramStream(resolved, s, (signal) => connect(url, signal), takeWarm(url));
