@@ -1,0 +1,65 @@
+/** Providers of an agent (llm, tts, asr): create/replace by type, list, delete. Draft only. */
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { AgentConfigService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
+import { invalid, notFound } from '../../../shared/errors.js';
+import { newId } from '../../../shared/ids.js';
+import type { Access } from '../access.js';
+import type { AgentsDeps } from '../deps.js';
+import { touchAgent } from '../core/store.js';
+import { PROVIDER_TYPES, type ProviderType } from '../types.js';
+import { httpUrl, oneOf, optionalText, requiredString } from '../validate.js';
+import { providerView } from '../views.js';
+import { deleteProviderRow, getProviderRow, listProviderRows, upsertProviderRow } from './store.js';
+
+type Impl = ServiceImpl<typeof AgentConfigService>;
+export const MAX_API_KEY_CHARS = 4096;
+
+export function checkProviderType(value: string): ProviderType {
+  if (!value) throw invalid('provider_type', `is required (one of ${PROVIDER_TYPES.join(', ')})`);
+  return oneOf('provider_type', value, PROVIDER_TYPES)!;
+}
+
+export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'upsertAgentProvider' | 'listAgentProviders' | 'deleteAgentProvider'> {
+  const { sql, secrets } = deps;
+  return {
+    async upsertAgentProvider(req, ctx) {
+      const { agent } = await access.agent(ctx, req.agentId, 'edit');
+      const type = checkProviderType(req.providerType);
+      const name = requiredString('provider_name', req.providerName, 100);
+      const model = optionalText('model_name', req.modelName, 200) ?? '';
+      const baseUrl = httpUrl('base_url', req.baseUrl) ?? '';
+      if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
+      const existing = await getProviderRow(sql, agent.id, type, ctx.signal);
+      // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change).
+      const apiKeyEnc =
+        req.apiKey === undefined
+          ? existing && existing.provider_name === name
+            ? existing.api_key_enc
+            : null
+          : req.apiKey === ''
+            ? null
+            : secrets.encrypt(req.apiKey);
+      const row = await upsertProviderRow(
+        sql,
+        { id: existing?.id ?? newId(), agent_id: agent.id, provider_type: type, provider_name: name, api_key_enc: apiKeyEnc, model_name: model, base_url: baseUrl },
+        ctx.signal,
+      );
+      await touchAgent(sql, agent.id, ctx.signal);
+      return providerView(secrets, row);
+    },
+
+    async listAgentProviders(req, ctx) {
+      const { agent } = await access.agent(ctx, req.agentId, 'read');
+      const rows = await listProviderRows(sql, agent.id, ctx.signal);
+      return { providers: rows.map((r) => providerView(secrets, r)) };
+    },
+
+    async deleteAgentProvider(req, ctx) {
+      const { agent } = await access.agent(ctx, req.agentId, 'edit');
+      const type = checkProviderType(req.providerType);
+      if (!(await deleteProviderRow(sql, agent.id, type, ctx.signal))) throw notFound(`${type} provider`);
+      await touchAgent(sql, agent.id, ctx.signal);
+      return { message: 'deleted' };
+    },
+  };
+}

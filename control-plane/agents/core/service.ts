@@ -1,0 +1,96 @@
+/**
+ * `AgentService`: agent CRUD and the phone lookup. Every write changes the draft only.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { AgentService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
+import { invalid, notFound } from '../../../shared/errors.js';
+import { newId } from '../../../shared/ids.js';
+import { requireAgentScope, type Access } from '../access.js';
+import type { AgentsDeps } from '../deps.js';
+import { listProviderRows } from '../agent-providers/store.js';
+import { listKbRows } from '../knowledge/store.js';
+import { pageMeta, pageOf } from '../pagination.js';
+import { requireE164 } from '../telephony/phone.js';
+import { getTelephonyRow, telephonyByNumber } from '../telephony/store.js';
+import type { AgentFields } from '../types.js';
+import { agentView, kbView, providerView, telephonyView } from '../views.js';
+import { AGENT_DEFAULTS, LIMITS, checkAgentFields, checkConnectors } from './fields.js';
+import { deleteAgentRow, getAgentRow, insertAgentRow, listAgentRows, updateAgentRow } from './store.js';
+
+export function createAgentService(deps: AgentsDeps, access: Access): ServiceImpl<typeof AgentService> {
+  const { sql, secrets, auth } = deps;
+  return {
+    async createAgent(req, ctx) {
+      const p = await access.principal(ctx);
+      if (!req.workspaceId) throw invalid('workspace_id', 'is required');
+      await access.workspace(p, req.workspaceId, 'edit');
+      const fields = checkAgentFields(req, { create: true });
+      const row = await insertAgentRow(
+        sql,
+        { ...AGENT_DEFAULTS, ...(fields as Pick<AgentFields, 'name'>), id: newId(), workspace_id: req.workspaceId.toLowerCase(), user_id: p.userId },
+        ctx.signal,
+      );
+      return agentView(row);
+    },
+
+    async listAgents(req, ctx) {
+      const p = await access.principal(ctx);
+      const page = pageOf(req);
+      let workspaceIds: string[];
+      if (req.workspaceId !== undefined && req.workspaceId !== '') {
+        await access.workspace(p, req.workspaceId, 'read');
+        workspaceIds = [req.workspaceId.toLowerCase()];
+      } else {
+        requireAgentScope(p, 'read');
+        workspaceIds = await auth.workspaceIds(p);
+      }
+      const { rows, total } = await listAgentRows(sql, workspaceIds, page, ctx.signal);
+      return { agents: rows.map(agentView), meta: pageMeta(page, total) };
+    },
+
+    async getAgent(req, ctx) {
+      const { agent } = await access.agent(ctx, req.id, 'read');
+      const [providers, telephony, kbs] = await Promise.all([
+        listProviderRows(sql, agent.id, ctx.signal),
+        getTelephonyRow(sql, agent.id, ctx.signal),
+        listKbRows(sql, agent.id, ctx.signal),
+      ]);
+      return {
+        agent: agentView(agent),
+        providers: providers.map((r) => providerView(secrets, r)),
+        telephony: telephony ? telephonyView(secrets, agent.id, telephony) : undefined,
+        knowledgeBases: kbs.map(kbView),
+      };
+    },
+
+    async updateAgent(req, ctx) {
+      const { agent } = await access.agent(ctx, req.id, 'edit');
+      const patch = checkAgentFields(req, { create: false });
+      const add = checkConnectors(req.connectors);
+      if (new Set([...agent.connectors, ...add]).size > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
+      const row = await updateAgentRow(sql, agent.id, { ...patch, add_connectors: add }, ctx.signal);
+      if (!row) throw notFound('agent');
+      return agentView(row);
+    },
+
+    async deleteAgent(req, ctx) {
+      const { agent } = await access.agent(ctx, req.id, 'delete');
+      if (!(await deleteAgentRow(sql, agent.id, ctx.signal))) throw notFound('agent');
+      return { message: 'deleted' };
+    },
+
+    async lookupAgentByPhone(req, ctx) {
+      const p = await access.principal(ctx);
+      requireAgentScope(p, 'read');
+      if (!req.phoneNumber) throw invalid('phone_number', 'is required');
+      // An unencoded `+` in a query string arrives as a space: accept " 1415..." as "+1415...".
+      const raw = /^ \d+$/.test(req.phoneNumber) ? `+${req.phoneNumber.trim()}` : req.phoneNumber;
+      const e164 = requireE164('phone_number', raw);
+      const t = await telephonyByNumber(sql, e164, ctx.signal);
+      const agent = t ? await getAgentRow(sql, t.agent_id, ctx.signal) : undefined;
+      // A number bound in a workspace the caller is not in looks exactly like an unbound one.
+      if (!t || !agent || !(await auth.roleIn(p, agent.workspace_id))) throw notFound('agent for this phone number');
+      return { agent: agentView(agent), telephony: telephonyView(secrets, agent.id, t) };
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * Conversation-flow checks. Pure. A flow may be saved while invalid (a draft in progress); the
+ * errors travel with it (`is_valid`, `validation_errors`) and publishing an agent in `flow` mode
+ * refuses an invalid flow. Each error names the offending node ids; one error per rule.
+ */
+import { invalid } from '../../../shared/errors.js';
+import type { FlowGraphJson, FlowValidationErrorJson, FlowVariableJson } from '../types.js';
+
+/** Node types a flow may use. `start` and `prompt` come from the spec; the rest are ours. */
+export const NODE_TYPES = ['start', 'prompt', 'tool', 'condition', 'transfer', 'end'] as const;
+export const VARIABLE_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
+export const FLOW_LIMITS = { nodes: 500, edges: 2000, variables: 100, idChars: 128, labelChars: 500 };
+
+const VARIABLE_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+export function validateFlow(g: FlowGraphJson): FlowValidationErrorJson[] {
+  const errors: FlowValidationErrorJson[] = [];
+  const add = (code: string, message: string, nodeIds: string[]) => errors.push({ code, message, node_ids: nodeIds });
+
+  const ids = new Set<string>();
+  const dup = new Set<string>();
+  let missingId = false;
+  for (const n of g.nodes) {
+    if (!n.id) {
+      missingId = true;
+      continue;
+    }
+    if (ids.has(n.id)) dup.add(n.id);
+    ids.add(n.id);
+  }
+  if (missingId) add('MISSING_NODE_ID', 'every node needs a non-empty id', ['']);
+  if (dup.size) add('DUPLICATE_NODE_ID', `duplicate node ids: ${[...dup].join(', ')}`, [...dup]);
+
+  const unknownType = uniq(g.nodes.filter((n) => !(NODE_TYPES as readonly string[]).includes(n.type)).map((n) => n.id));
+  if (unknownType.length) add('UNKNOWN_NODE_TYPE', `unknown node type (allowed: ${NODE_TYPES.join(', ')})`, unknownType);
+
+  const starts = uniq(g.nodes.filter((n) => n.type === 'start').map((n) => n.id));
+  const startNode = g.nodes.find((n) => n.id === g.start_node_id && n.id !== '');
+  if (!startNode) {
+    add('MISSING_START_NODE', g.start_node_id ? `start node ${g.start_node_id} is not among the nodes` : 'start_node_id is empty', g.start_node_id ? [g.start_node_id] : []);
+  } else if (startNode.type !== 'start') {
+    add('START_NODE_WRONG_TYPE', `start node ${startNode.id} must have type start`, [startNode.id]);
+  }
+  if (starts.length > 1) add('MULTIPLE_START_NODES', 'only one node may have type start', starts);
+
+  const dangling = uniq(g.edges.flatMap((e) => [e.from, e.to]).filter((id) => !ids.has(id)));
+  if (dangling.length) add('EDGE_UNKNOWN_NODE', `edges reference unknown nodes: ${dangling.join(', ')}`, dangling);
+
+  if (startNode) {
+    const next = new Map<string, string[]>();
+    for (const e of g.edges) {
+      if (!ids.has(e.from) || !ids.has(e.to)) continue;
+      next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    }
+    const seen = new Set<string>([startNode.id]);
+    const queue = [startNode.id];
+    while (queue.length) {
+      for (const to of next.get(queue.shift()!) ?? []) {
+        if (!seen.has(to)) {
+          seen.add(to);
+          queue.push(to);
+        }
+      }
+    }
+    const unreachable = [...ids].filter((id) => !seen.has(id));
+    if (unreachable.length) add('UNREACHABLE_NODE', `not reachable from the start node: ${unreachable.join(', ')}`, unreachable);
+  }
+  return errors;
+}
+
+/**
+ * Request-level checks (400, nothing saved): sizes and variable declarations. Structural problems
+ * of the graph are validation errors instead, so an unfinished flow can still be saved.
+ */
+export function checkFlowInput(g: FlowGraphJson, variables: FlowVariableJson[]): void {
+  if (g.nodes.length > FLOW_LIMITS.nodes) throw invalid('graph.nodes', `at most ${FLOW_LIMITS.nodes} nodes`);
+  if (g.edges.length > FLOW_LIMITS.edges) throw invalid('graph.edges', `at most ${FLOW_LIMITS.edges} edges`);
+  g.nodes.forEach((n, i) => {
+    if (n.id.length > FLOW_LIMITS.idChars) throw invalid(`graph.nodes[${i}].id`, `must be at most ${FLOW_LIMITS.idChars} characters`);
+    if (n.label.length > FLOW_LIMITS.labelChars) throw invalid(`graph.nodes[${i}].label`, `must be at most ${FLOW_LIMITS.labelChars} characters`);
+  });
+  if (variables.length > FLOW_LIMITS.variables) throw invalid('variables', `at most ${FLOW_LIMITS.variables} variables`);
+  const names = new Set<string>();
+  variables.forEach((v, i) => {
+    if (!VARIABLE_NAME_RE.test(v.name)) throw invalid(`variables[${i}].name`, 'must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$');
+    if (names.has(v.name)) throw invalid(`variables[${i}].name`, `duplicate variable ${v.name}`);
+    names.add(v.name);
+    if (!(VARIABLE_TYPES as readonly string[]).includes(v.type)) throw invalid(`variables[${i}].type`, `must be one of ${VARIABLE_TYPES.join(', ')}`);
+  });
+}
+
+function uniq(xs: string[]): string[] {
+  return [...new Set(xs)];
+}

@@ -1,0 +1,47 @@
+/**
+ * The agents domain: agent configuration (draft), published versions and the live configuration
+ * resolver, plus the provider registry. REST and gRPC/Connect share one implementation.
+ */
+import { AgentConfigService, AgentService } from '../../shared/gen/voiceplane/v1/agents_pb.js';
+import { ProviderRegistryService } from '../../shared/gen/voiceplane/v1/providers_pb.js';
+import type { Domain } from '../domain.js';
+import type { ServiceBinding } from '../http/server.js';
+import { createProviderRegistryService, providerRoutes } from '../providers/index.js';
+import { createAccess } from './access.js';
+import { createAgentConfigService } from './config-service.js';
+import { createAgentService } from './core/service.js';
+import type { AgentsDeps } from './deps.js';
+import { agentRoutes } from './routes.js';
+import type { LiveAgentConfig } from './types.js';
+import { createLiveResolver } from './versions/live.js';
+
+export type { AgentsDeps } from './deps.js';
+export type { LiveAgentConfig, LiveProvider, LiveTool, LiveTelephony, LiveKnowledgeItem, ProviderType } from './types.js';
+export { NotPublishedError } from './versions/live.js';
+
+export interface AgentsDomain extends Domain {
+  /**
+   * The live (published) configuration of an agent, secrets decrypted: internal use only, never a
+   * response body or a log line. Throws NOT_FOUND for an unknown agent and `NotPublishedError`
+   * (code CONFLICT) when it was never published.
+   */
+  liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig>;
+  /** Inbound calls (no auth): the live configuration of the agent bound to this E.164 number. */
+  findAgentByNumber: (phoneNumber: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined>;
+}
+
+export function createAgentsDomain(deps: AgentsDeps): AgentsDomain {
+  const access = createAccess(deps);
+  const live = createLiveResolver(deps);
+  const services = [
+    { service: AgentService, impl: createAgentService(deps, access) },
+    { service: AgentConfigService, impl: createAgentConfigService(deps, access) },
+    { service: ProviderRegistryService, impl: createProviderRegistryService(deps, access) },
+  ] as ServiceBinding[];
+  return {
+    services,
+    routes: [...agentRoutes, ...providerRoutes],
+    liveConfig: live.liveConfig,
+    findAgentByNumber: live.findAgentByNumber,
+  };
+}

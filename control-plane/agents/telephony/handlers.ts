@@ -1,0 +1,77 @@
+/**
+ * Telephony binding of an agent (document 2, AgentTelephony). PUT merges: omitted fields keep
+ * their value. A phone number belongs to at most one agent platform-wide (draft bindings).
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { AgentConfigService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
+import { AppError, invalid } from '../../../shared/errors.js';
+import type { Access } from '../access.js';
+import type { AgentsDeps } from '../deps.js';
+import { touchAgent } from '../core/store.js';
+import { isUniqueViolation } from '../db.js';
+import { httpUrl, oneOf, optionalText } from '../validate.js';
+import { telephonyView } from '../views.js';
+import { requireE164 } from './phone.js';
+import { getTelephonyRow, upsertTelephonyRow, type TelephonyWrite } from './store.js';
+
+type Impl = ServiceImpl<typeof AgentConfigService>;
+
+export const CALL_DIRECTIONS = ['inbound', 'outbound', 'both'] as const;
+export const TRANSFER_MODES = ['phone', 'panel'] as const;
+const MAX_TOKEN_CHARS = 4096;
+
+export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'putAgentTelephony' | 'getAgentTelephony'> {
+  const { sql, secrets } = deps;
+  return {
+    async putAgentTelephony(req, ctx) {
+      const { agent } = await access.agent(ctx, req.agentId, 'edit');
+      const cur = await getTelephonyRow(sql, agent.id, ctx.signal);
+      const phone =
+        req.carrierPhoneNumber === undefined
+          ? (cur?.carrier_phone_number ?? null)
+          : req.carrierPhoneNumber.trim() === ''
+            ? null
+            : requireE164('carrier_phone_number', req.carrierPhoneNumber);
+      const transfer =
+        req.humanTransferNumber === undefined
+          ? (cur?.human_transfer_number ?? '')
+          : req.humanTransferNumber.trim() === ''
+            ? ''
+            : requireE164('human_transfer_number', req.humanTransferNumber);
+      const token = req.carrierAuthToken;
+      if (token !== undefined && token.length > MAX_TOKEN_CHARS) throw invalid('carrier_auth_token', `must be at most ${MAX_TOKEN_CHARS} characters`);
+      const row: TelephonyWrite = {
+        agent_id: agent.id,
+        carrier_phone_number: phone,
+        carrier_account_sid: optionalText('carrier_account_sid', req.carrierAccountSid, 200) ?? cur?.carrier_account_sid ?? '',
+        // omitted, or the masked read-back sent again: keep; "" clears (inherit the workspace account)
+        carrier_auth_token_enc:
+          token === undefined || token.startsWith('•') ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : secrets.encrypt(token),
+        call_direction: oneOf('call_direction', req.callDirection, CALL_DIRECTIONS) ?? cur?.call_direction ?? 'both',
+        webhook_url: httpUrl('webhook_url', req.webhookUrl) ?? cur?.webhook_url ?? '',
+        human_transfer_number: transfer,
+        human_transfer_mode: oneOf('human_transfer_mode', req.humanTransferMode, TRANSFER_MODES) ?? cur?.human_transfer_mode ?? 'phone',
+        panel_project_id: optionalText('panel_project_id', req.panelProjectId, 200) ?? cur?.panel_project_id ?? '',
+        transcribe_human_segment: req.transcribeHumanSegment ?? cur?.transcribe_human_segment ?? false,
+        generate_call_summary: req.generateCallSummary ?? cur?.generate_call_summary ?? false,
+      };
+      try {
+        const saved = await upsertTelephonyRow(sql, row, ctx.signal);
+        await touchAgent(sql, agent.id, ctx.signal);
+        return telephonyView(secrets, agent.id, saved);
+      } catch (e) {
+        if (isUniqueViolation(e, 'agent_telephony_phone_key')) {
+          throw new AppError('PHONE_NUMBER_TAKEN', `${phone} is already bound to another agent`, {
+            details: [{ field: 'carrier_phone_number', problem: 'already bound to another agent' }],
+          });
+        }
+        throw e;
+      }
+    },
+
+    async getAgentTelephony(req, ctx) {
+      const { agent } = await access.agent(ctx, req.agentId, 'read');
+      return telephonyView(secrets, agent.id, await getTelephonyRow(sql, agent.id, ctx.signal));
+    },
+  };
+}

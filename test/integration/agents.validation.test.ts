@@ -1,0 +1,223 @@
+/**
+ * Every validation rule of agents, providers, tools and knowledge-base bindings with a bad-input
+ * case (REST). Tests assert status, code and the named field, never message text.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api } from '../helpers/accounts.js';
+import {
+  createMemoryItem,
+  createTestUser,
+  expectError,
+  expectInvalid,
+  restClient,
+  startAgentsApp,
+  type AgentsApp,
+  type Call,
+  type TestUser,
+} from '../unit/agents/support.js';
+
+let h: AgentsApp;
+let owner: TestUser;
+let other: TestUser;
+let call: Call;
+let agentId = '';
+const url = 'https://example.com/hook';
+
+beforeAll(async () => {
+  h = await startAgentsApp();
+  call = restClient(h);
+  [owner, other] = await Promise.all([createTestUser(h), createTestUser(h)]);
+  agentId = (await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'V' })).body.data.id;
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('agent fields', () => {
+  it('create needs workspace_id and name', async () => {
+    expectInvalid(await call('POST', '/agents', owner.token, { name: 'x' }), 'workspace_id');
+    expectInvalid(await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId }), 'name');
+    expectInvalid(await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: '   ' }), 'name');
+    expectInvalid(await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 123 }), 'name');
+  });
+
+  it('create in a workspace that is not the caller is 404, a non-UUID workspace too', async () => {
+    expectError(await call('POST', '/agents', owner.token, { workspace_id: other.workspaceId, name: 'x' }), 404, 'NOT_FOUND');
+    expectError(await call('POST', '/agents', owner.token, { workspace_id: 'ws-1', name: 'x' }), 404, 'NOT_FOUND');
+  });
+
+  it('rejects out-of-range and wrong-typed fields, naming them', async () => {
+    const base = { workspace_id: owner.workspaceId, name: 'x' };
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ max_turns: 0 }, 'max_turns'],
+      [{ max_turns: 1001 }, 'max_turns'],
+      [{ max_turns: 'many' }, 'max_turns'],
+      [{ vad_threshold: 1.5 }, 'vad_threshold'],
+      [{ silence_timeout_ms: -1 }, 'silence_timeout_ms'],
+      [{ mode: 'chaos' }, 'mode'],
+      [{ language: 'english!' }, 'language'],
+      [{ connection_type: 'fax' }, 'connection_type'],
+      [{ interrupt_enabled: 'yes' }, 'interrupt_enabled'],
+      [{ metadata: 'x' }, 'metadata'],
+      [{ metadata: [1] }, 'metadata'],
+    ];
+    for (const [body, field] of cases) expectInvalid(await call('POST', '/agents', owner.token, { ...base, ...body }), field);
+    for (const [body, field] of cases) expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, body), field);
+  });
+
+  it('update: connectors must be an array of non-empty strings; they accumulate', async () => {
+    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: 'calendar' }), 'connectors');
+    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [1] }), 'connectors');
+    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [''] }), 'connectors[0]');
+    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { name: '' }), 'name');
+    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['crm', 'calendar'] })).body.data.connectors).toEqual(['crm', 'calendar']);
+    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['calendar', 'helpdesk'] })).body.data.connectors).toEqual(['crm', 'calendar', 'helpdesk']);
+  });
+
+  it('update changes only the fields sent; nulls are ignored', async () => {
+    const res = await call('PUT', `/agents/${agentId}`, owner.token, { description: 'd', max_turns: 12, name: null, metadata: { amd_policy: 'leave_voicemail' } });
+    expect(res.body.data).toMatchObject({ name: 'V', description: 'd', max_turns: 12, language: 'en', metadata: { amd_policy: 'leave_voicemail' } });
+  });
+
+  it('bodies that are not JSON objects are INVALID_BODY; unknown ids are 404', async () => {
+    const raw = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: '{nope' });
+    expectError(raw, 400, 'INVALID_BODY');
+    expectError(await call('POST', '/agents', owner.token, [1, 2]), 400, 'INVALID_BODY');
+    expectError(await call('GET', '/agents/not-a-uuid', owner.token), 404, 'NOT_FOUND');
+    expectError(await call('GET', '/agents/0190a0a0-0000-7000-8000-000000000000', owner.token), 404, 'NOT_FOUND');
+    expectError(await call('GET', '/agents', undefined), 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('agent providers', () => {
+  it('provider_type must be llm, tts or asr', async () => {
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'video', provider_name: 'x' }), 'provider_type');
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_name: 'x' }), 'provider_type');
+    expectInvalid(await call('DELETE', `/agents/${agentId}/providers/video`, owner.token), 'provider_type');
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm' }), 'provider_name');
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', base_url: 'ftp://x' }), 'base_url');
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', api_key: 5 }), 'api_key');
+    expectError(await call('DELETE', `/agents/${agentId}/providers/tts`, owner.token), 404, 'NOT_FOUND');
+  });
+
+  it('replacing keeps the key for the same provider, drops it for another, "" clears it', async () => {
+    const p = `/agents/${agentId}/providers`;
+    expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'openai', api_key: 'key-0000-1234' })).body.data.api_key).toBe('••••••••1234');
+    expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'openai', model_name: 'gpt-4o' })).body.data).toMatchObject({ api_key: '••••••••1234', model_name: 'gpt-4o' });
+    expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'anthropic' })).body.data.api_key).toBe('');
+    expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'anthropic', api_key: 'short' })).body.data.api_key).toBe('••••••••');
+    expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'anthropic', api_key: '' })).body.data.api_key).toBe('');
+    expect((await call('GET', p, owner.token)).body.data).toHaveLength(1);
+  });
+});
+
+describe('tools', () => {
+  const tools = () => `/agents/${agentId}/tools`;
+  const ok = { name: 'ok_tool', endpoint_url: url };
+
+  it('name: required, pattern, unique per agent (also on rename)', async () => {
+    expectInvalid(await call('POST', tools(), owner.token, { endpoint_url: url }), 'name');
+    expectInvalid(await call('POST', tools(), owner.token, { name: 'bad name', endpoint_url: url }), 'name');
+    expectInvalid(await call('POST', tools(), owner.token, { name: 'x'.repeat(65), endpoint_url: url }), 'name');
+    expect((await call('POST', tools(), owner.token, ok)).status).toBe(201);
+    expectError(await call('POST', tools(), owner.token, ok), 409, 'TOOL_NAME_TAKEN');
+    const second = await call('POST', tools(), owner.token, { name: 'second-tool', endpoint_url: url });
+    expectError(await call('PUT', `${tools()}/${second.body.data.id}`, owner.token, { name: 'ok_tool' }), 409, 'TOOL_NAME_TAKEN');
+    expect((await call('PUT', `${tools()}/${second.body.data.id}`, owner.token, { name: 'renamed' })).body.data.name).toBe('renamed');
+  });
+
+  it('checks every field', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ function_schema: { type: 12 } }, 'function_schema'],
+      [{ function_schema: { properties: { a: { type: 'nope' } } } }, 'function_schema'],
+      [{ function_schema: 'x' }, 'function_schema'],
+      [{ http_method: 'TRACE' }, 'http_method'],
+      [{ endpoint_url: 'not a url' }, 'endpoint_url'],
+      [{ endpoint_url: 'ftp://example.com' }, 'endpoint_url'],
+      [{ endpoint_url: '' }, 'endpoint_url'],
+      [{ timeout_ms: 0 }, 'timeout_ms'],
+      [{ timeout_ms: 60001 }, 'timeout_ms'],
+      [{ retry_count: 6 }, 'retry_count'],
+      [{ retry_count: -1 }, 'retry_count'],
+      [{ request_body: 5 }, 'request_body'],
+      [{ request_body: [1] }, 'request_body'],
+      [{ headers: { 'X-A': 1 } }, 'headers'],
+      [{ headers: 'x' }, 'headers'],
+      [{ auth_type: 'magic' }, 'auth_type'],
+      [{ is_active: 'yes' }, 'is_active'],
+    ];
+    for (const [body, field] of cases) expectInvalid(await call('POST', tools(), owner.token, { name: 'checked', endpoint_url: url, ...body }), field);
+    const t = (await call('GET', tools(), owner.token)).body.data[0];
+    for (const [body, field] of cases) expectInvalid(await call('PUT', `${tools()}/${t.id}`, owner.token, body), field);
+  });
+
+  it('connector_binding: shape is validated; a bound tool needs no endpoint', async () => {
+    const action = { name: 'cal__book', description: 'Book', parameters: { type: 'object' }, fixed: { calendar_id: '{{cal}}' } };
+    const bad: Array<[unknown, string]> = [
+      [{ actions: [action] }, 'connector_binding.connection_id'],
+      [{ connection_id: 'c1', actions: [] }, 'connector_binding.actions'],
+      [{ connection_id: 'c1', actions: 'x' }, 'connector_binding.actions'],
+      [{ connection_id: 'c1', actions: [{ ...action, name: 'Book' }] }, 'connector_binding.actions[0].name'],
+      [{ connection_id: 'c1', actions: [{ ...action, name: 'cal_book' }] }, 'connector_binding.actions[0].name'],
+      [{ connection_id: 'c1', actions: [{ name: 'cal__book', description: '' }] }, 'connector_binding.actions[0].parameters'],
+      [{ connection_id: 'c1', actions: [{ ...action, parameters: { type: 7 } }] }, 'connector_binding.actions[0].parameters'],
+      [{ connection_id: 'c1', actions: [{ ...action, parameters: 'x' }] }, 'connector_binding.actions[0].parameters'],
+      [{ connection_id: 'c1', actions: [{ ...action, fixed: 'x' }] }, 'connector_binding.actions[0].fixed'],
+      [{ connection_id: 'c1', actions: [action, action] }, 'connector_binding.actions[1].name'],
+      ['x', 'connector_binding'],
+    ];
+    for (const [b, field] of bad) expectInvalid(await call('POST', tools(), owner.token, { name: 'bound', connector_binding: b }), field);
+    const res = await call('POST', tools(), owner.token, { name: 'bound', connector_binding: { connection_id: 'c1', actions: [{ ...action, fixed_labels: { calendar_id: 'Main' } }] } });
+    expect(res.status).toBe(201);
+    expect(res.body.data.connector_binding).toEqual({ connection_id: 'c1', actions: [{ ...action, fixed_labels: { calendar_id: 'Main' } }] });
+    expect(res.body.data.endpoint_url).toBe('');
+  });
+
+  it('connector: with connector_binding.connection_id is 400, alone is UNKNOWN_CONNECTOR', async () => {
+    const both = await call('POST', tools(), owner.token, { connector: 'calendly', connector_binding: { connection_id: 'c1', actions: [] } });
+    expectError(both, 400, 'INVALID_REQUEST');
+    expectError(await call('POST', tools(), owner.token, { connector: 'calendly' }), 404, 'UNKNOWN_CONNECTOR');
+    expectError(await call('POST', tools(), owner.token, { connector: 'calendly', name: 'cal' }), 404, 'UNKNOWN_CONNECTOR');
+  });
+
+  it('auth_token: omitted or masked keeps it, "" clears it; unknown tools are 404', async () => {
+    const t = (await call('POST', tools(), owner.token, { name: 'tokened', endpoint_url: url, auth_token: 'tok-abcdef-9999' })).body.data;
+    expect(t.auth_token).toBe('••••••••9999');
+    expect((await call('PUT', `${tools()}/${t.id}`, owner.token, { description: 'x' })).body.data.auth_token).toBe('••••••••9999');
+    expect((await call('PUT', `${tools()}/${t.id}`, owner.token, { auth_token: t.auth_token })).body.data.auth_token).toBe('••••••••9999');
+    expect((await call('PUT', `${tools()}/${t.id}`, owner.token, { auth_token: '' })).body.data.auth_token).toBe('');
+    expectError(await call('GET', `${tools()}/nope`, owner.token), 404, 'NOT_FOUND');
+    expectError(await call('GET', `${tools()}/0190a0a0-0000-7000-8000-000000000000`, owner.token), 404, 'NOT_FOUND');
+    expectError(await call('DELETE', `${tools()}/0190a0a0-0000-7000-8000-000000000000`, owner.token), 404, 'NOT_FOUND');
+    expect((await call('GET', `${tools()}/${t.id}`, owner.token)).body.data.name).toBe('tokened');
+  });
+});
+
+describe('knowledge-base bindings', () => {
+  const kbs = () => `/agents/${agentId}/knowledge-bases`;
+
+  it('needs a memory item of the agent workspace and a known mode', async () => {
+    const mine = await createMemoryItem(h, owner.token, owner.workspaceId, 'Mine', 'm');
+    const theirs = await createMemoryItem(h, other.token, other.workspaceId, 'Theirs', 't');
+    expectInvalid(await call('POST', kbs(), owner.token, { mode: 'always' }), 'knowledge_base_id');
+    expectError(await call('POST', kbs(), owner.token, { knowledge_base_id: 'kb-1', mode: 'always' }), 404, 'NOT_FOUND');
+    expectError(await call('POST', kbs(), owner.token, { knowledge_base_id: theirs, mode: 'always' }), 404, 'NOT_FOUND');
+    expectInvalid(await call('POST', kbs(), owner.token, { knowledge_base_id: mine, mode: 'sometimes' }), 'mode');
+
+    const b = await call('POST', kbs(), owner.token, { knowledge_base_id: mine, mode: 'on_demand' });
+    expect(b.status).toBe(201);
+    // binding the same item again is idempotent: same binding, new mode
+    const again = await call('POST', kbs(), owner.token, { knowledge_base_id: mine });
+    expect(again.body.data).toMatchObject({ id: b.body.data.id, mode: 'always' });
+
+    expectInvalid(await call('PUT', `${kbs()}/${b.body.data.id}`, owner.token, { mode: 'never' }), 'mode');
+    expectInvalid(await call('PUT', `${kbs()}/${b.body.data.id}`, owner.token, { is_active: 'no' }), 'is_active');
+    expectError(await call('PUT', `${kbs()}/0190a0a0-0000-7000-8000-000000000000`, owner.token, { mode: 'always' }), 404, 'NOT_FOUND');
+    expect((await call('PUT', `${kbs()}/${b.body.data.id}`, owner.token, { mode: 'on_demand', is_active: false })).body.data).toMatchObject({ mode: 'on_demand', is_active: false });
+    // addressable by the memory item id too
+    expect((await call('PUT', `${kbs()}/${mine}`, owner.token, { is_active: true })).body.data.is_active).toBe(true);
+    expect((await call('DELETE', `${kbs()}/${mine}`, owner.token)).body.data).toEqual({ message: 'deleted' });
+    expect((await call('GET', kbs(), owner.token)).body.data).toEqual([]);
+  });
+});
