@@ -13,7 +13,7 @@ import { createSimAsr, type SimAsrOptions } from './asr/sim.js';
 import { ProviderError } from './errors.js';
 import { createAnthropicLlm } from './llm/anthropic.js';
 import { createOpenAiLlm } from './llm/openai.js';
-import { createSimLlm, type SimLlmOptions } from './llm/sim.js';
+import { createSimLlm, simDemoScript, type SimLlmOptions } from './llm/sim.js';
 import { createCartesiaTts } from './tts/cartesia.js';
 import { createElevenLabsTts } from './tts/elevenlabs.js';
 import { createOpenAiTts } from './tts/openai.js';
@@ -154,7 +154,8 @@ export function createAsrProvider(config: ProviderConfig, deps: ProviderDeps): A
 export function createLlmProvider(config: ProviderConfig, deps: ProviderDeps): LlmProvider {
   const r = resolveProviderConfig('llm', config);
   const name = r.descriptor.name;
-  if (name === 'sim') return createSimLlm({ clock: deps.clock, ...deps.simOptions?.llm });
+  // Without a script of its own, sim answers with the demo script (a long answer to interrupt, a goodbye, a weather tool when offered).
+  if (name === 'sim') return createSimLlm({ clock: deps.clock, script: simDemoScript, ...deps.simOptions?.llm });
   if (name === 'anthropic') return createAnthropicLlm({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model ?? '', clock: deps.clock });
   // openai, groq, together, vllm, ollama, openai_compatible all speak Chat Completions.
   return createOpenAiLlm({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model ?? '', label: name, clock: deps.clock });
