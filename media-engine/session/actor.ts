@@ -13,6 +13,7 @@ import { Resampler } from '../audio/resampler.js';
 import { Vad, vadOptionsForProfile, type VadProfile } from '../audio/vad.js';
 import type { AsrEvent, AsrProvider, AsrStream, LlmMessage, LlmProvider, TtsProvider } from '../providers/types.js';
 import { withTtsRetry } from '../providers/retry.js';
+import { amdStart, amdStep, type AmdEffect, type AmdInput, type AmdMsg, type AmdSettings, type AmdState } from './amd.js';
 import { isBackchannel, isLikelyEcho, mayBecomeBackchannel } from './backchannel.js';
 import type { CallMsg, TurnMsg } from './messages.js';
 import { PlayoutQueue } from './playout.js';
@@ -37,6 +38,10 @@ export interface CallActorDeps {
   onClosed?: (reason: string) => void;
   /** Inbound audio format pushed to ASR: PCM 16 kHz (browser) or raw mu-law 8 kHz (carrier, when the ASR takes it). */
   asrInput?: { encoding: 'linear16' | 'mulaw'; sampleRateHz: number };
+  /** Answering-machine policy of an outbound carrier call (`amd.ts`); absent: no detection. */
+  amd?: AmdSettings;
+  /** Transport counters (carrier jitter buffer) copied into each turn record's metadata. */
+  transportStats?: () => unknown;
 }
 
 export interface ActorTuning {
@@ -46,9 +51,11 @@ export interface ActorTuning {
   bargeConfirmMs: number;
   /** Longest the goodbye may play before hanging up. Default 8000 ms. */
   hangupGraceMs: number;
+  /** After a final message on a carrier call, wait this long for its mark (heard) before hanging up anyway. Default 3000 ms. */
+  markGraceMs: number;
 }
 
-const DEFAULT_TUNING: ActorTuning = { endpointSilenceMs: 500, bargeConfirmMs: 2000, hangupGraceMs: 8000 };
+const DEFAULT_TUNING: ActorTuning = { endpointSilenceMs: 500, bargeConfirmMs: 2000, hangupGraceMs: 8000, markGraceMs: 3000 };
 const NUDGE_TEXT = 'Are you still there?';
 const GOODBYE_TEXT = "I haven't heard from you, so I'll end the call now. Goodbye!";
 const USER_AUDIO_MAX_SECONDS = 60;
@@ -67,7 +74,7 @@ export class CallActor {
   private readonly tts: TtsProvider;
   private asr?: AsrStream;
   private history: LlmMessage[] = [];
-  private mailbox: CallMsg[] = [];
+  private mailbox: Array<CallMsg | AmdMsg> = [];
   private processing = false;
   private run?: RunState;
   private nextRunId = 1;
@@ -87,6 +94,9 @@ export class CallActor {
   private latencyCount = 0;
   private readonly userAudio: Int16Array;
   private userAudioLen = 0;
+  private amd?: AmdState;
+  /** A run after which the call hangs up (voicemail), and the mark whose echo ends it. */
+  private hangupAfter?: { runId: number; reason: string; mark?: string };
 
   constructor(deps: CallActorDeps, tuning: Partial<ActorTuning> = {}) {
     this.d = deps;
@@ -126,13 +136,30 @@ export class CallActor {
       started_at_ms: this.startedAtMs,
     });
     this.emit({ type: 'pipeline_ready', providers: { asr: this.d.providers.asr.label, llm: this.d.providers.llm.label, tts: this.d.providers.tts.label } });
+    if (this.d.amd) {
+      const r = amdStart(this.d.amd);
+      this.amd = r.state;
+      this.applyAmd(r.effects);
+      return;
+    }
+    this.greet();
+  }
+
+  private greet(): void {
+    const c = this.config;
     if (c.welcome_mode !== 'none' && c.welcome_message.trim()) this.startRun('welcome', c.welcome_message);
     else this.armIdle();
   }
 
+  /** Verdict current for this call (`undefined` while waiting or without detection). */
+  get amdVerdict(): AmdState['verdict'] {
+    return this.amd?.verdict;
+  }
+
   /** Inbound audio: one 20 ms frame of 16 kHz PCM (`raw`: the carrier's mu-law bytes for the ASR). */
   onAudio(pcm16k: Int16Array, raw?: Uint8Array): void {
-    if (this.closed) return;
+    // While leave_voicemail holds the greeting, a machine's greeting must not become a caller turn.
+    if (this.closed || this.amd?.holding) return;
     this.asr?.push(raw ?? pcm16k);
     const v = this.vad.process(pcm16k);
     if (this.phase === 'user_speaking' && this.userAudioLen + pcm16k.length <= this.userAudio.length) {
@@ -176,7 +203,7 @@ export class CallActor {
     }
   }
 
-  post(msg: CallMsg): void {
+  post(msg: CallMsg | AmdMsg): void {
     if (this.closed) return;
     this.mailbox.push(msg);
     if (this.processing) return;
@@ -191,8 +218,14 @@ export class CallActor {
     }
   }
 
-  private handle(msg: CallMsg): void {
+  private handle(msg: CallMsg | AmdMsg): void {
     switch (msg.kind) {
+      case 'amd_verdict':
+        return this.onAmd({ kind: 'verdict', verdict: msg.verdict });
+      case 'amd_timer':
+        this.timers.delete(`amd_${msg.name}`);
+        if (msg.name === 'verdict') return this.onAmd({ kind: 'timeout' });
+        return this.endCall(this.hangupAfter?.reason ?? 'ended');
       case 'asr':
         return this.onAsr(msg.event);
       case 'asr_closed':
@@ -207,6 +240,8 @@ export class CallActor {
         if (this.phase === 'listening' && !this.run) this.armIdle();
         return;
       case 'mark':
+        // The caller has heard the run: a final message may now hang up; else idle counts from here.
+        if (this.hangupAfter?.mark === msg.name) return this.endCall(this.hangupAfter.reason);
         if (msg.name.startsWith('run-') && this.phase === 'listening' && !this.run) this.armIdle();
         return;
       case 'text_inject':
@@ -239,7 +274,7 @@ export class CallActor {
       this.emit({ type: 'user_started_speaking' });
       return;
     }
-    if ((this.phase === 'speaking' || this.phase === 'thinking') && this.config.interrupt_enabled && !this.bargeCandidate) {
+    if ((this.phase === 'speaking' || this.phase === 'thinking') && this.bargeInAllowed && !this.bargeCandidate) {
       this.bargeCandidate = true;
       this.emit({ type: 'user_started_speaking' });
       this.setTimer('barge_confirm', this.t.bargeConfirmMs);
@@ -251,7 +286,7 @@ export class CallActor {
       const text = ev.text.trim();
       if (!text) return;
       if (this.phase === 'speaking' || this.phase === 'thinking') {
-        if (!this.config.interrupt_enabled) return;
+        if (!this.bargeInAllowed) return;
         // A backchannel (or what may still become one) never confirms a barge-in; on speakers,
         // neither does text that is our own voice coming back.
         if (ev.type === 'interim' ? mayBecomeBackchannel(text) : isBackchannel(text)) return;
@@ -494,6 +529,14 @@ export class CallActor {
     } else if (run.assistantText) {
       this.history.push({ role: 'assistant', content: run.assistantText });
     }
+    if (this.hangupAfter?.runId === run.id) {
+      // Carrier: hang up once the mark says the message was heard (closing the stream earlier
+      // cuts the audio still buffered at the carrier), or after a grace period.
+      if (this.d.transport.kind === 'browser') return this.endCall(this.hangupAfter.reason);
+      this.hangupAfter.mark = `run-${run.id}`;
+      this.setAmdTimer('hangup', this.t.markGraceMs + this.d.transport.leadMs);
+      return;
+    }
     if (run.kind === 'goodbye') {
       this.endCall('idle_timeout');
       return;
@@ -530,7 +573,44 @@ export class CallActor {
       tool_calls: run.toolCalls,
       user_audio: this.userAudioLen ? this.userAudio.slice(0, this.userAudioLen) : undefined,
       started_at_ms: run.startedAtMs,
+      metadata: this.d.transportStats ? { transport: this.d.transportStats() } : undefined,
     });
+  }
+
+  // ------------------------------------------------------------------ answering machine
+
+  private onAmd(input: AmdInput): void {
+    if (!this.d.amd || !this.amd) return;
+    const r = amdStep(this.d.amd, this.amd, input);
+    if (r.state === this.amd) return;
+    this.amd = r.state;
+    this.cancelTimer('amd_verdict');
+    this.d.logger.info({ session: this.config.session_id, verdict: r.state.verdict, treatedAs: r.state.treatedAs, policy: this.d.amd.policy }, 'amd verdict');
+    this.applyAmd(r.effects);
+  }
+
+  private applyAmd(effects: AmdEffect[]): void {
+    for (const e of effects) {
+      if (e.kind === 'greet') this.greet();
+      else if (e.kind === 'arm_timeout') this.setAmdTimer('verdict', e.ms);
+      else if (e.kind === 'hangup') this.endCall(e.reason);
+      else if (e.kind === 'speak_then_hangup') {
+        if (this.run) this.interrupt();
+        this.ending = true;
+        this.cancelTimer('idle');
+        this.startRun('welcome', e.text);
+        this.hangupAfter = { runId: this.run!.id, reason: e.reason };
+      }
+    }
+  }
+
+  private get bargeInAllowed(): boolean {
+    return this.config.interrupt_enabled && !this.hangupAfter;
+  }
+
+  private setAmdTimer(name: 'verdict' | 'hangup', ms: number): void {
+    this.cancelTimer(`amd_${name}`);
+    this.timers.set(`amd_${name}`, this.d.clock.setTimeout(() => this.post({ kind: 'amd_timer', name }), ms));
   }
 
   // ------------------------------------------------------------------ idle, timers, end

@@ -29,6 +29,8 @@ export interface TurnRecord {
   user_audio?: Int16Array;
   agent_audio?: { samples: Int16Array; sampleRateHz: number };
   started_at_ms: number;
+  /** Extra telemetry of the turn, e.g. `transport` (carrier jitter-buffer counters). */
+  metadata?: Record<string, unknown>;
 }
 
 export interface CallEndRecord {

@@ -5,13 +5,18 @@
  */
 import type { HttpToolConfig } from '../../shared/voice/session-config.js';
 import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../providers/types.js';
-import { AsyncQueue } from './async-queue.js';
+import { AsyncQueue } from '../providers/async-queue.js';
 import { SentenceChunker } from './chunker.js';
 import type { TurnMsg } from './messages.js';
 import { runHttpTool, type ToolResult } from './tools.js';
 
 /** Tool-using turns may loop model -> tools -> model; this bounds it. */
 export const MAX_LLM_STEPS = 5;
+/**
+ * Sentences waiting for TTS in one turn. Overflow policy: further text is not spoken (it still
+ * reaches the transcript); 512 pieces of up to 240 characters is far beyond a spoken answer.
+ */
+const MAX_PENDING_PIECES = 512;
 
 export interface TurnRunInput {
   messages: LlmMessage[];
@@ -31,7 +36,7 @@ export interface TurnRunInput {
 
 export async function runTurn(input: TurnRunInput): Promise<void> {
   const { post, signal, now } = input;
-  const pieces = new AsyncQueue<{ text: string; step: number }>();
+  const pieces = new AsyncQueue<{ text: string; step: number }>(MAX_PENDING_PIECES);
   const ttsTask = speakPieces(input, pieces);
   const appended: LlmMessage[] = [];
   let assistantText = '';
@@ -43,7 +48,7 @@ export async function runTurn(input: TurnRunInput): Promise<void> {
       assistantText = await runLlmSteps(input, pieces, appended);
     }
   } finally {
-    pieces.close();
+    pieces.end();
   }
   await ttsTask;
   if (!signal.aborted) post({ kind: 'run_done', appended, assistantText });

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { PlayoutQueue } from '../../../media-engine/session/playout.js';
+
+describe('PlayoutQueue', () => {
+  it('hands out 20 ms frames in order and pads the last one', () => {
+    const q = new PlayoutQueue(8000, 1);
+    const src = Int16Array.from({ length: 400 }, (_, i) => i);
+    q.enqueue(src);
+    const f = new Int16Array(160);
+    expect(q.takeFrame(f)).toBe(true);
+    expect(f[0]).toBe(0);
+    expect(q.takeFrame(f)).toBe(true);
+    expect(f[0]).toBe(160);
+    expect(q.takeFrame(f)).toBe(true);
+    expect(f[79]).toBe(399);
+    expect(f[80]).toBe(0);
+    expect(q.takeFrame(f)).toBe(false);
+    expect(q.sentSamples).toBe(400);
+  });
+
+  it('wraps around the ring and bounds memory, counting what it dropped', () => {
+    const q = new PlayoutQueue(8000, 1); // 8000 samples
+    const f = new Int16Array(160);
+    q.enqueue(new Int16Array(7000));
+    for (let i = 0; i < 40; i++) q.takeFrame(f);
+    expect(q.enqueue(new Int16Array(3000).fill(7))).toBe(3000);
+    expect(q.queuedSamples).toBe(7000 - 6400 + 3000);
+    expect(q.enqueue(new Int16Array(10_000))).toBe(8000 - 3600);
+    expect(q.droppedSamples).toBe(10_000 - 4400);
+  });
+
+  it('reports what the caller heard: whole segments and the played share of the next', () => {
+    const q = new PlayoutQueue(16000, 10);
+    q.beginSegment('Hello there.');
+    q.enqueue(new Int16Array(16000));
+    q.endSegment();
+    q.beginSegment('Our hours are nine to five every day.');
+    q.enqueue(new Int16Array(32000));
+    q.endSegment();
+    expect(q.heardText(0)).toBe('');
+    expect(q.heardText(16000)).toBe('Hello there.');
+    expect(q.heardText(16000 + 16000)).toBe('Hello there. Our hours are nine');
+    expect(q.heardText(48000)).toBe('Hello there. Our hours are nine to five every day.');
+  });
+
+  it('flush drops queued audio; resetTurn also resets positions', () => {
+    const q = new PlayoutQueue(16000, 1);
+    q.enqueue(new Int16Array(1000));
+    q.flush();
+    expect(q.queuedSamples).toBe(0);
+    expect(q.takeFrame(new Int16Array(320))).toBe(false);
+    q.resetTurn();
+    expect(q.enqueuedSamples).toBe(0);
+    expect(q.segments).toEqual([]);
+  });
+});
