@@ -85,3 +85,19 @@ export class SimulatedClock implements Clock {
     return this.timers.size;
   }
 }
+
+/** Waits `ms` on `clock`; rejects with `abortError()` as soon as `signal` aborts (timer cleared). */
+export function sleepOn(clock: Clock, ms: number, signal: AbortSignal, abortError: () => Error): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(abortError());
+    const onAbort = (): void => {
+      clock.clearTimeout(timer);
+      reject(abortError());
+    };
+    const timer = clock.setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

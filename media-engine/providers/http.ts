@@ -7,7 +7,7 @@
  * - the caller's AbortSignal aborts the in-flight fetch, which makes undici destroy the socket, so
  *   an abandoned turn never leaves an orphaned request streaming tokens nobody reads.
  */
-import type { Clock, TimerHandle } from '../../shared/clock.js';
+import { sleepOn, type Clock } from '../../shared/clock.js';
 import { ProviderError, abortedError, errorFromStatus, parseRetryAfterMs } from './errors.js';
 
 export interface HttpStreamRequest {
@@ -133,18 +133,7 @@ export class HttpByteStream {
 }
 
 export function sleepMs(clock: Clock, ms: number, signal: AbortSignal, provider: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(abortedError(provider));
-    const onAbort = (): void => {
-      clock.clearTimeout(t);
-      reject(abortedError(provider));
-    };
-    const t: TimerHandle = clock.setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  return sleepOn(clock, ms, signal, () => abortedError(provider));
 }
 
 /** POSTs and resolves once the first body byte arrived (or the body ended empty). */

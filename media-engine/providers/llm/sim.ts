@@ -9,7 +9,7 @@
  *   and/or `toolCalls` (several calls are emitted at once, as parallel calls);
  * - otherwise the echo `You said: <text>.`
  */
-import { realClock, type Clock, type TimerHandle } from '../../../shared/clock.js';
+import { realClock, sleepOn, type Clock } from '../../../shared/clock.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 
 export interface SimLlmRule {
@@ -174,18 +174,6 @@ function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw abortError();
 }
 
-/** Waits `ms` on `clock`; rejects with an AbortError as soon as `signal` aborts (timer cleared). */
 function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let timer: TimerHandle | undefined;
-    const onAbort = (): void => {
-      clock.clearTimeout(timer);
-      reject(abortError());
-    };
-    timer = clock.setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  return sleepOn(clock, ms, signal, abortError);
 }

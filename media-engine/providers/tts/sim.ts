@@ -2,7 +2,7 @@
  * `sim` TTS: speaks text as the in-band sim audio code (providers/sim/codec.ts), so the sim ASR on
  * the other side of a real audio path can read it back. No network, deterministic output.
  */
-import { realClock, type Clock, type TimerHandle } from '../../../shared/clock.js';
+import { realClock, sleepOn, type Clock } from '../../../shared/clock.js';
 import type { PcmChunk, TtsProvider, TtsRequest } from '../types.js';
 import { encodeText } from '../sim/codec.js';
 
@@ -68,18 +68,6 @@ function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw abortError();
 }
 
-/** Waits `ms` on `clock`; rejects with an AbortError as soon as `signal` aborts (timer cleared). */
 function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let timer: TimerHandle | undefined;
-    const onAbort = (): void => {
-      clock.clearTimeout(timer);
-      reject(abortError());
-    };
-    timer = clock.setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  return sleepOn(clock, ms, signal, abortError);
 }
