@@ -1,0 +1,191 @@
+/**
+ * SQL of the conversations domain. Every read is fenced by the caller's workspace ids (`ws`):
+ * a row outside them is indistinguishable from a missing one.
+ */
+import type { Sql } from '../db/client.js';
+import type { ConversationStatus, Page } from './validate.js';
+
+export interface ConversationRow {
+  id: string;
+  session_id: string;
+  user_id: string | null;
+  agent_id: string;
+  workspace_id: string;
+  call_id: string | null;
+  segment_kind: 'ai' | 'human';
+  status: ConversationStatus;
+  total_turns: number;
+  total_duration_ms: number;
+  avg_response_latency_ms: number;
+  summary: string | null;
+  metadata: Record<string, unknown>;
+  started_at: Date;
+  ended_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A list row: the earliest stint of its call plus the call-level aggregates (null when not part of a call). */
+export interface ListRow extends ConversationRow {
+  g_sessions: number | null;
+  g_any_active: boolean | null;
+  g_last_status: ConversationStatus | null;
+  g_kinds: Array<'ai' | 'human'> | null;
+  g_turns: number | null;
+  g_duration: number | null;
+  g_latency_weighted: number | null;
+  g_latency_avg: number | null;
+  g_ended_at: Date | null;
+  g_all_ended: boolean | null;
+}
+
+export interface MessageRow {
+  id: string;
+  conversation_id: string;
+  turn_number: number;
+  role: 'user' | 'assistant';
+  content: string;
+  tool_calls: Array<{ id: string; name: string }>;
+  tool_call_id: string | null;
+  reasoning_content: string | null;
+  audio_path: string | null;
+  asr_provider: string | null;
+  asr_model: string | null;
+  asr_latency_ms: number | null;
+  asr_confidence: number | null;
+  llm_provider: string | null;
+  llm_model: string | null;
+  llm_latency_ms: number | null;
+  tokens_input: number | null;
+  tokens_output: number | null;
+  tts_provider: string | null;
+  tts_latency_ms: number | null;
+  total_latency_ms: number | null;
+  internal_overhead_ms: number | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+}
+
+export interface ToolCallRow {
+  id: string;
+  message_id: string;
+  conversation_id: string;
+  tool_name: string;
+  tool_input: unknown;
+  tool_output: unknown;
+  status: string;
+  latency_ms: number;
+  error_message: string | null;
+  created_at: Date;
+}
+
+export interface ListFilter {
+  ws: string[];
+  agentId?: string;
+  userId?: string;
+  status?: ConversationStatus;
+}
+
+/**
+ * One page of the folded list, newest call first. A row is the earliest stint of its call (or a
+ * conversation without `call_id`); the lateral join aggregates the call's stints. `agent_id` and
+ * `user_id` match when any stint of the call matches; `status` matches the folded status (active
+ * while any stint is active, else the latest stint's status).
+ */
+export async function listConversations(sql: Sql, f: ListFilter, p: Page): Promise<{ rows: ListRow[]; total: number }> {
+  const from = () => sql`
+    from conversations c
+    left join lateral (
+      select count(*)::int as g_sessions,
+             bool_or(s.status = 'active') as g_any_active,
+             (array_agg(s.status order by s.started_at desc, s.id desc))[1] as g_last_status,
+             array_agg(s.segment_kind order by s.started_at, s.id) as g_kinds,
+             sum(s.total_turns)::bigint as g_turns,
+             sum(s.total_duration_ms)::bigint as g_duration,
+             sum(s.avg_response_latency_ms::bigint * s.total_turns)::bigint as g_latency_weighted,
+             avg(s.avg_response_latency_ms)::float8 as g_latency_avg,
+             max(s.ended_at) as g_ended_at,
+             bool_and(s.ended_at is not null) as g_all_ended,
+             bool_or(s.agent_id = ${f.agentId ?? null}::uuid) as g_has_agent,
+             bool_or(s.user_id = ${f.userId ?? null}::text) as g_has_user
+      from conversations s
+      where s.call_id = c.call_id and s.workspace_id = any(${f.ws}::uuid[])
+    ) g on c.call_id is not null
+    where c.workspace_id = any(${f.ws}::uuid[])
+      and (c.call_id is null or not exists (
+        select 1 from conversations e
+        where e.call_id = c.call_id and e.workspace_id = any(${f.ws}::uuid[])
+          and (e.started_at < c.started_at or (e.started_at = c.started_at and e.id < c.id))))
+      ${f.agentId ? sql`and (c.agent_id = ${f.agentId} or coalesce(g.g_has_agent, false))` : sql``}
+      ${f.userId ? sql`and (c.user_id = ${f.userId} or coalesce(g.g_has_user, false))` : sql``}
+      ${f.status ? sql`and (case when c.call_id is null then c.status when g.g_any_active then 'active' else g.g_last_status end) = ${f.status}` : sql``}`;
+  const rows = await sql<ListRow[]>`
+    select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
+           g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended
+    ${from()}
+    order by c.started_at desc, c.id desc
+    limit ${p.limit} offset ${p.offset}`;
+  const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n ${from()}`;
+  return { rows, total: n };
+}
+
+export async function getConversation(sql: Sql, ws: string[], id: string): Promise<ConversationRow | undefined> {
+  const [row] = await sql<ConversationRow[]>`select * from conversations where id = ${id} and workspace_id = any(${ws}::uuid[])`;
+  return row;
+}
+
+export async function getConversationBySession(sql: Sql, ws: string[], sessionId: string): Promise<ConversationRow | undefined> {
+  const [row] = await sql<ConversationRow[]>`
+    select * from conversations where session_id = ${sessionId} and workspace_id = any(${ws}::uuid[])`;
+  return row;
+}
+
+export function listMessages(sql: Sql, conversationId: string): Promise<MessageRow[]> {
+  return sql<MessageRow[]>`
+    select * from messages where conversation_id = ${conversationId}
+    order by turn_number, (role = 'assistant'), created_at, id`;
+}
+
+export function listToolCalls(sql: Sql, conversationId: string): Promise<ToolCallRow[]> {
+  return sql<ToolCallRow[]>`select * from tool_calls where conversation_id = ${conversationId} order by created_at, id`;
+}
+
+export interface SummaryRow {
+  total: number;
+  active: number;
+  completed: number;
+  failed: number;
+  total_turns: number;
+  total_duration_ms: number;
+  avg_latency_ms: number;
+}
+
+/** Per conversation row (stint); `avg_latency_ms` is turn-weighted. */
+export async function summarize(sql: Sql, workspaceId: string, f: { status?: string; agentId?: string }): Promise<SummaryRow> {
+  const [row] = await sql<SummaryRow[]>`
+    select count(*)::int as total,
+           (count(*) filter (where status = 'active'))::int as active,
+           (count(*) filter (where status = 'completed'))::int as completed,
+           (count(*) filter (where status = 'failed'))::int as failed,
+           coalesce(sum(total_turns), 0)::float8 as total_turns,
+           coalesce(sum(total_duration_ms), 0)::float8 as total_duration_ms,
+           coalesce(round(sum(avg_response_latency_ms::numeric * total_turns) / nullif(sum(total_turns), 0)), 0)::int as avg_latency_ms
+    from conversations
+    where workspace_id = ${workspaceId}
+      ${f.status ? sql`and status = ${f.status}` : sql``}
+      ${f.agentId ? sql`and agent_id = ${f.agentId}` : sql``}`;
+  return row;
+}
+
+/** The agent's workspace, when it is one of `ws`. */
+export async function agentWorkspace(sql: Sql, ws: string[], agentId: string): Promise<string | undefined> {
+  const [row] = await sql<{ workspace_id: string }[]>`
+    select workspace_id from agents where id = ${agentId} and workspace_id = any(${ws}::uuid[])`;
+  return row?.workspace_id;
+}
+
+export async function countForAgent(sql: Sql, ws: string[], agentId: string): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`
+    select count(*)::int as n from conversations where agent_id = ${agentId} and workspace_id = any(${ws}::uuid[])`;
+  return n;
+}

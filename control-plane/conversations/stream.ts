@@ -1,0 +1,234 @@
+/**
+ * Live transcript of one conversation as server-sent events:
+ * `GET /api/v1/conversations/{id}/stream` (bearer required; another workspace's id is 404).
+ *
+ * Events (each `data` is one JSON line):
+ * - `conversation`: the conversation as `GET /conversations/{id}` returns it (first event);
+ * - `turn` (SSE `id` = turn number): `{conversation_id, turn_number, messages, tool_calls}`, first
+ *   the turns already stored (replay, messages carry `audio_url`), then live turns as the engine's
+ *   writer publishes them; a turn is never sent twice;
+ * - `end`: `{conversation_id, status, total_turns, total_duration_ms, avg_response_latency_ms,
+ *   ended_at}`, then the server closes the stream. A conversation that already ended gets its
+ *   replay and `end` at once.
+ * A `: heartbeat` comment every 15 s keeps proxies from closing the stream; at each heartbeat the
+ * stored status is re-checked, so an `end` missed on the bus still closes the stream.
+ *
+ * Bounds: `maxStreams` concurrent streams per control plane (beyond: 503); per client at most
+ * `maxBufferedEvents` events waiting on a slow socket (beyond: the stream is closed; the client
+ * reconnects and replays from the database).
+ */
+import type { ServerResponse } from 'node:http';
+import { create, toJson } from '@bufbuild/protobuf';
+import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import { AppError, notFound } from '../../shared/errors.js';
+import { ConversationMessageSchema, ConversationSchema, ConversationService, ToolCallRecordSchema } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
+import type { TranscriptBus, TranscriptEvent } from '../../media-engine/records/bus.js';
+import type { Auth } from '../http/auth.js';
+import type { Sql } from '../db/client.js';
+import type { NodeReq, NodeRes } from '../http/rest.js';
+import type { AudioLinks } from './audio-links.js';
+import { rawHandlerContext, sendError } from './http-util.js';
+import { type ConversationRow, getConversation, listMessages, listToolCalls } from './store.js';
+import { pathId } from './validate.js';
+import { conversationView, messageView, toolCallView } from './views.js';
+
+export interface StreamOptions {
+  sql: Sql;
+  auth: Auth;
+  bus: TranscriptBus;
+  links: AudioLinks;
+  clock: Clock;
+  logger: Logger;
+  /** Default 15 000 ms. */
+  heartbeatMs?: number;
+  /** Default 256 events per client. */
+  maxBufferedEvents?: number;
+  /** Default 1000 streams per control plane. */
+  maxStreams?: number;
+}
+
+const STREAM_PATH = /^\/api\/v1\/conversations\/([^/]+)\/stream\/?$/;
+const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
+
+export function createStreamHandler(opts: StreamOptions) {
+  const heartbeatMs = opts.heartbeatMs ?? 15_000;
+  const maxBuffered = opts.maxBufferedEvents ?? 256;
+  const maxStreams = opts.maxStreams ?? 1000;
+  const getMethod = ConversationService.method.getConversation;
+  const open = new Set<() => void>();
+
+  const handler = async (req: NodeReq, res: NodeRes): Promise<boolean> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const m = STREAM_PATH.exec(url.pathname);
+    if (!m || req.method !== 'GET') return false;
+    const ac = new AbortController();
+    res.once('close', () => ac.abort());
+    try {
+      const ctx = rawHandlerContext(req, ConversationService, getMethod, ac.signal);
+      const p = await opts.auth.principal(ctx);
+      const ws = await opts.auth.workspaceIds(p);
+      const conv = await getConversation(opts.sql, ws, pathId('conversation', m[1]));
+      if (!conv) throw notFound('conversation');
+      if (open.size >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many transcript streams');
+      await serve(req, res, conv, ac.signal);
+    } catch (err) {
+      sendError(res, err, opts.logger);
+    }
+    return true;
+  };
+
+  async function serve(req: NodeReq, anyRes: NodeRes, conv: ConversationRow, signal: AbortSignal): Promise<void> {
+    // HTTP/1 and HTTP/2 compat responses share this surface; the union's overloads are not callable.
+    const res = anyRes as ServerResponse;
+    const id = conv.id;
+    const headers: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
+    if (req.httpVersionMajor === 1) headers.connection = 'keep-alive';
+    let finished = false;
+    let lastTurn = -1;
+    let replaying = true;
+    const early: TranscriptEvent[] = [];
+    const pending: string[] = [];
+    let blocked = false;
+    let heartbeat: TimerHandle | undefined;
+    let unsubscribe: (() => Promise<void>) | undefined;
+
+    const finish = (destroy = false) => {
+      if (finished) return;
+      finished = true;
+      open.delete(finish);
+      opts.clock.clearInterval(heartbeat);
+      void unsubscribe?.().catch(() => {});
+      if (destroy) res.destroy();
+      else res.end();
+    };
+    signal.addEventListener('abort', () => finish(), { once: true });
+
+    const write = (chunk: string) => {
+      if (finished) return;
+      if (blocked) {
+        if (pending.length >= maxBuffered) {
+          opts.logger.warn({ conversationId: id, buffered: pending.length }, 'transcript stream client too slow: closing');
+          return finish(true);
+        }
+        pending.push(chunk);
+        return;
+      }
+      if (!res.write(chunk)) {
+        blocked = true;
+        res.once('drain', onDrain);
+      }
+    };
+    const onDrain = () => {
+      blocked = false;
+      while (pending.length && !blocked && !finished) {
+        if (!res.write(pending.shift()!)) {
+          blocked = true;
+          res.once('drain', onDrain);
+        }
+      }
+    };
+    const send = (event: string, data: unknown, eventId?: number) =>
+      write(`event: ${event}\n${eventId !== undefined ? `id: ${eventId}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+
+    const deliver = (ev: TranscriptEvent) => {
+      if (ev.type === 'turn') {
+        if (ev.turn_number <= lastTurn) return;
+        lastTurn = ev.turn_number;
+        send('turn', { conversation_id: id, turn_number: ev.turn_number, messages: ev.messages, tool_calls: ev.tool_calls }, ev.turn_number);
+      } else if (ev.type === 'end') {
+        send('end', endPayload(id, ev));
+        finish();
+      }
+    };
+
+    /** Stored turns newer than the last one sent. */
+    const replayStored = async () => {
+      const [messages, toolCalls] = await Promise.all([listMessages(opts.sql, id), listToolCalls(opts.sql, id)]);
+      const byTurn = new Map<number, { messages: unknown[]; tool_calls: unknown[] }>();
+      const messageTurn = new Map<string, number>();
+      for (const msg of messages) {
+        if (msg.turn_number <= lastTurn) continue;
+        let t = byTurn.get(msg.turn_number);
+        if (!t) byTurn.set(msg.turn_number, (t = { messages: [], tool_calls: [] }));
+        t.messages.push(toJson(ConversationMessageSchema, create(ConversationMessageSchema, messageView(msg, opts.links)), JSON_OPTS));
+        messageTurn.set(msg.id, msg.turn_number);
+      }
+      for (const tc of toolCalls) {
+        const turn = messageTurn.get(tc.message_id);
+        if (turn !== undefined) byTurn.get(turn)!.tool_calls.push(toJson(ToolCallRecordSchema, create(ToolCallRecordSchema, toolCallView(tc)), JSON_OPTS));
+      }
+      for (const [turn, t] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
+        lastTurn = turn;
+        send('turn', { conversation_id: id, turn_number: turn, ...t }, turn);
+      }
+    };
+
+    const endFromRow = (row: ConversationRow) => {
+      send('end', {
+        conversation_id: id,
+        status: row.status,
+        total_turns: row.total_turns,
+        total_duration_ms: Number(row.total_duration_ms),
+        avg_response_latency_ms: row.avg_response_latency_ms,
+        ended_at: row.ended_at?.toISOString() ?? null,
+      });
+      finish();
+    };
+
+    res.writeHead(200, headers);
+    // HTTP/1 only (HTTP/2 sends the headers with writeHead's first frame anyway).
+    if (typeof res.flushHeaders === 'function') res.flushHeaders();
+    open.add(finish);
+    // Subscribe before reading the stored turns, so nothing falls between replay and live.
+    unsubscribe = await opts.bus.subscribe(id, (ev) => {
+      if (finished) return;
+      if (replaying) {
+        if (early.length < maxBuffered) early.push(ev);
+        return;
+      }
+      deliver(ev);
+    });
+    if (finished) return void unsubscribe().catch(() => {});
+    send('conversation', toJson(ConversationSchema, create(ConversationSchema, conversationView(conv)), JSON_OPTS));
+    await replayStored();
+    replaying = false;
+    if (conv.status !== 'active') return endFromRow(conv);
+    for (const ev of early.splice(0)) if (!finished) deliver(ev);
+
+    heartbeat = opts.clock.setInterval(() => {
+      write(': heartbeat\n\n');
+      // An `end` published while no one listened (or lost on the bus) still ends the stream.
+      void getConversation(opts.sql, [conv.workspace_id], id)
+        .then(async (row) => {
+          if (finished || !row || row.status === 'active') return;
+          await replayStored();
+          endFromRow(row);
+        })
+        .catch(() => {});
+    }, heartbeatMs);
+  }
+
+  return {
+    handler,
+    /** Open streams (for tests and shutdown). */
+    get openStreams() {
+      return open.size;
+    },
+    /** Ends every open stream (shutdown). */
+    closeAll() {
+      for (const f of [...open]) f();
+    },
+  };
+}
+
+function endPayload(id: string, ev: Extract<TranscriptEvent, { type: 'end' }>) {
+  return {
+    conversation_id: id,
+    status: ev.status,
+    total_turns: ev.total_turns,
+    total_duration_ms: ev.total_duration_ms,
+    avg_response_latency_ms: ev.avg_response_latency_ms,
+    ended_at: ev.ended_at,
+  };
+}
