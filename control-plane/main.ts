@@ -10,6 +10,8 @@ import { startInfra } from './infra.js';
 import { startControlPlane } from './app.js';
 import { startEngineNode } from '../media-engine/node.js';
 import { ensureDemoOrgKey, seedDemo } from './seed.js';
+import { startEngineRecords } from '../media-engine/records/index.js';
+import { installCrashGuards } from '../shared/crash-guard.js';
 
 async function main(): Promise<void> {
   let config;
@@ -24,10 +26,15 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel, name: 'voiceplane' });
   config = await ensureDemoOrgKey(config, logger);
+  installCrashGuards(logger);
   const infra = await startInfra(config, logger, realClock);
   const deps = { config, logger, clock: realClock, ...infra };
-  const engine = config.role === 'all' ? await startEngineNode({ config, logger, clock: realClock, registry: infra.registry }) : undefined;
-  const cp = await startControlPlane(deps);
+  // One process: the engine's record writer and the control plane's SSE streams share one bus.
+  const records = config.role === 'all' ? await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock }) : undefined;
+  const engine = records
+    ? await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor })
+    : undefined;
+  const cp = await startControlPlane(deps, { bus: records?.bus });
   logger.info({ port: cp.port, engine: engine?.port, embeddedDb: infra.embeddedDb, registry: infra.registry.kind }, 'control plane listening');
   if (config.seedDemo) await seedDemo(config, cp.port, logger);
 
@@ -38,6 +45,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     await cp.close();
     await engine?.close();
+    await records?.close();
     await infra.close();
     process.exit(0);
   };

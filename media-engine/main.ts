@@ -7,12 +7,16 @@ import { createLogger } from '../shared/logger.js';
 import { realClock } from '../shared/clock.js';
 import { createRegistry } from '../shared/registry/index.js';
 import { startEngineNode } from './node.js';
+import { startEngineRecords } from './records/index.js';
+import { createSql } from '../control-plane/db/client.js';
+import { installCrashGuards } from '../shared/crash-guard.js';
 
 async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
     if (!config.redisUrl) throw new ConfigError('REDIS_URL', 'is required for a standalone media engine (use ROLE=all for a single node)');
+    if (!config.databaseUrl) throw new ConfigError('DATABASE_URL', 'is required for a standalone media engine (conversation records)');
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);
@@ -21,10 +25,15 @@ async function main(): Promise<void> {
     throw e;
   }
   const logger = createLogger({ level: config.logLevel, name: 'media-engine' });
+  installCrashGuards(logger);
   const registry = await createRegistry({ redisUrl: config.redisUrl });
-  const node = await startEngineNode({ config, logger, clock: realClock, registry });
+  const sql = createSql(config.databaseUrl!);
+  const records = await startEngineRecords({ config, sql, logger, clock: realClock });
+  const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor });
   const stop = async () => {
     await node.close();
+    await records.close();
+    await sql.end({ timeout: 5 });
     await registry.close();
     process.exit(0);
   };

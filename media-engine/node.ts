@@ -82,7 +82,8 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const pacer = new Pacer(clock, calls);
   // Carrier media sockets (open ones, attached or not) by a per-node stream id.
   const carrierStreams = new Map<string, TwilioTransport>();
-  const carrierPacer = new Pacer(clock, carrierStreams);
+  // 5 ms: a pop lands at most 5 ms after its slot, well inside the half-frame phase margin.
+  const carrierPacer = new Pacer(clock, carrierStreams, 5);
   let nextStreamId = 1;
 
   const providersFor = (c: SessionConfig) => {

@@ -49,6 +49,13 @@ export interface Config {
   audioRetentionDays: number;
   /** Seed a demo agent using the `sim` providers at start. Default true unless production. */
   seedDemo: boolean;
+  /** Carrier (Twilio) REST API base; tests point it at the carrier simulator. Default https://api.twilio.com. */
+  twilioApiBaseUrl: string;
+  /** Verify `X-Twilio-Signature` on carrier webhooks whenever an auth token is known. Default true. */
+  twilioVerifySignature: boolean;
+  /** Deployment-wide carrier account, used when the agent's binding names none (docs/telephony.md). */
+  twilioAccountSid?: string;
+  twilioAuthToken?: string;
 }
 
 export class ConfigError extends Error {
@@ -148,6 +155,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     engineCapacity: int(env, 'ENGINE_CAPACITY', 1000, 1, 1_000_000),
     audioRetentionDays: int(env, 'AUDIO_RETENTION_DAYS', 30, 1, 3650),
     seedDemo: bool(env, 'SEED_DEMO', nodeEnv !== 'production'),
+    twilioApiBaseUrl: (url(env, 'TWILIO_API_BASE_URL', ['http:', 'https:']) ?? 'https://api.twilio.com').replace(/\/$/, ''),
+    twilioVerifySignature: bool(env, 'TWILIO_VERIFY_SIGNATURE', true),
+    twilioAccountSid: str(env, 'TWILIO_ACCOUNT_SID'),
+    twilioAuthToken: str(env, 'TWILIO_AUTH_TOKEN'),
     ...overrides,
   };
   return config;

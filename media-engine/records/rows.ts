@@ -197,6 +197,8 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     total_latency_ms: Math.round(t.total_ms),
     internal_overhead_ms: Math.round(t.internal_overhead_ms),
     metadata: {
+      // Transport telemetry of the turn (carrier jitter-buffer stats: loss, late, reordered, depth).
+      ...rec.metadata,
       interrupted: rec.interrupted,
       llm_ttfb_ms: t.llm_ttfb_ms,
       llm_total_ms: t.llm_total_ms,

@@ -7,6 +7,7 @@ import {
   type NodeCommand,
   RegistryTimeoutError,
   type SessionRegistry,
+  type StoredCall,
   type StoredSession,
 } from './types.js';
 
@@ -17,6 +18,8 @@ export class MemoryRegistry implements SessionRegistry {
   private owners = new Map<string, { nodeId: string; expiresAtMs: number }>();
   private handlers = new Map<string, CommandHandler>();
   private windows = new Map<string, { count: number; endsAtMs: number }>();
+  private calls = new Map<string, StoredCall>();
+  private callBySid = new Map<string, string>();
 
   constructor(private readonly clock: Clock = realClock) {}
 
@@ -85,6 +88,62 @@ export class MemoryRegistry implements SessionRegistry {
     } finally {
       this.clock.clearTimeout(timer);
     }
+  }
+
+  async putCall(call: StoredCall, opts: { seatLimit?: number } = {}): Promise<boolean> {
+    const limit = opts.seatLimit ?? 0;
+    // Check and take the seat without yielding, so concurrent puts cannot both see a free seat.
+    if (limit > 0 && !this.liveCall(call.callId)) {
+      let taken = 0;
+      for (const id of [...this.calls.keys()]) if (this.liveCall(id)?.poolId === call.poolId) taken++;
+      if (taken >= limit) return false;
+    }
+    this.calls.set(call.callId, structuredClone(call));
+    if (call.providerCallSid) this.callBySid.set(call.providerCallSid, call.callId);
+    return true;
+  }
+  async getCall(callId: string): Promise<StoredCall | undefined> {
+    const c = this.liveCall(callId);
+    return c && structuredClone(c);
+  }
+  async findCallBySid(providerCallSid: string): Promise<StoredCall | undefined> {
+    const id = this.callBySid.get(providerCallSid);
+    return id ? this.getCall(id) : undefined;
+  }
+  async patchCall(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined> {
+    const c = this.liveCall(callId);
+    if (!c) return undefined;
+    Object.assign(c.data, structuredClone(data));
+    if (providerCallSid) {
+      c.providerCallSid = providerCallSid;
+      this.callBySid.set(providerCallSid, callId);
+    }
+    return structuredClone(c);
+  }
+  async deleteCall(callId: string): Promise<StoredCall | undefined> {
+    const c = this.liveCall(callId);
+    if (!c) return undefined;
+    this.calls.delete(callId);
+    if (c.providerCallSid && this.callBySid.get(c.providerCallSid) === callId) this.callBySid.delete(c.providerCallSid);
+    return c;
+  }
+  async listCalls(by: { userId: string } | { poolId: string }): Promise<StoredCall[]> {
+    const out: StoredCall[] = [];
+    for (const id of [...this.calls.keys()]) {
+      const c = this.liveCall(id);
+      if (!c) continue;
+      if ('userId' in by ? c.userId === by.userId : c.poolId === by.poolId) out.push(structuredClone(c));
+    }
+    return out.sort((a, b) => a.createdAtMs - b.createdAtMs);
+  }
+  private liveCall(callId: string): StoredCall | undefined {
+    const c = this.calls.get(callId);
+    if (c && c.expiresAtMs <= this.clock.now()) {
+      this.calls.delete(callId);
+      if (c.providerCallSid) this.callBySid.delete(c.providerCallSid);
+      return undefined;
+    }
+    return c;
   }
 
   async incrWindow(key: string, windowMs: number): Promise<number> {

@@ -13,6 +13,7 @@ import {
   RegistryTimeoutError,
   RemoteCommandError,
   type SessionRegistry,
+  type StoredCall,
   type StoredSession,
 } from './types.js';
 
@@ -27,6 +28,24 @@ if not cfg then return {'not_found', ''} end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {'claimed', cfg}
+`;
+
+// Takes a seat in a pool (a sorted set scored by expiry): prunes expired entries, refuses when full.
+const SEAT_SCRIPT = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local limit = tonumber(ARGV[3])
+if limit > 0 and not redis.call('ZSCORE', KEYS[1], ARGV[4]) and redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+local ttl = tonumber(ARGV[2]) - tonumber(ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`;
+
+// Merges fields into a live call only: an ended (deleted) call is never recreated by a late patch.
+const PATCH_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return redis.call('HGETALL', KEYS[1])
 `;
 
 interface Envelope {
@@ -206,6 +225,101 @@ export class RedisRegistry implements SessionRegistry {
     });
   }
 
+  // A call is a hash: `meta` (ids, times: JSON), `sid`, and one `d:<field>` (JSON) per record field,
+  // so concurrent patches of different fields (status callback, AMD verdict) never lose each other.
+  private callKey(id: string): string {
+    return `${this.prefix}:{c:${id}}:call`;
+  }
+  private callSidKey(sid: string): string {
+    return this.k('csid', sid);
+  }
+  private callIndexKey(by: { userId: string } | { poolId: string }): string {
+    return 'userId' in by ? this.k('cu', by.userId) : this.k('cp', by.poolId);
+  }
+
+  async putCall(call: StoredCall, opts: { seatLimit?: number } = {}): Promise<boolean> {
+    const now = this.clock.now();
+    const ttl = Math.max(1, call.expiresAtMs - now);
+    const seated = await this.client.eval(SEAT_SCRIPT, {
+      keys: [this.callIndexKey({ poolId: call.poolId })],
+      arguments: [String(now), String(call.expiresAtMs), String(opts.seatLimit ?? 0), call.callId],
+    });
+    if (Number(seated) !== 1) return false;
+    const fields: Record<string, string> = {
+      meta: JSON.stringify({ callId: call.callId, userId: call.userId, poolId: call.poolId, createdAtMs: call.createdAtMs, expiresAtMs: call.expiresAtMs }),
+    };
+    if (call.providerCallSid) fields.sid = call.providerCallSid;
+    for (const [k, v] of Object.entries(call.data)) fields[`d:${k}`] = JSON.stringify(v ?? null);
+    const m = this.client
+      .multi()
+      .del(this.callKey(call.callId))
+      .hSet(this.callKey(call.callId), fields)
+      .pExpireAt(this.callKey(call.callId), call.expiresAtMs)
+      .zAdd(this.callIndexKey({ userId: call.userId }), { score: call.expiresAtMs, value: call.callId })
+      .pExpire(this.callIndexKey({ userId: call.userId }), ttl);
+    if (call.providerCallSid) m.set(this.callSidKey(call.providerCallSid), call.callId, { expiration: { type: 'PX', value: ttl } });
+    await m.exec();
+    return true;
+  }
+
+  async getCall(callId: string): Promise<StoredCall | undefined> {
+    return parseCall(await this.client.hGetAll(this.callKey(callId)));
+  }
+
+  async findCallBySid(providerCallSid: string): Promise<StoredCall | undefined> {
+    const id = await this.client.get(this.callSidKey(providerCallSid));
+    return id ? this.getCall(id) : undefined;
+  }
+
+  async patchCall(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined> {
+    const args: string[] = [];
+    for (const [k, v] of Object.entries(data)) args.push(`d:${k}`, JSON.stringify(v ?? null));
+    if (providerCallSid) args.push('sid', providerCallSid);
+    if (args.length === 0) return this.getCall(callId);
+    const flat = (await this.client.eval(PATCH_SCRIPT, { keys: [this.callKey(callId)], arguments: args })) as string[] | null;
+    if (!flat) return undefined;
+    const hash: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+    const call = parseCall(hash);
+    if (call && providerCallSid) {
+      await this.client.set(this.callSidKey(providerCallSid), callId, { expiration: { type: 'PX', value: Math.max(1, call.expiresAtMs - this.clock.now()) } });
+    }
+    return call;
+  }
+
+  async deleteCall(callId: string): Promise<StoredCall | undefined> {
+    const call = parseCall(await this.client.hGetAll(this.callKey(callId)));
+    if (!call) return undefined;
+    const m = this.client
+      .multi()
+      .del(this.callKey(callId))
+      .zRem(this.callIndexKey({ userId: call.userId }), callId)
+      .zRem(this.callIndexKey({ poolId: call.poolId }), callId);
+    if (call.providerCallSid) m.del(this.callSidKey(call.providerCallSid));
+    const [deleted] = (await m.exec()) as unknown as [number];
+    // Two replicas ending the same call: only the one whose DEL removed it gets it back.
+    return Number(deleted) === 1 ? call : undefined;
+  }
+
+  async listCalls(by: { userId: string } | { poolId: string }): Promise<StoredCall[]> {
+    const key = this.callIndexKey(by);
+    await this.client.zRemRangeByScore(key, '-inf', this.clock.now());
+    const ids = await this.client.zRange(key, 0, -1);
+    if (ids.length === 0) return [];
+    const m = this.client.multi();
+    for (const id of ids) m.hGetAll(this.callKey(id));
+    const hashes = (await m.exec()) as unknown as Array<Record<string, string>>;
+    const out: StoredCall[] = [];
+    const gone: string[] = [];
+    hashes.forEach((h, i) => {
+      const c = parseCall(h);
+      if (c) out.push(c);
+      else gone.push(ids[i]!);
+    });
+    if (gone.length) await this.client.zRem(key, gone);
+    return out.sort((a, b) => a.createdAtMs - b.createdAtMs);
+  }
+
   async incrWindow(key: string, windowMs: number): Promise<number> {
     const k = this.k('rl', key);
     const [count] = (await this.client.multi().incr(k).pExpire(k, windowMs, 'NX').exec()) as unknown as [number];
@@ -219,4 +333,14 @@ export class RedisRegistry implements SessionRegistry {
     this.pending.clear();
     await Promise.allSettled([this.sub.quit(), this.client.quit()]);
   }
+}
+
+function parseCall(hash: Record<string, string> | undefined): StoredCall | undefined {
+  if (!hash || !hash.meta) return undefined;
+  const meta = JSON.parse(hash.meta) as Omit<StoredCall, 'data' | 'providerCallSid'>;
+  const data: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(hash)) if (k.startsWith('d:')) data[k.slice(2)] = JSON.parse(v);
+  const call: StoredCall = { ...meta, data };
+  if (hash.sid) call.providerCallSid = hash.sid;
+  return call;
 }

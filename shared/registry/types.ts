@@ -39,6 +39,25 @@ export interface NodeCommand {
 
 export type CommandHandler = (cmd: NodeCommand) => Promise<unknown>;
 
+/**
+ * A live carrier call (telephony). The registry keeps it for every replica (not per process) with
+ * three indexes: by owner (lists), by seat pool (concurrency caps) and by carrier call id.
+ */
+export interface StoredCall {
+  callId: string;
+  /** Owner: lists and lookups are fenced per user. */
+  userId: string;
+  /** Seat pool the call occupies (the workspace). */
+  poolId: string;
+  /** The carrier's id of the call, indexed once known. */
+  providerCallSid?: string;
+  /** The call record itself (flat JSON fields), merged by `patchCall`. */
+  data: Record<string, unknown>;
+  createdAtMs: number;
+  /** Safety net: the entry and its index entries vanish after this even if nobody ends the call. */
+  expiresAtMs: number;
+}
+
 export interface SessionRegistry {
   readonly kind: 'redis' | 'memory';
 
@@ -62,6 +81,20 @@ export interface SessionRegistry {
   serveCommands(nodeId: string, handler: CommandHandler): Promise<() => Promise<void>>;
   /** Sends a command to a node and waits for its reply (rejects with RegistryTimeoutError). */
   sendCommand(nodeId: string, cmd: NodeCommand, timeoutMs: number): Promise<unknown>;
+
+  /**
+   * Stores a live call. With `seatLimit` > 0 the call takes a seat in its pool atomically and the
+   * put is refused (false) when the pool already holds that many live calls.
+   */
+  putCall(call: StoredCall, opts?: { seatLimit?: number }): Promise<boolean>;
+  getCall(callId: string): Promise<StoredCall | undefined>;
+  findCallBySid(providerCallSid: string): Promise<StoredCall | undefined>;
+  /** Merges `data` into a live call (never recreates an ended one); `providerCallSid` adds the index. */
+  patchCall(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined>;
+  /** Removes a call and its index entries; returns it only to the caller that removed it. */
+  deleteCall(callId: string): Promise<StoredCall | undefined>;
+  /** Live calls of an owner (`userId`) or of a seat pool (`poolId`), oldest first. */
+  listCalls(by: { userId: string } | { poolId: string }): Promise<StoredCall[]>;
 
   /** Fixed-window counter for rate limits: returns the count within the window. */
   incrWindow(key: string, windowMs: number): Promise<number>;

@@ -1,0 +1,38 @@
+/**
+ * The telephony domain (issue 7): carrier numbers answer calls (inbound webhook -> TwiML), the
+ * service places outbound calls through the carrier's REST API, and live calls are kept in the
+ * shared registry for list / get / end / transfer from any replica. Media flows between the carrier
+ * and an engine node (`media-engine/transports/twilio.ts`); this domain never touches audio.
+ * See docs/telephony.md and NOTES.md.
+ */
+import { TelephonyService } from '../../shared/gen/voiceplane/v1/telephony_pb.js';
+import type { ServiceBinding } from '../http/server.js';
+import type { Domain } from '../domain.js';
+import { createCtx, type TelephonyDeps } from './context.js';
+import { telephonyRoutes } from './routes.js';
+import { createTelephonyService } from './service.js';
+import { createTwilioClient } from './twilio-client.js';
+import type { LiveCalls } from './live-calls.js';
+
+export type { TelephonyDeps, TelephonyOptions } from './context.js';
+export type { CallEvent, CallRecord } from './live-calls.js';
+export { computeSignature, verifySignature } from './signature.js';
+
+export interface TelephonyDomain extends Domain {
+  calls: LiveCalls;
+}
+
+export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Partial<Pick<TelephonyDeps, 'twilio'>>): TelephonyDomain {
+  const ctx = createCtx({ ...deps, twilio: deps.twilio ?? createTwilioClient({ baseUrl: deps.config.twilioApiBaseUrl }) });
+  let closed = false;
+  return {
+    services: [{ service: TelephonyService, impl: createTelephonyService(ctx) }] as ServiceBinding[],
+    routes: telephonyRoutes,
+    calls: ctx.calls,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...ctx.background]);
+    },
+  };
+}

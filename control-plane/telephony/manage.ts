@@ -1,0 +1,149 @@
+/**
+ * Live call operations for the caller's own calls: list, get, end, cold transfer (spec rules 2-5).
+ * Another user's call is answered exactly like an unknown one (404; `end`: 200 with a message).
+ */
+import type { HandlerContext } from '@connectrpc/connect';
+import { AppError, notFound } from '../../shared/errors.js';
+import { RegistryTimeoutError } from '../../shared/registry/index.js';
+import { requireE164 } from '../agents/telephony/phone.js';
+import { type Ctx, emit, publicBase, resolveAccount } from './context.js';
+import type { CallRecord } from './live-calls.js';
+import { carrierFailure } from './outbound.js';
+import * as twiml from './twiml.js';
+
+export interface LiveCallView {
+  call_id: string;
+  session_id: string;
+  agent_id: string;
+  direction: string;
+  status: string;
+  to_number: string;
+  from_number: string;
+  telephony_provider: string;
+  amd_verdict: string;
+  duration: number;
+  provider_call_sid: string;
+  created_at: string;
+  transferred_to: string;
+  answered_by: string;
+  recording_url: string;
+}
+
+export const NOT_IN_REGISTRY = 'call not found in the active call registry (already ended, never placed, or placed by someone else)';
+
+export function view(ctx: Ctx, c: CallRecord): LiveCallView {
+  return {
+    call_id: c.call_id,
+    session_id: c.session_id,
+    agent_id: c.agent_id,
+    direction: c.direction,
+    status: c.status,
+    to_number: c.to_number,
+    from_number: c.from_number,
+    telephony_provider: c.telephony_provider,
+    amd_verdict: c.amd_verdict,
+    duration: ctx.calls.durationS(c),
+    provider_call_sid: c.provider_call_sid,
+    created_at: new Date(c.created_at_ms || ctx.deps.clock.now()).toISOString(),
+    transferred_to: c.transferred_to,
+    answered_by: c.answered_by,
+    recording_url: c.recording_url,
+  };
+}
+
+/** A live call of the caller, or undefined (unknown, ended, stale, or another user's). */
+async function ownCall(ctx: Ctx, userId: string, callId: string): Promise<CallRecord | undefined> {
+  const id = callId.trim();
+  if (!id || id.length > 64) return undefined;
+  const c = await ctx.calls.get(id);
+  if (!c || c.user_id !== userId) return undefined;
+  if (await dropIfStale(ctx, c)) return undefined;
+  return c;
+}
+
+async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
+  if (!(await ctx.calls.isStale(c))) return false;
+  const gone = await ctx.calls.remove(c.call_id);
+  if (gone) emit(ctx, { type: 'ended', call: gone, detail: 'session_ended' });
+  return true;
+}
+
+export async function listCalls(ctx: Ctx, hc: HandlerContext) {
+  const p = await ctx.deps.auth.principal(hc);
+  const out: LiveCallView[] = [];
+  for (const c of await ctx.calls.list({ userId: p.userId })) if (!(await dropIfStale(ctx, c))) out.push(view(ctx, c));
+  return { count: out.length, calls: out };
+}
+
+export async function getCall(ctx: Ctx, hc: HandlerContext, callId: string): Promise<LiveCallView> {
+  const p = await ctx.deps.auth.principal(hc);
+  const c = await ownCall(ctx, p.userId, callId);
+  if (!c) throw notFound('call');
+  return view(ctx, c);
+}
+
+/** Hangs up at the carrier (`Status=completed`) and ends the engine session; unknown ids answer 200 with a message. */
+export async function endCall(ctx: Ctx, hc: HandlerContext, callId: string) {
+  const p = await ctx.deps.auth.principal(hc);
+  const c = await ownCall(ctx, p.userId, callId);
+  if (!c) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
+  const gone = await ctx.calls.remove(c.call_id);
+  if (!gone) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
+  if (gone.provider_call_sid) {
+    const account = resolveAccount(ctx, await ctx.deps.liveConfig(gone.agent_id, hc.signal).catch(() => undefined));
+    if (account) {
+      // Best effort: closing the engine socket below hangs up too (the TwiML after <Connect> is <Hangup/>).
+      await ctx.deps.twilio
+        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }), hc.signal)
+        .catch((err: unknown) => ctx.log.warn({ callId, err: (err as Error).message }, 'carrier hangup failed'));
+    }
+  }
+  await endSession(ctx, gone.session_id, 'ended_by_api');
+  emit(ctx, { type: 'ended', call: gone, detail: 'ended_by_api', durationS: ctx.calls.durationS(gone) });
+  return { call_id: gone.call_id, status: 'ended', message: 'call ended' };
+}
+
+/**
+ * Cold transfer: the carrier call gets `<Dial>` TwiML (the agent's own number as caller id, the
+ * new leg recorded), which stops the media stream; the AI drops off (engine end command).
+ */
+export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string, toNumber: string) {
+  const p = await ctx.deps.auth.principal(hc);
+  const to = requireE164('to_number', toNumber ?? '');
+  const c = await ownCall(ctx, p.userId, callId);
+  if (!c) throw notFound('call');
+  if (!c.provider_call_sid) throw new AppError('INVALID_REQUEST', 'the call has no carrier call sid yet: it cannot be transferred', { details: [{ field: 'call_id', problem: 'no carrier call sid yet' }] });
+  const live = await ctx.deps.liveConfig(c.agent_id, hc.signal);
+  const account = resolveAccount(ctx, live);
+  if (!account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
+  const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
+  const body = twiml.dialTransfer({ toNumber: to, callerId, actionUrl: `${publicBase(ctx, hc)}/api/v1/telephony/calls/${c.call_id}/dial-complete` });
+  // Marked first: the stream stops as soon as the carrier swaps the TwiML, and a transferred call is not stale.
+  await ctx.calls.patch(c.call_id, { transferred_to: to, status: 'in_progress' });
+  try {
+    await ctx.deps.twilio.updateCall(account, c.provider_call_sid, new URLSearchParams({ Twiml: body }), hc.signal);
+  } catch (err) {
+    await ctx.calls.patch(c.call_id, { transferred_to: '' });
+    throw carrierFailure(err);
+  }
+  await endSession(ctx, c.session_id, 'transferred');
+  const saved = await ctx.calls.get(c.call_id);
+  if (saved) emit(ctx, { type: 'transferred', call: saved, detail: to });
+  ctx.log.info({ callId: c.call_id }, 'call transferred to a human');
+  return { call_id: c.call_id, transferred: true, to_number: to };
+}
+
+/** Ends the engine side of a call (whichever node owns it); a session never connected is purged. */
+export async function endSession(ctx: Ctx, sessionId: string, reason: 'ended_by_api' | 'transferred' | 'carrier_ended'): Promise<void> {
+  if (!sessionId) return;
+  const { registry } = ctx.deps;
+  try {
+    const owner = await registry.sessionOwner(sessionId);
+    if (owner) await registry.sendCommand(owner, { kind: 'end', sessionId, payload: { reason } }, ctx.opts.commandTimeoutMs);
+    else await registry.deleteSession(sessionId);
+  } catch (err) {
+    if (!(err instanceof RegistryTimeoutError) && (err as { code?: string }).code !== 'NOT_FOUND') {
+      ctx.log.warn({ err: (err as Error).message }, 'ending the voice session failed');
+    }
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * `POST /telephony/calls/outbound` (spec "Outbound request" and rules 1-5): validate, check the
+ * agent (caller's workspace, direction, number, credentials, carrier), take a seat, start the voice
+ * session (its 4xx propagate), then dial through the carrier's REST API with inline TwiML that
+ * connects the answered call to the engine node holding the session. Status, recording and async
+ * AMD callbacks point back at `/telephony/calls/{call_id}/...`.
+ */
+import type { HandlerContext } from '@connectrpc/connect';
+import { AppError, invalid, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { amdSettings } from '../../media-engine/session/amd.js';
+import type { StartRequest } from '../voice/index.js';
+import { requireE164 } from '../agents/telephony/phone.js';
+import { CARRIERS, detectCarrier, isCarrierName, SUPPORTED_CARRIERS } from './carriers.js';
+import { type Ctx, emit, maskNumber, publicBase, resolveAccount } from './context.js';
+import { seatLimit, takeSeat } from './inbound.js';
+import { newCallRecord } from './live-calls.js';
+import * as twiml from './twiml.js';
+import { CarrierError } from './twilio-client.js';
+
+export interface OutboundInput {
+  agent_id: string;
+  to_number: string;
+  from_number: string;
+  telephony_provider: string;
+  dynamic_variables?: Record<string, unknown>;
+  context: string;
+  user_background: string;
+  call_details?: unknown;
+  system_message_override: string;
+  welcome_message_override: string;
+  session_metadata?: Record<string, unknown>;
+}
+
+export interface OutboundResult {
+  call_id: string;
+  session_id: string;
+  provider_call_sid: string;
+  telephony_provider: string;
+  status: 'initiated';
+  to_number: string;
+  from_number: string;
+  agent_id: string;
+}
+
+/** A started session waits this much beyond the ring timeout for the carrier's stream. */
+const ANSWER_MARGIN_MS = 30_000;
+
+export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundInput): Promise<OutboundResult> {
+  const { deps, log } = ctx;
+  const principal = await deps.auth.principal(hc);
+  const agentId = req.agent_id.trim();
+  if (!agentId) throw invalid('agent_id', 'is required');
+  if (!req.to_number.trim()) throw invalid('to_number', 'is required');
+  const to = requireE164('to_number', req.to_number);
+  const requested = req.telephony_provider.trim().toLowerCase();
+  if (requested && !isCarrierName(requested)) throw invalid('telephony_provider', `must be one of ${CARRIERS.join(', ')}`);
+
+  const live = await deps.liveConfig(agentId, hc.signal);
+  if (!(await deps.auth.roleIn(principal, live.workspace_id))) throw notFound('agent');
+  const binding = live.telephony;
+  if ((binding?.call_direction ?? 'both') === 'inbound') throw invalid('agent_id', "the agent's call_direction is inbound: it places no outbound calls");
+  const from = req.from_number.trim() ? requireE164('from_number', req.from_number) : (binding?.carrier_phone_number ?? '');
+  if (!from) throw invalid('from_number', 'is required when the agent has no carrier phone number attached');
+  const account = resolveAccount(ctx, live);
+  const provider = requested || (account ? detectCarrier(account.accountSid) : undefined) || 'twilio';
+  if (!SUPPORTED_CARRIERS.has(provider as never)) {
+    throw invalid('telephony_provider', `${provider} is not supported yet (supported: ${[...SUPPORTED_CARRIERS].join(', ')})`);
+  }
+  if (!account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
+
+  const callId = newId();
+  const now = deps.clock.now();
+  const rec = newCallRecord({
+    call_id: callId,
+    agent_id: live.agent_id,
+    workspace_id: live.workspace_id,
+    user_id: principal.userId,
+    direction: 'outbound',
+    status: 'initiated',
+    to_number: to,
+    from_number: from,
+    telephony_provider: provider,
+    created_at_ms: now,
+  });
+  if (!(await takeSeat(ctx, rec, seatLimit(live)))) {
+    throw new AppError('SERVICE_UNAVAILABLE', 'voice capacity exhausted: no free seat in the workspace', { retryAfterS: 5 });
+  }
+
+  let session;
+  try {
+    session = await deps.voice.startSession(
+      {
+        agent_id: live.agent_id,
+        user_id: principal.userId,
+        call_id: callId,
+        call_direction: 'outbound',
+        connection_type: 'twilio',
+        telephony_provider: provider,
+        dynamic_variables: req.dynamic_variables,
+        context: req.context,
+        user_background: req.user_background,
+        call_details: req.call_details,
+        system_message_override: req.system_message_override,
+        welcome_message_override: req.welcome_message_override,
+        session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from },
+      } satisfies StartRequest,
+      hc.signal,
+    );
+  } catch (err) {
+    await ctx.calls.remove(callId);
+    throw err;
+  }
+  const ringMs = ctx.opts.ringTimeoutS * 1000;
+  await extendConnectWindow(ctx, session.session_id, now + ringMs + ANSWER_MARGIN_MS);
+  await ctx.calls.patch(callId, { session_id: session.session_id });
+
+  const base = publicBase(ctx, hc);
+  const callbacks = `${base}/api/v1/telephony/calls/${callId}`;
+  const streamUrl = `${session.node_ws_url}/api/v1/voice/ws/twilio/${callId}`;
+  const params = new URLSearchParams({
+    To: to,
+    From: from,
+    Twiml: twiml.connectStream(streamUrl, { session_id: session.session_id, agent_id: live.agent_id, call_id: callId }),
+    StatusCallback: `${callbacks}/status`,
+    StatusCallbackMethod: 'POST',
+    Timeout: String(ctx.opts.ringTimeoutS),
+  });
+  for (const ev of ['initiated', 'ringing', 'answered', 'completed']) params.append('StatusCallbackEvent', ev);
+  const amd = amdSettings(live.metadata);
+  if (amd) {
+    // leave_voicemail waits for the beep so the message lands on the recording; others decide early.
+    params.set('MachineDetection', amd.policy === 'leave_voicemail' ? 'DetectMessageEnd' : 'Enable');
+    params.set('AsyncAmd', 'true');
+    params.set('AsyncAmdStatusCallback', `${callbacks}/amd`);
+    params.set('AsyncAmdStatusCallbackMethod', 'POST');
+    params.set('MachineDetectionTimeout', String(Math.round(amd.verdictTimeoutMs / 1000)));
+  }
+  if (truthy((live.metadata ?? {}).record_calls)) {
+    params.set('Record', 'true');
+    params.set('RecordingStatusCallback', `${callbacks}/recording`);
+    params.set('RecordingStatusCallbackMethod', 'POST');
+    params.set('RecordingStatusCallbackEvent', 'completed');
+  }
+
+  let created;
+  try {
+    created = await deps.twilio.createCall(account, params, hc.signal);
+  } catch (err) {
+    await ctx.calls.remove(callId);
+    await deps.voice.sessions.end(session.session_id).catch(() => {});
+    throw carrierFailure(err);
+  }
+  const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
+  if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });
+  log.info({ callId, agentId: live.agent_id, to: maskNumber(to), amd: amd?.policy ?? 'off' }, 'outbound call placed');
+  return {
+    call_id: callId,
+    session_id: session.session_id,
+    provider_call_sid: created.sid,
+    telephony_provider: provider,
+    status: 'initiated',
+    to_number: to,
+    from_number: from,
+    agent_id: live.agent_id,
+  };
+}
+
+/** The callee may take longer to answer than the 30 s a browser session gets to connect. */
+async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: number): Promise<void> {
+  const stored = await ctx.deps.registry.getSession(sessionId);
+  if (stored && stored.connectDeadlineMs < deadlineMs) await ctx.deps.registry.putSession({ ...stored, connectDeadlineMs: deadlineMs });
+}
+
+/** Carrier refusals are 502 (with the carrier's code); an unreachable carrier is 503 (retry). */
+export function carrierFailure(err: unknown): AppError {
+  if (err instanceof CarrierError) {
+    if (err.status === 0) return new AppError('SERVICE_UNAVAILABLE', err.message, { retryAfterS: 5, cause: err });
+    const code = err.carrierCode ? ` (carrier error ${err.carrierCode})` : '';
+    return new AppError('BAD_GATEWAY', `the carrier rejected the request: ${err.message}${code}`, { cause: err });
+  }
+  return err instanceof AppError ? err : new AppError('INTERNAL', 'carrier request failed', { cause: err });
+}
+
+function truthy(v: unknown): boolean {
+  return v === true || (typeof v === 'string' && /^(true|1|yes|on)$/i.test(v.trim()));
+}

@@ -1,0 +1,67 @@
+/**
+ * REST routes of telephony (raw JSON family, no envelope). Carrier webhooks are forms: their
+ * PascalCase keys are mapped onto the proto fields and the whole form is kept in `form.params`
+ * for the signature check. TwiML routes answer the response's `body` as text/xml.
+ */
+import { TelephonyService } from '../../shared/gen/voiceplane/v1/telephony_pb.js';
+import type { RestRequestParts, RestRoute } from '../http/rest.js';
+
+const T = '/api/v1/telephony';
+
+const raw = (method: RestRoute['method'], path: string, rpc: string, extra: Partial<RestRoute> = {}): RestRoute => ({
+  method,
+  path: `${T}${path}`,
+  service: TelephonyService,
+  rpc,
+  family: 'raw',
+  ...extra,
+});
+
+type Form = Record<string, string>;
+
+/** A carrier form route: `map` picks the named fields; path params win (`call_id`). */
+function form(map: (f: Form, parts: RestRequestParts) => Record<string, unknown>, extra: Partial<RestRoute> = {}): Partial<RestRoute> {
+  return {
+    bodyType: 'form',
+    request: (parts) => {
+      const f: Form = {};
+      const body = parts.body && typeof parts.body === 'object' ? (parts.body as Record<string, unknown>) : {};
+      for (const [k, v] of Object.entries(body)) f[k] = String(v);
+      return { ...map(f, parts), ...parts.params, form: { params: f } };
+    },
+    ...extra,
+  };
+}
+
+const TWIML = { contentType: 'text/xml' } as const;
+const first = (v: string | string[] | undefined): string => (Array.isArray(v) ? (v[0] ?? '') : (v ?? ''));
+
+export const telephonyRoutes: RestRoute[] = [
+  raw(
+    'POST',
+    '/calls/inbound',
+    'inboundCall',
+    form((f, parts) => ({ call_sid: f.CallSid ?? '', from: f.From ?? '', to: f.To ?? '', account_sid: f.AccountSid ?? '', hold: Number(first(parts.query.hold)) || 0 }), TWIML),
+  ),
+  raw('POST', '/calls/outbound', 'placeOutboundCall'),
+  raw('GET', '/calls', 'listCalls'),
+  raw('GET', '/calls/:call_id', 'getCall'),
+  raw('POST', '/calls/:call_id/end', 'endCall', { bodyType: 'none' }),
+  raw('POST', '/calls/:call_id/transfer', 'transferCall'),
+  raw(
+    'POST',
+    '/calls/:call_id/status',
+    'callStatusCallback',
+    form((f) => ({ call_status: f.CallStatus ?? '', call_duration: f.CallDuration ?? '', call_sid: f.CallSid ?? '', sequence_number: f.SequenceNumber ?? '' })),
+  ),
+  raw(
+    'POST',
+    '/calls/:call_id/recording',
+    'recordingCallback',
+    form((f) => ({ recording_url: f.RecordingUrl ?? '', recording_sid: f.RecordingSid ?? '', recording_duration: f.RecordingDuration ?? '', recording_status: f.RecordingStatus ?? '' })),
+  ),
+  raw('POST', '/calls/:call_id/amd', 'amdCallback', form((f) => ({ answered_by: f.AnsweredBy ?? '', call_sid: f.CallSid ?? '', machine_detection_duration: f.MachineDetectionDuration ?? '' }))),
+  raw('POST', '/calls/:call_id/dial-complete', 'dialComplete', form((f) => ({ dial_call_status: f.DialCallStatus ?? '' }), TWIML)),
+  raw('GET', '/providers', 'listProviders'),
+  raw('GET', '/capabilities', 'capabilities'),
+];

@@ -1,0 +1,149 @@
+/**
+ * The whole platform around a carrier simulator, for telephony end-to-end tests: real Postgres and
+ * Redis (`startTestInfra`), the full control plane (`startControlPlane`), one engine node sharing
+ * its registry (sim providers, the real conversation writer plus a capturing recorder), and the
+ * carrier simulator that the control plane dials through (`TWILIO_API_BASE_URL`).
+ * Agents are made over REST like a customer would: create, providers, telephony, publish.
+ */
+import { randomBytes } from 'node:crypto';
+import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
+import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
+import { createSimLlm, type SimLlmScript } from '../../media-engine/providers/llm/sim.js';
+import { createSimTts } from '../../media-engine/providers/tts/sim.js';
+import { createConversationWriter, type ConversationWriter } from '../../media-engine/records/writer.js';
+import type { CallEndRecord, CallRecorder, TurnRecord } from '../../media-engine/session/recorder.js';
+import { api, createTestUser, type ApiResponse, type TestUser } from '../helpers/accounts.js';
+import { startTestInfra, type TestInfra } from '../helpers/infra.js';
+import { CarrierSim, type CalleeBehaviour } from './carrier.js';
+import { simAccountSid } from './index.js';
+
+export interface CapturedCall {
+  sessionId: string;
+  callId?: string;
+  turns: TurnRecord[];
+  end?: CallEndRecord;
+}
+
+export interface TelephonyHarness {
+  infra: TestInfra;
+  app: ControlPlane;
+  engine: EngineNode;
+  sim: CarrierSim;
+  writer: ConversationWriter;
+  accountSid: string;
+  authToken: string;
+  user: TestUser;
+  /** Captured recorder callbacks by session id. */
+  captured: Map<string, CapturedCall>;
+  /** Callee behaviour by dialled number (outbound calls). */
+  callees: Map<string, CalleeBehaviour>;
+  /** REST under /api/v1 with the user's token (or another one). */
+  call(method: string, path: string, body?: unknown, token?: string): Promise<ApiResponse>;
+  createAgent(o: AgentSpec): Promise<string>;
+  /** Another verified user (own workspace). */
+  newUser(): Promise<TestUser>;
+  inboundUrl(): string;
+  close(): Promise<void>;
+}
+
+export interface AgentSpec {
+  number?: string;
+  direction?: 'inbound' | 'outbound' | 'both';
+  metadata?: Record<string, unknown>;
+  welcome?: string;
+  /** Store the carrier account on the agent (default true). */
+  withAccount?: boolean;
+  token?: string;
+  /** Owner (default: the harness user); its first workspace holds the agent. */
+  owner?: TestUser;
+}
+
+export async function startTelephonyHarness(o: { script?: SimLlmScript; env?: Record<string, string> } = {}): Promise<TelephonyHarness> {
+  const accountSid = simAccountSid();
+  const authToken = randomBytes(16).toString('hex');
+  const callees = new Map<string, CalleeBehaviour>();
+  const sim = new CarrierSim({ accounts: { [accountSid]: authToken }, callee: (to) => callees.get(to) ?? {} });
+  await sim.start();
+  const infra = await startTestInfra({}, { TWILIO_API_BASE_URL: sim.url, ...o.env });
+  const app = await startControlPlane(infra, { port: 0, host: '127.0.0.1' });
+  const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 50 });
+  const captured = new Map<string, CapturedCall>();
+  const engine = await startEngineNode({
+    config: infra.config,
+    logger: infra.logger,
+    clock: infra.clock,
+    registry: infra.registry,
+    port: 0,
+    heartbeatMs: 500,
+    providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400, script: o.script }), tts: createSimTts({ ttfbMs: 10 }) }),
+    recorderFactory: (c) => both(writer.recorderFor(c), capture(captured, c.session_id, c.call_id)),
+  });
+  const user = await createTestUser(app);
+  const call = async (method: string, path: string, body?: unknown, token = user.token) => api(app, method, `/api/v1${path}`, { token, body });
+
+  async function must(res: Promise<ApiResponse>, what: string): Promise<ApiResponse> {
+    const r = await res;
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r;
+  }
+
+  return {
+    infra,
+    app,
+    engine,
+    sim,
+    writer,
+    accountSid,
+    authToken,
+    user,
+    captured,
+    callees,
+    call,
+    inboundUrl: () => `http://127.0.0.1:${app.port}/api/v1/telephony/calls/inbound`,
+    newUser: () => createTestUser(app),
+    async createAgent(spec) {
+      const owner = spec.owner ?? user;
+      const call = (method: string, path: string, body?: unknown) => api(app, method, `/api/v1${path}`, { token: owner.token, body });
+      const created = await must(
+        call('POST', '/agents', { workspace_id: owner.workspaceId, name: `tel-${randomBytes(3).toString('hex')}`, system_prompt: 'You answer phone calls.', welcome_message: spec.welcome ?? 'hello caller', metadata: spec.metadata ?? {}, silence_timeout_ms: 20_000 }),
+        'create agent',
+      );
+      const id = created.body.data.id as string;
+      for (const kind of ['asr', 'llm', 'tts']) await must(call('POST', `/agents/${id}/providers`, { provider_type: kind, provider_name: 'sim' }), `provider ${kind}`);
+      const withAccount = spec.withAccount ?? true;
+      await must(
+        call('PUT', `/agents/${id}/telephony`, {
+          carrier_phone_number: spec.number ?? '',
+          call_direction: spec.direction ?? 'both',
+          carrier_account_sid: withAccount ? accountSid : '',
+          carrier_auth_token: withAccount ? (spec.token ?? authToken) : '',
+        }),
+        'telephony',
+      );
+      await must(call('POST', `/agents/${id}/versions/publish`), 'publish');
+      return id;
+    },
+    async close() {
+      await sim.close();
+      await engine.close();
+      await writer.close();
+      await app.close();
+      await infra.close();
+    },
+  };
+}
+
+function capture(map: Map<string, CapturedCall>, sessionId: string, callId?: string): CallRecorder {
+  const c: CapturedCall = { sessionId, callId, turns: [] };
+  map.set(sessionId, c);
+  return { start: () => {}, turn: (t) => c.turns.push(t), end: (e) => (c.end = e) };
+}
+
+function both(a: CallRecorder, b: CallRecorder): CallRecorder {
+  return {
+    start: (i) => (a.start(i), b.start(i)),
+    turn: (t) => (a.turn(t), b.turn(t)),
+    end: (e) => (a.end(e), b.end(e)),
+  };
+}

@@ -1,0 +1,232 @@
+/**
+ * The live call API around the carrier simulator: the outbound error table (400 / 401 / 404 / 502 /
+ * 503 and 4xx from the voice pipeline), list / get / end fenced per user (404, end of an unknown
+ * call: 200 with a message), cold transfer (the carrier gets `<Dial>`, the AI drops off, the call
+ * leaves the registry when the transferred leg ends), and the no-auth providers / capabilities.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../shared/ids.js';
+import { newCallRecord } from '../../control-plane/telephony/live-calls.js';
+import type { TestUser } from '../helpers/accounts.js';
+import { api } from '../helpers/accounts.js';
+import { parseTwiml } from '../carrier-sim/index.js';
+import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
+
+let h: TelephonyHarness;
+let other: TestUser;
+const AGENT_NUMBER = '+14155550501';
+let agentId = '';
+let noNumberAgent = '';
+let noAccountAgent = '';
+let inboundOnlyAgent = '';
+let badTokenAgent = '';
+let othersAgent = '';
+let nextNumber = 600;
+
+beforeAll(async () => {
+  h = await startTelephonyHarness();
+  other = await h.newUser();
+  agentId = await h.createAgent({ number: AGENT_NUMBER });
+  noNumberAgent = await h.createAgent({});
+  noAccountAgent = await h.createAgent({ number: '+14155550502', withAccount: false });
+  inboundOnlyAgent = await h.createAgent({ number: '+14155550503', direction: 'inbound' });
+  badTokenAgent = await h.createAgent({ number: '+14155550504', token: 'wrong-token' });
+  othersAgent = await h.createAgent({ number: '+14155550505', owner: other });
+}, 90_000);
+
+afterAll(async () => {
+  await h?.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const callee = () => `+1415555${String(nextNumber++).padStart(4, '0')}`;
+
+async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`${what}: not in time`);
+    await sleep(25);
+  }
+}
+
+async function liveCall(extra: Record<string, unknown> = {}) {
+  const to = callee();
+  h.callees.set(to, { dialDurationMs: 1500 });
+  const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to, ...extra });
+  expect(res.status).toBe(200);
+  const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
+  const media = await sim.mediaReady;
+  await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'greeting');
+  return { body: res.body, sim, media };
+}
+
+describe('providers and capabilities (no auth)', () => {
+  it('lists the six carriers, twilio supported', async () => {
+    const res = await api(h.app, 'GET', '/api/v1/telephony/providers');
+    expect(res.status).toBe(200);
+    expect(res.body.default_provider).toBe('twilio');
+    expect(res.body.providers.map((p: { name: string }) => p.name)).toEqual(['twilio', 'telnyx', 'plivo', 'vonage', 'signalwire', 'exotel']);
+    expect(res.body.providers.filter((p: { supported: boolean }) => p.supported).map((p: { name: string }) => p.name)).toEqual(['twilio']);
+    expect(res.body.providers[0]).toEqual({ name: 'twilio', display_name: 'Twilio', supported: true, media_encoding: 'mulaw', sample_rate_hz: 8000 });
+  });
+
+  it('describes per-carrier features and the AMD settings', async () => {
+    const res = await api(h.app, 'GET', '/api/v1/telephony/capabilities');
+    expect(res.status).toBe(200);
+    expect(res.body.carriers[0]).toMatchObject({ provider: 'twilio', supported: true, inbound: true, outbound: true, answering_machine_detection: true, cold_transfer: true });
+    expect(res.body.carriers[1]).toMatchObject({ provider: 'telnyx', supported: false, outbound: false });
+    expect(res.body).toMatchObject({
+      amd_policies: ['disabled', 'hangup_on_machine', 'leave_voicemail', 'talk_anyway'],
+      amd_verdict_timeout_min_s: 2,
+      amd_verdict_timeout_max_s: 30,
+      amd_verdict_timeout_default_s: 8,
+    });
+  });
+});
+
+describe('outbound errors', () => {
+  const cases: Array<[string, () => Record<string, unknown>, number, string, RegExp?]> = [
+    ['missing agent_id', () => ({ to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /agent_id/],
+    ['to_number not E.164', () => ({ agent_id: agentId, to_number: '555-0100' }), 400, 'INVALID_REQUEST', /to_number/],
+    ['unknown telephony_provider', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'carrier-pigeon' }), 400, 'INVALID_REQUEST', /telephony_provider/],
+    ['a known but unsupported provider', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'telnyx' }), 400, 'INVALID_REQUEST', /telnyx is not supported/],
+    ['no from_number and no number on the agent', () => ({ agent_id: noNumberAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /from_number/],
+    ['an inbound-only agent', () => ({ agent_id: inboundOnlyAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /inbound/],
+    ['no usable credentials', () => ({ agent_id: noAccountAgent, to_number: '+14155550600' }), 503, 'SERVICE_UNAVAILABLE'],
+    ["another user's agent", () => ({ agent_id: othersAgent, to_number: '+14155550600' }), 404, 'NOT_FOUND'],
+    ['an unknown agent', () => ({ agent_id: newId(), to_number: '+14155550600' }), 404, 'NOT_FOUND'],
+    ['carrier refuses the credentials', () => ({ agent_id: badTokenAgent, to_number: '+14155550600' }), 502, 'BAD_GATEWAY', /20003/],
+  ];
+  it.each(cases)('%s -> %i', async (_name, body, status, code, message) => {
+    const res = await h.call('POST', '/telephony/calls/outbound', body());
+    expect(res.status).toBe(status);
+    expect(res.body.error.code).toBe(code);
+    if (message) expect(res.body.error.message).toMatch(message);
+    expect((await h.call('GET', '/telephony/calls')).body.count).toBe(0);
+  });
+
+  it('needs a bearer token', async () => {
+    const res = await api(h.app, 'POST', '/api/v1/telephony/calls/outbound', { body: { agent_id: agentId, to_number: '+14155550600' } });
+    expect(res.status).toBe(401);
+    expect((await api(h.app, 'GET', '/api/v1/telephony/calls')).status).toBe(401);
+  });
+
+  it('502 when the carrier rejects the call; nothing is left behind', async () => {
+    h.sim.failNextCreate = { status: 400, code: 21211, message: "The 'To' number +14155550600 is not a valid phone number." };
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: '+14155550600' });
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatchObject({ code: 'BAD_GATEWAY' });
+    expect(res.body.error.message).toMatch(/21211/);
+    expect((await h.call('GET', '/telephony/calls')).body.count).toBe(0);
+  });
+
+  it('propagates the voice pipeline 4xx: an agent without providers', async () => {
+    const created = await h.call('POST', '/agents', { workspace_id: h.user.workspaceId, name: 'no providers' });
+    const id = created.body.data.id;
+    await h.call('PUT', `/agents/${id}/telephony`, { carrier_phone_number: '+14155550506', carrier_account_sid: h.accountSid, carrier_auth_token: h.authToken });
+    expect((await h.call('POST', `/agents/${id}/versions/publish`)).status).toBe(200);
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: id, to_number: '+14155550600' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('MISSING_PROVIDER');
+  });
+
+  it('uses an explicit from_number', { timeout: 20_000 }, async () => {
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: callee(), from_number: '+14155550599' });
+    expect(res.status).toBe(200);
+    expect(res.body.from_number).toBe('+14155550599');
+    const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
+    expect(sim.createParams.get('From')).toBe('+14155550599');
+    (await sim.mediaReady).hangup();
+    await sim.ended;
+  });
+});
+
+describe('list, get, end', () => {
+  it("fences calls per user: another user's call is 404 and their end changes nothing", { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    const mine = await h.call('GET', '/telephony/calls');
+    expect(mine.body.count).toBe(1);
+    expect(mine.body.calls[0].call_id).toBe(body.call_id);
+    expect((await h.call('GET', `/telephony/calls/${body.call_id}`, undefined, other.token)).status).toBe(404);
+    expect((await h.call('GET', '/telephony/calls', undefined, other.token)).body).toEqual({ count: 0, calls: [] });
+    const theirEnd = await h.call('POST', `/telephony/calls/${body.call_id}/end`, undefined, other.token);
+    expect(theirEnd.status).toBe(200);
+    expect(theirEnd.body).toMatchObject({ call_id: body.call_id, status: 'ended' });
+    expect(theirEnd.body.message).toMatch(/not found in the active call registry/);
+    expect(media.isOpen).toBe(true);
+
+    // The owner ends it: carrier hangup (Status=completed) and engine end.
+    const end = await h.call('POST', `/telephony/calls/${body.call_id}/end`);
+    expect(end.status).toBe(200);
+    expect(end.body).toEqual({ call_id: body.call_id, status: 'ended', message: 'call ended' });
+    expect(await sim.ended).toBe('completed');
+    expect(h.sim.requests.some((r) => r.path.endsWith(`/Calls/${sim.sid}.json`) && r.params.get('Status') === 'completed')).toBe(true);
+    await until(() => !h.engine.calls.has(body.session_id), 5000, 'engine call ended');
+    expect((await h.call('GET', `/telephony/calls/${body.call_id}`)).status).toBe(404);
+    const again = await h.call('POST', `/telephony/calls/${body.call_id}/end`);
+    expect(again.status).toBe(200);
+    expect(again.body.message).toMatch(/not found/);
+  });
+
+  it('end of an unknown call id is 200 with a message', async () => {
+    const res = await h.call('POST', `/telephony/calls/${newId()}/end`);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('ended');
+    expect(res.body.message).toMatch(/not found in the active call registry/);
+  });
+});
+
+describe('cold transfer', () => {
+  it('hands the call to a human: <Dial> with the agent number as caller id, the AI drops off', { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    expect((await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '12345' })).status).toBe(400);
+    expect((await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559999' }, other.token)).status).toBe(404);
+
+    const res = await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559999' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ call_id: body.call_id, transferred: true, to_number: '+14155559999' });
+    // The carrier swapped the call's TwiML: the stream stopped and the AI session ended.
+    await media.closed();
+    await until(() => !h.engine.calls.has(body.session_id), 5000, 'AI dropped off');
+    const end = h.captured.get(body.session_id)!.end!;
+    expect(['stream_stopped', 'transferred']).toContain(end.reason);
+    const dial = parseTwiml(sim.twiml.at(-1)!).children[0]!;
+    expect(dial.name).toBe('Dial');
+    expect(dial.attrs).toMatchObject({ callerId: AGENT_NUMBER, record: 'record-from-answer' });
+    expect(dial.attrs.action).toMatch(new RegExp(`/api/v1/telephony/calls/${body.call_id}/dial-complete$`));
+    await until(() => sim.transferredTo === '+14155559999', 2000, 'dialled');
+
+    // While the human leg is up, the call stays listed as transferred.
+    const during = await h.call('GET', `/telephony/calls/${body.call_id}`);
+    expect(during.status).toBe(200);
+    expect(during.body).toMatchObject({ status: 'in_progress', transferred_to: '+14155559999' });
+
+    expect(await sim.ended).toBe('completed');
+    await until(async () => (await h.call('GET', `/telephony/calls/${body.call_id}`)).status === 404, 5000, 'call gone after the transferred leg');
+  });
+
+  it('502 when the carrier refuses the transfer; the AI stays on the call', { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    h.sim.failNextUpdate = { status: 400, code: 21220, message: 'Call is not in-progress. Cannot redirect.' };
+    const res = await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559999' });
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('BAD_GATEWAY');
+    const live = await h.call('GET', `/telephony/calls/${body.call_id}`);
+    expect(live.body.transferred_to).toBe('');
+    expect(media.isOpen).toBe(true);
+    media.hangup();
+    await sim.ended;
+  });
+
+  it('400 when the call has no carrier sid yet', async () => {
+    const callId = newId();
+    await h.app.telephony.calls.put(
+      newCallRecord({ call_id: callId, agent_id: agentId, workspace_id: h.user.workspaceId, user_id: h.user.userId, direction: 'outbound', status: 'initiated', created_at_ms: Date.now() }),
+      0,
+    );
+    const res = await h.call('POST', `/telephony/calls/${callId}/transfer`, { to_number: '+14155559999' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(/no carrier call sid/);
+    await h.app.telephony.calls.remove(callId);
+  });
+});
