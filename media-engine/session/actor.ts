@@ -9,16 +9,17 @@ import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
-import { Resampler } from '../audio/resampler.js';
-import { Vad, vadOptionsForProfile, type VadProfile } from '../audio/vad.js';
+import type { VadProfile } from '../audio/vad.js';
 import type { AsrEvent, AsrProvider, AsrStream, LlmMessage, LlmProvider, TtsProvider } from '../providers/types.js';
 import { withTtsRetry } from '../providers/retry.js';
 import { amdStart, amdStep, type AmdEffect, type AmdInput, type AmdMsg, type AmdSettings, type AmdState } from './amd.js';
 import { isBackchannel, isLikelyEcho, mayBecomeBackchannel } from './backchannel.js';
+import { CallerSpeech } from './caller-speech.js';
 import type { CallMsg, TurnMsg } from './messages.js';
-import { PlayoutQueue } from './playout.js';
 import type { CallRecorder } from './recorder.js';
+import { isModelMsg, recordRunMsg } from './run-events.js';
 import { RunState, type RunKind } from './run-state.js';
+import { SpeechOutput } from './speech-output.js';
 import type { CallTransport } from './transport.js';
 import { runTurn } from './turn-runner.js';
 
@@ -58,7 +59,6 @@ export interface ActorTuning {
 const DEFAULT_TUNING: ActorTuning = { endpointSilenceMs: 500, bargeConfirmMs: 2000, hangupGraceMs: 8000, markGraceMs: 3000 };
 const NUDGE_TEXT = 'Are you still there?';
 const GOODBYE_TEXT = "I haven't heard from you, so I'll end the call now. Goodbye!";
-const USER_AUDIO_MAX_SECONDS = 60;
 
 export class CallActor {
   readonly config: SessionConfig;
@@ -67,10 +67,8 @@ export class CallActor {
   turn = 0;
   private readonly d: CallActorDeps;
   private readonly t: ActorTuning;
-  private readonly vad: Vad;
-  private readonly playout: PlayoutQueue;
-  private readonly frame: Int16Array;
-  private readonly resamplers = new Map<number, Resampler>();
+  private readonly caller: CallerSpeech;
+  private readonly output: SpeechOutput;
   private readonly tts: TtsProvider;
   private asr?: AsrStream;
   private history: LlmMessage[] = [];
@@ -78,11 +76,6 @@ export class CallActor {
   private processing = false;
   private run?: RunState;
   private nextRunId = 1;
-  private userText = '';
-  private interimText = '';
-  private userSpeechStartMs = 0;
-  private userSpeechEndMs = 0;
-  private userSpeechMs = 0;
   private bargeCandidate = false;
   private timers = new Map<string, TimerHandle>();
   private idleAttempts = 0;
@@ -92,8 +85,6 @@ export class CallActor {
   private completedTurns = 0;
   private latencySumMs = 0;
   private latencyCount = 0;
-  private readonly userAudio: Int16Array;
-  private userAudioLen = 0;
   private amd?: AmdState;
   /** A run after which the call hangs up (voicemail), and the mark whose echo ends it. */
   private hangupAfter?: { runId: number; reason: string; mark?: string };
@@ -102,10 +93,8 @@ export class CallActor {
     this.d = deps;
     this.t = { ...DEFAULT_TUNING, ...tuning };
     this.config = deps.config;
-    this.vad = new Vad(vadOptionsForProfile(deps.profile, deps.config.vad_threshold, 16000));
-    this.playout = new PlayoutQueue(deps.transport.outRateHz);
-    this.frame = new Int16Array((deps.transport.outRateHz / 1000) * 20);
-    this.userAudio = new Int16Array(16000 * USER_AUDIO_MAX_SECONDS);
+    this.caller = new CallerSpeech(deps.clock, deps.profile, deps.config.vad_threshold);
+    this.output = new SpeechOutput(deps.transport, deps.clock);
     this.startedAtMs = deps.clock.now();
     // TTS failures before the first chunk are retried; the actor tells the client.
     this.tts = withTtsRetry(deps.providers.tts, {
@@ -161,17 +150,11 @@ export class CallActor {
     // While leave_voicemail holds the greeting, a machine's greeting must not become a caller turn.
     if (this.closed || this.amd?.holding) return;
     this.asr?.push(raw ?? pcm16k);
-    const v = this.vad.process(pcm16k);
-    if (this.phase === 'user_speaking' && this.userAudioLen + pcm16k.length <= this.userAudio.length) {
-      this.userAudio.set(pcm16k, this.userAudioLen);
-      this.userAudioLen += pcm16k.length;
-    }
+    const v = this.caller.frame(pcm16k);
     if (v.onset) this.onSpeechOnset();
-    if (v.speech) this.userSpeechEndMs = this.d.clock.monotonicMs();
-    if (v.offset) this.userSpeechMs += v.speechMs;
     if (this.phase === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
       // Silence long enough: close the turn with what ASR has, after forcing it to finalize.
-      if (this.userText) this.endUserTurn();
+      if (this.caller.text) this.endUserTurn();
       else {
         this.asr?.flush();
         this.setTimer('endpoint', 1500);
@@ -183,24 +166,9 @@ export class CallActor {
   pace(nowMs: number): void {
     const run = this.run;
     if (this.closed || !run) return;
-    const frameMs = 20;
-    if (this.playout.queuedSamples === 0) {
-      if (run.playing) run.playing = false;
-      if (run.runnerDone) this.finishRun(run);
-      return;
-    }
-    if (!run.playing) {
-      run.playing = true;
-      run.paceStartMs = nowMs;
-      run.paceFramesSent = 0;
-    }
-    const leadFrames = Math.ceil(this.d.transport.leadMs / frameMs);
-    const due = Math.floor((nowMs - run.paceStartMs) / frameMs) + 1 + leadFrames;
-    while (run.paceFramesSent < due && this.playout.takeFrame(this.frame)) {
-      if (!run.firstFrameSentAt) run.firstFrameSentAt = this.d.clock.monotonicMs();
-      this.d.transport.sendAudio(this.frame);
-      run.paceFramesSent++;
-    }
+    const drained = this.output.pace(nowMs);
+    if (!run.firstFrameSentAt) run.firstFrameSentAt = this.output.firstFrameSentAtMs;
+    if (drained && run.runnerDone) this.finishRun(run);
   }
 
   post(msg: CallMsg | AmdMsg): void {
@@ -250,8 +218,7 @@ export class CallActor {
           return;
         }
         if (this.run) this.interrupt();
-        this.userText = msg.text;
-        this.userSpeechEndMs = this.d.clock.monotonicMs();
+        this.caller.inject(msg.text);
         this.beginReply(0);
         return;
       case 'end':
@@ -268,9 +235,7 @@ export class CallActor {
     this.idleAttempts = 0;
     if (this.phase === 'listening') {
       this.phase = 'user_speaking';
-      this.userSpeechStartMs = this.d.clock.monotonicMs();
-      this.userSpeechMs = 0;
-      this.userAudioLen = 0;
+      this.caller.startTurn();
       this.emit({ type: 'user_started_speaking' });
       return;
     }
@@ -298,41 +263,36 @@ export class CallActor {
         this.onSpeechOnset();
       }
       if (ev.type === 'interim') {
-        this.interimText = text;
         this.emit({ type: 'interim_transcription', text });
       } else {
-        this.userText = this.userText ? `${this.userText} ${text}` : text;
-        this.interimText = '';
+        this.caller.addFinal(text);
         if (ev.endOfTurn && this.phase === 'user_speaking') this.endUserTurn();
       }
       return;
     }
-    if (ev.type === 'utterance_end' && this.phase === 'user_speaking' && this.userText) this.endUserTurn();
+    if (ev.type === 'utterance_end' && this.phase === 'user_speaking' && this.caller.text) this.endUserTurn();
     if (ev.type === 'error') this.d.logger.warn({ session: this.config.session_id, error: ev.message, recoverable: ev.recoverable }, 'asr error');
   }
 
   private endUserTurn(): void {
     this.cancelTimer('endpoint');
-    const text = this.userText.trim();
-    if (!text) {
+    if (!this.caller.text.trim()) {
+      this.caller.take();
       this.phase = 'listening';
       this.emit({ type: 'phase_idle' });
       this.armIdle();
       return;
     }
-    const now = this.d.clock.monotonicMs();
-    const asrMs = this.userSpeechEndMs ? Math.max(0, Math.round(now - this.userSpeechEndMs)) : 0;
+    const speechEnd = this.caller.speechEndMs;
+    const asrMs = speechEnd ? Math.max(0, Math.round(this.d.clock.monotonicMs() - speechEnd)) : 0;
     this.beginReply(asrMs);
   }
 
-  /** Starts the agent's reply to `userText` (from speech or injection). */
+  /** Starts the agent's reply to the caller's text (from speech or injection). */
   private beginReply(asrMs: number): void {
-    const text = this.userText.trim();
-    this.userText = '';
-    this.interimText = '';
+    const { text, speechMs } = this.caller.take();
     this.turn++;
-    const speechMs = this.userSpeechMs || (this.userSpeechStartMs ? Math.round(this.userSpeechEndMs - this.userSpeechStartMs) : 0);
-    this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: Math.max(0, speechMs), asr_latency_ms: asrMs });
+    this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: speechMs, asr_latency_ms: asrMs });
     this.history.push({ role: 'user', content: text });
     this.startRun('reply', undefined, asrMs, text);
   }
@@ -344,9 +304,7 @@ export class CallActor {
     this.bargeCandidate = false;
     this.interrupt();
     this.phase = 'user_speaking';
-    this.userSpeechStartMs = this.d.clock.monotonicMs();
-    this.userSpeechMs = 0;
-    this.userAudioLen = 0;
+    this.caller.startTurn();
   }
 
   /** Cancels the running agent turn; keeps only what the caller actually heard. */
@@ -355,11 +313,9 @@ export class CallActor {
     if (!run) return;
     run.abort.abort();
     run.interrupted = true;
-    const heard = this.heardText(run);
-    this.playout.resetTurn();
-    for (const r of this.resamplers.values()) r.reset();
-    this.d.transport.clearAudio();
-    this.vad.setAgentSpeaking(false);
+    const heard = this.output.heardText();
+    this.output.flush();
+    this.caller.setAgentSpeaking(false);
     this.run = undefined;
     if (run.kind !== 'reply') {
       if (heard) this.history.push({ role: 'assistant', content: heard });
@@ -373,27 +329,19 @@ export class CallActor {
       const last = this.history[this.history.length - 1];
       if (last?.role === 'user') {
         this.history.pop();
-        this.userText = last.content;
+        this.caller.addFinal(last.content);
       }
     }
     this.completeTurn(run, heard);
-  }
-
-  private heardText(run: RunState): string {
-    const rate = this.d.transport.outRateHz;
-    const now = this.d.clock.monotonicMs();
-    const aheadMs = run.playing ? Math.max(0, run.paceFramesSent * 20 - (now - run.paceStartMs)) : 0;
-    const heardSamples = Math.max(0, this.playout.sentSamples - Math.round((aheadMs * rate) / 1000));
-    return this.playout.heardText(heardSamples);
   }
 
   // ------------------------------------------------------------------ agent runs
 
   private startRun(kind: RunKind, speakOnly?: string, asrMs = 0, userText = ''): void {
     const now = this.d.clock.monotonicMs();
-    const run = new RunState(this.nextRunId++, kind, this.turn, kind === 'reply' ? this.userSpeechEndMs || now : now, asrMs, userText, this.d.clock.now());
+    const run = new RunState(this.nextRunId++, kind, this.turn, kind === 'reply' ? this.caller.speechEndMs || now : now, asrMs, userText, this.d.clock.now());
     this.run = run;
-    this.playout.resetTurn();
+    this.output.resetTurn();
     this.phase = kind === 'reply' ? 'thinking' : 'speaking';
     this.cancelTimer('idle');
     const providers = this.config.providers;
@@ -417,108 +365,45 @@ export class CallActor {
   }
 
   private onRunMsg(run: RunState, m: TurnMsg): void {
-    const turn = run.turn;
+    if (isModelMsg(m)) {
+      const ev = recordRunMsg(run, m, this.config.session_id);
+      if (ev) this.emit(ev);
+      return;
+    }
     switch (m.kind) {
-      case 'llm_started':
-        this.emit(m.step === 1 ? { type: 'llm_start', turn, step: 1 } : { type: 'llm_step_start', turn, step: m.step });
-        return;
-      case 'llm_delta':
-        run.llmText += m.text;
-        this.emit({ type: 'llm_chunk', text: m.text, turn });
-        return;
-      case 'llm_step_done':
-        if (run.llmTtfbMs < 0) run.llmTtfbMs = m.ttfbMs;
-        run.llmTotalMs += m.totalMs;
-        run.tokensIn += m.inputTokens;
-        run.tokensOut += m.outputTokens;
-        run.steps.push({ step: m.step, llm_ttfb_ms: m.ttfbMs, llm_total_ms: m.totalMs, tool_ms: 0, tools: [] });
-        if (m.toolCalls === 0) this.emit({ type: 'llm_end', turn, text: run.llmText, llm_ttfb_ms: Math.max(0, run.llmTtfbMs), llm_total_ms: run.llmTotalMs });
-        return;
-      case 'llm_error':
-        this.emit({ type: 'llm_error', text: m.message, turn });
-        return;
-      case 'tools_started': {
-        const tools = m.calls.map((c) => ({ id: c.id, name: c.name, arguments: safeJson(c.arguments) }));
-        this.emit({ type: 'tool_calls_started', turn, tools, step: m.step, parallel: m.calls.length > 1, timing: { llm_ms: m.llmMs } });
-        const step = run.steps.find((s) => s.step === m.step);
-        if (step) step.tools = m.calls.map((c) => c.name);
-        return;
-      }
-      case 'tool_progress':
-        this.emit({ type: 'tool_call_in_progress', turn, tool_name: m.call.name, tool_call_id: m.call.id, tool_input: safeJson(m.call.arguments), step: m.step });
-        return;
-      case 'tool_result': {
-        const r = m.result;
-        const step = run.steps.find((s) => s.step === m.step);
-        if (step) step.tool_ms = Math.max(step.tool_ms, r.latencyMs);
-        run.toolMs = run.steps.reduce((a, s) => a + s.tool_ms, 0);
-        run.toolCalls.push({
-          id: `${this.config.session_id}:${run.turn}:${m.call.id}`,
-          tool_call_id: m.call.id,
-          tool_name: m.call.name,
-          tool_input: safeJson(m.call.arguments),
-          tool_output: r.output,
-          status: r.status,
-          latency_ms: r.latencyMs,
-          error_message: r.error,
-        });
-        this.emit({ type: 'tool_call_result', turn, tool_name: m.call.name, tool_call_id: m.call.id, result: r.content.slice(0, 200), tool_execution_ms: r.latencyMs, step: m.step });
-        return;
-      }
       case 'tts_piece_start':
         if (!run.ttsRequestAt) run.ttsRequestAt = this.d.clock.monotonicMs();
-        this.playout.beginSegment(m.text);
+        this.output.beginSegment(m.text);
         return;
-      case 'tts_audio': {
-        const out = this.resample(m.chunk.samples, m.chunk.sampleRateHz);
+      case 'tts_audio':
         if (!run.audioStarted) {
           run.audioStarted = true;
           run.ttsFirstAudioAt = this.d.clock.monotonicMs();
           this.phase = 'speaking';
-          this.vad.setAgentSpeaking(true);
-          this.emit({ type: 'tts_audio_start', turn });
+          this.caller.setAgentSpeaking(true);
+          this.emit({ type: 'tts_audio_start', turn: run.turn });
         }
-        this.playout.enqueue(out);
+        this.output.enqueue(m.chunk.samples, m.chunk.sampleRateHz);
+        // Send the lead at once instead of waiting for the next pacer tick: first audio sooner.
         this.pace(this.d.clock.monotonicMs());
         return;
-      }
       case 'tts_piece_end':
-        this.playout.endSegment();
-        return;
-      case 'tts_retry':
-        this.emit({ type: 'tts_retry', attempt: m.attempt, backoff_ms: m.backoffMs });
-        return;
-      case 'tts_exhausted':
-        this.emit({ type: 'tts_retry_exhausted', attempt: m.attempt });
-        return;
-      case 'tts_done':
-        this.emit({ type: 'tts_complete', tts_gen_ms: m.genMs, tts_api_ttfb_ms: m.apiTtfbMs, tts_streaming_saved_ms: Math.max(0, m.genMs - m.apiTtfbMs), turn, step: m.step });
+        this.output.endSegment();
         return;
       case 'run_done':
         run.runnerDone = true;
         run.appended = m.appended;
         run.assistantText = m.assistantText;
-        if (this.playout.queuedSamples === 0) this.finishRun(run);
+        if (this.output.queuedSamples === 0) this.finishRun(run);
         return;
     }
-  }
-
-  private resample(samples: Int16Array, rateHz: number): Int16Array {
-    const out = this.d.transport.outRateHz;
-    if (rateHz === out) return samples;
-    let r = this.resamplers.get(rateHz);
-    if (!r) {
-      r = new Resampler(rateHz, out);
-      this.resamplers.set(rateHz, r);
-    }
-    return r.process(samples);
   }
 
   /** All audio of the run has been sent and the runner is done. */
   private finishRun(run: RunState): void {
     if (this.run !== run) return;
     this.run = undefined;
-    this.vad.setAgentSpeaking(false);
+    this.caller.setAgentSpeaking(false);
     this.phase = 'listening';
     this.bargeCandidate = false;
     this.cancelTimer('barge_confirm');
@@ -541,7 +426,7 @@ export class CallActor {
       this.endCall('idle_timeout');
       return;
     }
-    if (this.userText) {
+    if (this.caller.text) {
       // Caller text that arrived while the agent was speaking (barge-in disabled) or folded in.
       this.beginReply(0);
       return;
@@ -571,7 +456,7 @@ export class CallActor {
       llm: { provider: this.d.providers.llm.label, model: this.d.providers.llm.model, tokens_input: run.tokensIn, tokens_output: run.tokensOut },
       tts: { provider: this.d.providers.tts.label },
       tool_calls: run.toolCalls,
-      user_audio: this.userAudioLen ? this.userAudio.slice(0, this.userAudioLen) : undefined,
+      user_audio: this.caller.takeAudio(),
       started_at_ms: run.startedAtMs,
       metadata: this.d.transportStats ? { transport: this.d.transportStats() } : undefined,
     });
@@ -678,7 +563,7 @@ export class CallActor {
       run.abort.abort();
       if (run.kind === 'reply') {
         run.interrupted = true;
-        this.completeTurn(run, this.heardText(run));
+        this.completeTurn(run, this.output.heardText());
       }
       this.run = undefined;
     }
@@ -715,13 +600,5 @@ export class CallActor {
 
   private emit(ev: ServerEvent): void {
     this.d.transport.sendEvent(ev);
-  }
-}
-
-function safeJson(s: string): unknown {
-  try {
-    return s.trim() ? JSON.parse(s) : {};
-  } catch {
-    return s;
   }
 }

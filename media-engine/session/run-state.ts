@@ -26,10 +26,6 @@ export class RunState {
   firstFrameSentAt = 0;
   audioStarted = false;
   interrupted = false;
-  /** Samples sent in the current pacing run and when that run started (for the heard estimate). */
-  paceStartMs = 0;
-  paceFramesSent = 0;
-  playing = false;
 
   constructor(
     readonly id: number,

@@ -1,0 +1,108 @@
+/**
+ * The agent's voice on one call: TTS audio resampled to the transport rate, queued, and paced out
+ * in 20 ms frames in real time with a small lead (frame n leaves at start + n * 20 ms - lead), so
+ * a barge-in silences the caller within a frame or two. Knows what the caller has heard so far.
+ */
+import type { Clock } from '../../shared/clock.js';
+import { Resampler } from '../audio/resampler.js';
+import { PlayoutQueue } from './playout.js';
+import type { CallTransport } from './transport.js';
+
+const FRAME_MS = 20;
+
+export class SpeechOutput {
+  private readonly playout: PlayoutQueue;
+  private readonly frame: Int16Array;
+  private readonly resamplers = new Map<number, Resampler>();
+  private playing = false;
+  private paceStartMs = 0;
+  private paceFramesSent = 0;
+  /** Monotonic time the first frame of the current turn left, 0 before. */
+  firstFrameSentAtMs = 0;
+
+  constructor(
+    private readonly transport: CallTransport,
+    private readonly clock: Clock,
+  ) {
+    this.playout = new PlayoutQueue(transport.outRateHz);
+    this.frame = new Int16Array((transport.outRateHz / 1000) * FRAME_MS);
+  }
+
+  get queuedSamples(): number {
+    return this.playout.queuedSamples;
+  }
+
+  /** Starts a new turn's audio: empty queue, positions and text segments from zero. */
+  resetTurn(): void {
+    this.playout.resetTurn();
+    this.playing = false;
+    this.firstFrameSentAtMs = 0;
+  }
+
+  beginSegment(text: string): void {
+    this.playout.beginSegment(text);
+  }
+
+  endSegment(): void {
+    this.playout.endSegment();
+  }
+
+  /** Queues TTS audio of any rate (resampled here, inline: ~35 us per 40 ms chunk). */
+  enqueue(samples: Int16Array, rateHz: number): void {
+    this.playout.enqueue(this.resample(samples, rateHz));
+  }
+
+  /**
+   * Sends the frames due at `nowMs`. Returns true when the queue is empty (all sent). When the
+   * queue runs dry mid-turn (TTS slower than real time) the schedule restarts with a fresh lead.
+   */
+  pace(nowMs: number): boolean {
+    if (this.playout.queuedSamples === 0) {
+      this.playing = false;
+      return true;
+    }
+    if (!this.playing) {
+      this.playing = true;
+      this.paceStartMs = nowMs;
+      this.paceFramesSent = 0;
+    }
+    const leadFrames = Math.ceil(this.transport.leadMs / FRAME_MS);
+    const due = Math.floor((nowMs - this.paceStartMs) / FRAME_MS) + 1 + leadFrames;
+    while (this.paceFramesSent < due && this.playout.takeFrame(this.frame)) {
+      if (!this.firstFrameSentAtMs) this.firstFrameSentAtMs = this.clock.monotonicMs();
+      this.transport.sendAudio(this.frame);
+      this.paceFramesSent++;
+    }
+    return false;
+  }
+
+  /** Barge-in: drop everything queued here and at the far end; filters start clean. */
+  flush(): void {
+    this.playout.resetTurn();
+    this.playing = false;
+    for (const r of this.resamplers.values()) r.reset();
+    this.transport.clearAudio();
+  }
+
+  /**
+   * What the caller has heard of this turn: samples sent minus what is still ahead of real time
+   * (the lead), mapped onto the spoken text.
+   */
+  heardText(): string {
+    const now = this.clock.monotonicMs();
+    const aheadMs = this.playing ? Math.max(0, this.paceFramesSent * FRAME_MS - (now - this.paceStartMs)) : 0;
+    const heardSamples = Math.max(0, this.playout.sentSamples - Math.round((aheadMs * this.transport.outRateHz) / 1000));
+    return this.playout.heardText(heardSamples);
+  }
+
+  private resample(samples: Int16Array, rateHz: number): Int16Array {
+    const out = this.transport.outRateHz;
+    if (rateHz === out) return samples;
+    let r = this.resamplers.get(rateHz);
+    if (!r) {
+      r = new Resampler(rateHz, out);
+      this.resamplers.set(rateHz, r);
+    }
+    return r.process(samples);
+  }
+}
