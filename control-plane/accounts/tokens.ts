@@ -4,7 +4,7 @@
  * tokens), HMAC-SHA256 with a server key for the 6-digit codes (20 bits: a plain hash would be
  * reversible by brute force).
  */
-import { createHash, createHmac, randomBytes, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes, randomInt, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import type { Clock } from '../../shared/clock.js';
 
@@ -22,13 +22,16 @@ export interface AccessClaims {
 
 export class TokenService {
   private readonly otpKey: Buffer;
+  private readonly signingKey: KeyObject;
 
   constructor(
-    private readonly jwtKey: Uint8Array,
+    jwtKey: Uint8Array,
     private readonly clock: Clock,
   ) {
     // A separate key per purpose: a leaked OTP hash table says nothing about the JWT key.
     this.otpKey = createHmac('sha256', Buffer.from(jwtKey)).update('voiceplane:otp:v1').digest();
+    // A KeyObject made once: jose imports a raw Uint8Array key again on every sign/verify.
+    this.signingKey = createSecretKey(Buffer.from(jwtKey));
   }
 
   async signAccess(c: AccessClaims): Promise<string> {
@@ -40,13 +43,13 @@ export class TokenService {
       .setIssuedAt(nowS)
       .setExpirationTime(nowS + ACCESS_TOKEN_TTL_S)
       .setJti(randomUUID())
-      .sign(this.jwtKey);
+      .sign(this.signingKey);
   }
 
   /** Verified claims, or undefined for anything invalid (bad signature, expired, wrong type). */
   async verifyAccess(token: string): Promise<AccessClaims | undefined> {
     try {
-      const { payload } = await jwtVerify(token, this.jwtKey, {
+      const { payload } = await jwtVerify(token, this.signingKey, {
         algorithms: ['HS256'],
         issuer: ISSUER,
         currentDate: new Date(this.clock.now()),
