@@ -36,6 +36,8 @@ export interface EngineNodeOptions {
   port?: number;
   host?: string;
   heartbeatMs?: number;
+  /** How long pre-warmed providers wait for their session's socket before being closed. Default 30 000. */
+  prewarmTtlMs?: number;
 }
 
 interface SocketData {
@@ -94,7 +96,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       prewarmed.delete(c.session_id);
       return warm.providers;
     }
-    return createProviders(c.providers, { clock });
+    return createProviders(c.providers, { clock, language: c.language });
   };
 
   const app = uws.App();
@@ -319,6 +321,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
             amd: sc.call_direction === 'outbound' ? amdSettings(sc.agent_metadata) : undefined,
             transportStats: () => transport.stats(),
             onClosed: () => {
+              closeProviders(providers);
               calls.delete(sc.session_id);
               void registry.deleteSession(sc.session_id).catch(() => {});
             },
@@ -387,14 +390,16 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
     }
     if (cmd.kind === 'prewarm') {
       const session = await registry.getSession(sessionId);
-      if (!session || prewarmed.has(sessionId) || opts.providerFactory) return { status: 'skipped' };
-      const providers = createProviders((session.config as SessionConfig).providers, { clock });
-      await Promise.allSettled([providers.asr.warm?.(), providers.llm.warm?.(), providers.tts.warm?.()]);
+      if (!session || prewarmed.has(sessionId) || calls.has(sessionId) || opts.providerFactory) return { status: 'skipped' };
+      const sc = session.config as SessionConfig;
+      const providers = createProviders(sc.providers, { clock, language: sc.language });
       const timer = clock.setTimeout(() => {
         prewarmed.delete(sessionId);
         closeProviders(providers);
-      }, PREWARM_TTL_MS);
+      }, opts.prewarmTtlMs ?? PREWARM_TTL_MS);
+      // Registered before the handshakes finish: a socket opening meanwhile adopts the ones in flight.
       prewarmed.set(sessionId, { providers, timer });
+      await Promise.allSettled([providers.asr.warm?.(), providers.llm.warm?.(), providers.tts.warm?.()]);
       return { status: 'warm' };
     }
     throw Object.assign(new Error(`unknown command ${cmd.kind}`), { code: 'INVALID_REQUEST' });

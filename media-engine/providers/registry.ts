@@ -133,6 +133,11 @@ export type SomeProvidersConfig = ProvidersConfig & ({ asr?: undefined } | { llm
 
 export interface ProviderDeps {
   clock: Clock;
+  /**
+   * The session's language. Deepgram takes it as its default, so a `warm()` socket is opened with
+   * the same URL the call's stream asks for (else the warm socket is never adopted).
+   */
+  language?: string;
   /** Options for the sim providers (scripted LLM replies, latencies). */
   simOptions?: { asr?: SimAsrOptions; llm?: SimLlmOptions; tts?: SimTtsOptions };
 }
@@ -148,7 +153,7 @@ export type SessionProviders = Required<Providers>;
 export function createAsrProvider(config: ProviderConfig, deps: ProviderDeps): AsrProvider {
   const r = resolveProviderConfig('asr', config);
   if (r.descriptor.name === 'sim') return createSimAsr({ clock: deps.clock, ...deps.simOptions?.asr });
-  return createDeepgramAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, clock: deps.clock });
+  return createDeepgramAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, language: deps.language || undefined, clock: deps.clock });
 }
 
 export function createLlmProvider(config: ProviderConfig, deps: ProviderDeps): LlmProvider {

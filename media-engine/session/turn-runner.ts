@@ -89,6 +89,8 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
       if (signal.aborted) return spoken;
       post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed' });
       for (const p of chunker.flush()) pieces.push({ text: p, step });
+      // What was streamed before the failure is spoken, so the model must know it said it.
+      if (stepText) appended.push({ role: 'assistant', content: stepText });
       return spoken + stepText;
     }
     for (const p of chunker.flush()) pieces.push({ text: p, step });
