@@ -1,16 +1,18 @@
 /**
  * The caller's side of a turn: voice activity per frame, the recognised text so far, speech timing
  * (for `speech_duration_ms` and latency origins) and the turn's audio for the record. Per-frame
- * work is allocation-free: the audio buffer is preallocated (60 s; longer turns keep the first 60 s).
+ * work is allocation-free except when the turn's audio buffer doubles (from 4 s up to the 60 s cap;
+ * longer turns keep the first 60 s).
  */
 import type { Clock } from '../../shared/clock.js';
 import { Vad, vadOptionsForProfile, type VadProfile, type VadResult } from '../audio/vad.js';
 
-const AUDIO_MAX_SECONDS = 60;
+const AUDIO_MAX_SAMPLES = 16000 * 60;
+const AUDIO_INITIAL_SAMPLES = 16000 * 4;
 
 export class CallerSpeech {
   private readonly vad: Vad;
-  private readonly audio = new Int16Array(16000 * AUDIO_MAX_SECONDS);
+  private audio = new Int16Array(AUDIO_INITIAL_SAMPLES);
   private audioLen = 0;
   private capturing = false;
   /** Final text of the turn so far. */
@@ -30,7 +32,12 @@ export class CallerSpeech {
 
   /** One 20 ms 16 kHz frame. The result object is reused: read it before the next frame. */
   frame(pcm16k: Int16Array): VadResult {
-    if (this.capturing && this.audioLen + pcm16k.length <= this.audio.length) {
+    if (this.capturing && this.audioLen + pcm16k.length <= AUDIO_MAX_SAMPLES) {
+      if (this.audioLen + pcm16k.length > this.audio.length) {
+        const next = new Int16Array(Math.min(AUDIO_MAX_SAMPLES, this.audio.length * 2));
+        next.set(this.audio.subarray(0, this.audioLen));
+        this.audio = next;
+      }
       this.audio.set(pcm16k, this.audioLen);
       this.audioLen += pcm16k.length;
     }

@@ -5,8 +5,12 @@
  *
  * Bound and overflow policy: the ring holds `capacitySeconds` (default 120 s) of audio. TTS runs
  * faster than real time, so the queue can grow; when it is full, further audio is dropped (and
- * counted) rather than growing memory: a two-minute monologue is not a conversation.
+ * counted) rather than growing memory: a two-minute monologue is not a conversation. The ring
+ * starts at 2 s and doubles on demand (a copy per doubling, not per frame), so an idle call holds
+ * kilobytes, not the full 120 s.
  */
+
+const INITIAL_SECONDS = 2;
 
 export interface SpokenSegment {
   text: string;
@@ -16,7 +20,8 @@ export interface SpokenSegment {
 }
 
 export class PlayoutQueue {
-  private readonly ring: Int16Array;
+  private ring: Int16Array;
+  private readonly capacitySamples: number;
   private readPos = 0;
   private writePos = 0;
   private size = 0;
@@ -31,7 +36,8 @@ export class PlayoutQueue {
     readonly sampleRateHz: number,
     capacitySeconds = 120,
   ) {
-    this.ring = new Int16Array(sampleRateHz * capacitySeconds);
+    this.capacitySamples = sampleRateHz * capacitySeconds;
+    this.ring = new Int16Array(Math.min(this.capacitySamples, sampleRateHz * INITIAL_SECONDS));
   }
 
   get queuedSamples(): number {
@@ -44,6 +50,7 @@ export class PlayoutQueue {
 
   /** Copies samples in. Returns how many were accepted. */
   enqueue(samples: Int16Array): number {
+    if (this.size + samples.length > this.ring.length && this.ring.length < this.capacitySamples) this.grow(this.size + samples.length);
     const free = this.ring.length - this.size;
     const n = Math.min(free, samples.length);
     this.droppedSamples += samples.length - n;
@@ -59,6 +66,19 @@ export class PlayoutQueue {
     this.size += n;
     this.enqueuedSamples += n;
     return n;
+  }
+
+  /** Re-lays the queued samples at the start of a larger ring (rare: doubles up to the cap). */
+  private grow(needed: number): void {
+    let len = this.ring.length;
+    while (len < needed && len < this.capacitySamples) len = Math.min(this.capacitySamples, len * 2);
+    const next = new Int16Array(len);
+    const first = Math.min(this.size, this.ring.length - this.readPos);
+    next.set(this.ring.subarray(this.readPos, this.readPos + first), 0);
+    next.set(this.ring.subarray(0, this.size - first), first);
+    this.ring = next;
+    this.readPos = 0;
+    this.writePos = this.size % len;
   }
 
   /** Marks the text spoken by the samples enqueued from now until `endSegment()`. */

@@ -54,3 +54,22 @@ describe('PlayoutQueue', () => {
     expect(q.segments).toEqual([]);
   });
 });
+
+describe('PlayoutQueue growth', () => {
+  it('starts small, grows on demand with the queued audio intact across the wrap, and stops at the cap', () => {
+    const q = new PlayoutQueue(8000, 10); // starts at 2 s = 16000 samples, cap 80000
+    const f = new Int16Array(160);
+    q.enqueue(Int16Array.from({ length: 15000 }, (_, i) => i % 30000));
+    for (let i = 0; i < 50; i++) q.takeFrame(f); // read 8000: the next write wraps
+    q.enqueue(Int16Array.from({ length: 8000 }, (_, i) => (15000 + i) % 30000)); // wraps around the small ring
+    q.enqueue(Int16Array.from({ length: 20000 }, (_, i) => (23000 + i) % 30000)); // forces growth
+    expect(q.queuedSamples).toBe(7000 + 8000 + 20000);
+    let expected = 8000;
+    while (q.takeFrame(f)) {
+      for (let i = 0; i < f.length && expected < 43000; i++, expected++) expect(f[i]).toBe(expected % 30000);
+    }
+    expect(expected).toBe(43000);
+    expect(q.enqueue(new Int16Array(100_000))).toBe(80000);
+    expect(q.droppedSamples).toBe(20000);
+  });
+});

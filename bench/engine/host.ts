@@ -1,0 +1,125 @@
+/**
+ * The engine under test, in its own process: one `startEngineNode` with sim providers (latencies
+ * from `init`), the probe attached, and IPC methods for the bench driver. Started with
+ * `--expose-gc` so memory is read after a full collection.
+ *
+ *   forked by bench/engine/step.ts and bench/routing.ts; never run by hand.
+ */
+import { loadConfig } from '../../shared/config.js';
+import { realClock } from '../../shared/clock.js';
+import { createLogger } from '../../shared/logger.js';
+import { MemoryRegistry, RedisRegistry, type SessionRegistry } from '../../shared/registry/index.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
+import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
+import { sessionConfig } from '../../test/helpers/session-config.js';
+import { serveParent } from '../lib/child.js';
+import { fullGc, ProcessWindow } from '../lib/proc-stats.js';
+import { EngineProbe } from './probe.js';
+import { benchProviders, type ProviderMode } from './providers.js';
+import { startBareServer, type BareServer } from './bare.js';
+
+export interface HostInit {
+  /** `memory`: sessions are created through `createSessions`; `redis`: by a control plane. */
+  registry: 'memory' | 'redis';
+  redisUrl?: string;
+  redisPrefix?: string;
+  nodeId?: string;
+  /** Sim provider latencies (0 = answer at once). */
+  llmTtftMs: number;
+  llmTokensPerSecond: number;
+  ttsTtfbMs: number;
+  asrLatencyMs: number;
+  /** Calls and sockets this node accepts. */
+  capacity: number;
+  /** Provider behaviour (see providers.ts). */
+  providerMode: ProviderMode;
+  /**
+   * Projection only: flush the VAD's high-pass state to zero after each frame when it has decayed
+   * below 1e-20 (the proposed fix for denormal arithmetic on silence). Off = the engine as shipped.
+   */
+  vadDenormalFix: boolean;
+  /** Projection only: carrier 8 -> 16 kHz upsampling by linear interpolation (probe.ts). */
+  cheapUpsample?: boolean;
+}
+
+let node: EngineNode | undefined;
+let bare: BareServer | undefined;
+let registry: SessionRegistry | undefined;
+const probe = new EngineProbe();
+const win = new ProcessWindow(10);
+
+async function init(p: HostInit): Promise<{ port: number; nodeId: string; gc: boolean }> {
+  registry = p.registry === 'redis' ? await RedisRegistry.connect({ url: p.redisUrl!, prefix: p.redisPrefix }) : new MemoryRegistry();
+  const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16 });
+  node = await startEngineNode({
+    config,
+    logger: createLogger({ level: 'warn' }),
+    clock: realClock,
+    registry,
+    nodeId: p.nodeId,
+    port: 0,
+    recorderFactory: () => probe.recorder(),
+    providerFactory: () => benchProviders(p.providerMode, p),
+  });
+  probe.attach(node, { vadDenormalFix: p.vadDenormalFix, cheapUpsample: p.cheapUpsample });
+  return { port: node.port, nodeId: node.nodeId, gc: fullGc() };
+}
+
+/** Session settings for load: no welcome, no idle nudges, barge-in on. */
+export function benchSessionConfig(over: Partial<SessionConfig> = {}): SessionConfig {
+  return sessionConfig({ welcome_message: '', welcome_mode: 'none', silence_timeout_ms: 600_000, idle_max_attempts: 0, max_turns: 10_000, interrupt_enabled: true, ...over });
+}
+
+async function createSessions(p: { count: number; connectionType?: string }): Promise<string[]> {
+  if (bare) return Array.from({ length: p.count }, (_, i) => `bare-${i}`);
+  if (!node || !registry) throw new Error('not initialised');
+  const ids: string[] = [];
+  const now = Date.now();
+  for (let i = 0; i < p.count; i++) {
+    const cfg = benchSessionConfig();
+    await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: now, connectDeadlineMs: now + 10 * 60_000 });
+    ids.push(cfg.session_id);
+  }
+  return ids;
+}
+
+serveParent(
+  {
+    init,
+    /** The baseline server instead of the engine (bare.ts). */
+    initBare: async () => {
+      bare = await startBareServer();
+      return { port: bare.port, nodeId: 'bare', gc: fullGc() };
+    },
+    createSessions,
+    calls: () => node?.calls.size ?? bare?.calls() ?? 0,
+    resetWindow: () => {
+      win.reset();
+      probe.reset();
+      bare?.reset();
+      return true;
+    },
+    /** Window stats; `gc` first collects garbage so memory figures are live data only. */
+    snapshot: (p: { gc?: boolean } = {}) => {
+      const stats = win.read();
+      const probeSnap = bare ? bare.snapshot() : probe.snapshot();
+      if (p.gc) fullGc();
+      const mem = process.memoryUsage();
+      return { stats, probe: probeSnap, calls: node?.calls.size ?? bare?.calls() ?? 0, mem };
+    },
+    /** Memory after a full GC (the caller's baseline and idle/active readings). */
+    memory: () => {
+      fullGc();
+      return process.memoryUsage();
+    },
+    endAll: async () => {
+      for (const a of [...(node?.calls.values() ?? [])]) a.endCall('bench_done');
+      return true;
+    },
+  },
+  async () => {
+    bare?.close();
+    await node?.close();
+    await registry?.close();
+  },
+);

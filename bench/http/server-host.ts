@@ -1,0 +1,204 @@
+/**
+ * The control plane under test, in its own process (forked by bench/rest.ts, bench/grpc.ts and
+ * bench/routing.ts): real Postgres (own schema, dropped at exit) and Redis (own key prefix), the
+ * full `startControlPlane` wiring, a verified user, an agent, and (when the conversations routes
+ * answer) a conversation with messages. Beside it, on another port, a raw `node:http` server that
+ * replays the exact bytes and headers the real routes answered: the same-run baseline.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { loadConfig } from '../../shared/config.js';
+import { realClock } from '../../shared/clock.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { startInfra, type Infra } from '../../control-plane/infra.js';
+import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { api, createTestUser, type TestUser } from '../../test/helpers/accounts.js';
+import { dropSchema, TEST_DATABASE_URL, TEST_REDIS_URL } from '../../test/helpers/infra.js';
+import { serveParent } from '../lib/child.js';
+import { ProcessWindow } from '../lib/proc-stats.js';
+import { dropRedisPrefix } from '../lib/redis-clean.js';
+
+export interface Endpoint {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  /** Status the real route answered when probed; `available` = 2xx. */
+  status: number;
+  available: boolean;
+  bytes: number;
+}
+
+export interface ServerInit {
+  /** Redis key prefix (engines of bench/routing.ts share it). Default: a fresh one. */
+  redisPrefix?: string;
+  /** pino level of the control plane; lines go to /dev/null. Default info (one line per request). */
+  logLevel?: string;
+  /** Messages created in the conversation listed by the read benchmark. Default 25. */
+  messages?: number;
+}
+
+export interface ServerInfo {
+  port: number;
+  rawPort: number;
+  token: string;
+  workspaceId: string;
+  agentId: string;
+  conversationId?: string;
+  redisPrefix: string;
+  schema: string;
+  endpoints: Endpoint[];
+}
+
+let infra: Infra | undefined;
+let app: ControlPlane | undefined;
+let raw: http.Server | undefined;
+let schema = '';
+let prefix = '';
+let ownPrefix = false;
+let user: TestUser | undefined;
+const win = new ProcessWindow(10);
+
+/**
+ * Unhandled rejections are counted and reported instead of crashing the host: a load tool that
+ * closes connections with requests in flight (autocannon at the end of every run) must not end
+ * the benchmark. Each one is a control-plane bug the report names (see docs/benchmarks.md).
+ */
+const unhandled = new Map<string, number>();
+process.on('unhandledRejection', (err) => {
+  const e = err as { code?: string; message?: string };
+  const key = `${e?.code ?? ''} ${e?.message ?? String(err)}`.trim().slice(0, 120);
+  if (!unhandled.has(key)) console.error(`server-host: unhandled rejection (counted, not fatal): ${(err as Error)?.stack ?? err}`);
+  unhandled.set(key, (unhandled.get(key) ?? 0) + 1);
+});
+
+interface Captured {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** One request with node:http returning the raw bytes and the headers worth replaying. */
+function capture(port: number, method: string, path: string, token: string, body?: string): Promise<Captured> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string' && !['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(k)) headers[k] = v;
+        resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks) });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function init(p: ServerInit = {}): Promise<ServerInfo> {
+  schema = `bench_${randomBytes(5).toString('hex')}`;
+  const redisPrefix = p.redisPrefix ?? `vpbench_${randomBytes(4).toString('hex')}`;
+  prefix = redisPrefix;
+  ownPrefix = !p.redisPrefix;
+  const config = loadConfig(
+    { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, SECRETS_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: p.logLevel ?? 'info', NODE_ENV: 'test' },
+    { httpPort: 0, enginePort: 0, host: '127.0.0.1', dataDir: `/tmp/${schema}`, seedDemo: false },
+  );
+  const logger: Logger = createLogger({ level: p.logLevel ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) as unknown as NodeJS.WritableStream });
+  infra = await startInfra(config, logger, realClock, { schema, registryPrefix: redisPrefix });
+  app = await startControlPlane({ ...infra, config, logger, clock: realClock }, { port: 0, host: '127.0.0.1' });
+  user = await createTestUser(app);
+  const token = user.token;
+  const agent = await api(app, 'POST', '/api/v1/agents', { token, body: { workspace_id: user.workspaceId, name: 'Bench agent', system_prompt: 'You are a benchmark agent.', welcome_message: '' } });
+  if (agent.status !== 201) throw new Error(`create agent: ${agent.status} ${JSON.stringify(agent.body)}`);
+  const agentId = agent.body.data.id as string;
+  // Conversations: created through the API when its routes are wired (another issue may still be landing).
+  let conversationId: string | undefined;
+  const conv = await api(app, 'POST', '/api/v1/conversations', { token, body: { session_id: `bench-${randomBytes(6).toString('hex')}`, agent_id: agentId } });
+  if (conv.status === 201 || conv.status === 200) {
+    conversationId = (conv.body.data?.id ?? conv.body.id) as string;
+    for (let i = 0; i < (p.messages ?? 25); i++) {
+      await api(app, 'POST', '/api/v1/conversations/messages', { token, body: { conversation_id: conversationId, role: i % 2 ? 'assistant' : 'user', content: `message ${i}: what time do you open on friday night?`, turn_number: 1 + (i >> 1) } });
+    }
+  }
+  const port = app.port;
+  const messageBody = JSON.stringify({ conversation_id: conversationId ?? '00000000-0000-7000-8000-000000000000', role: 'user', content: 'what time do you open on friday night?', turn_number: 1 });
+  const specs: Array<Omit<Endpoint, 'status' | 'available' | 'bytes'>> = [
+    { name: 'GET /api/v1/agents/{id}', method: 'GET', path: `/api/v1/agents/${agentId}` },
+    { name: 'GET /api/v1/conversations?limit=20', method: 'GET', path: '/api/v1/conversations?limit=20' },
+    { name: 'POST /api/v1/conversations/messages', method: 'POST', path: '/api/v1/conversations/messages', body: messageBody },
+  ];
+  const replies = new Map<string, Captured>();
+  const endpoints: Endpoint[] = [];
+  for (const s of specs) {
+    const c = await capture(port, s.method, s.path, token, s.body);
+    replies.set(`${s.method} ${s.path}`, c);
+    endpoints.push({ ...s, status: c.status, available: c.status >= 200 && c.status < 300, bytes: c.body.length });
+  }
+  // The baseline: the same bytes and headers, no auth, no database, no router.
+  raw = http.createServer((req, res) => {
+    const c = replies.get(`${req.method} ${req.url}`);
+    const send = () => {
+      if (!c) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(c.status, c.headers);
+      res.end(c.body);
+    };
+    if (req.method === 'POST') {
+      req.on('data', () => {});
+      req.on('end', send);
+    } else send();
+  });
+  await new Promise<void>((r) => raw!.listen(0, '127.0.0.1', r));
+  const rawPort = (raw.address() as { port: number }).port;
+  return { port, rawPort, token, workspaceId: user.workspaceId, agentId, conversationId, redisPrefix, schema, endpoints };
+}
+
+/** A published agent on the sim providers (voice sessions can start on it). */
+async function publishSimAgent(): Promise<string> {
+  if (!app || !user) throw new Error('not initialised');
+  const token = user.token;
+  const a = await api(app, 'POST', '/api/v1/agents', { token, body: { workspace_id: user.workspaceId, name: 'Routing agent', system_prompt: 'Be brief.', welcome_message: '', silence_timeout_ms: 600000 } });
+  if (a.status !== 201) throw new Error(`create agent: ${a.status} ${JSON.stringify(a.body)}`);
+  const id = a.body.data.id as string;
+  for (const kind of ['asr', 'llm', 'tts']) {
+    const r = await api(app, 'POST', `/api/v1/agents/${id}/providers`, { token, body: { provider_type: kind, provider_name: 'sim' } });
+    if (r.status >= 300) throw new Error(`provider ${kind}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const pub = await api(app, 'POST', `/api/v1/agents/${id}/versions/publish`, { token });
+  if (pub.status >= 300) throw new Error(`publish: ${pub.status} ${JSON.stringify(pub.body)}`);
+  return id;
+}
+
+serveParent(
+  {
+    init,
+    publishSimAgent,
+    resetWindow: () => {
+      win.reset();
+      return true;
+    },
+    snapshot: () => win.read(),
+    unhandledRejections: () => Object.fromEntries(unhandled),
+    /**
+     * Table scans (seq + index) in this bench's schema so far: a proxy for queries per request.
+     * Postgres publishes backend counters at most once a second: read it after a pause.
+     */
+    dbScans: async () => {
+      const rows = await infra!.sql.unsafe(`select coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0)::text as n from pg_stat_user_tables where schemaname = $1`, [schema]);
+      return Number((rows[0] as unknown as { n: string }).n);
+    },
+  },
+  async () => {
+    await new Promise((r) => (raw ? raw.close(r) : r(undefined)));
+    await app?.close();
+    await infra?.close();
+    if (schema) await dropSchema(schema).catch(() => {});
+    if (ownPrefix) await dropRedisPrefix(TEST_REDIS_URL, prefix).catch(() => {});
+    fs.rmSync(`/tmp/${schema}`, { recursive: true, force: true });
+  },
+);

@@ -1,0 +1,153 @@
+/**
+ * Control plane REST throughput with autocannon, against a raw `node:http` server replaying the
+ * same bytes in the same run (bench/http/server-host.ts). The control plane runs in a child
+ * process with real Postgres and Redis; autocannon runs here.
+ *
+ *   npm run build && node dist/bench/rest.js [--connections 32] [--duration 8] [--rounds 2]
+ *     [--log-level info] [--only agents] [--profile] [--no-append]
+ *
+ * Per endpoint: req/s, latency p50/p99 for the API and for the raw baseline, and API/raw. Rounds
+ * alternate raw and API so slow drift on a shared machine hits both; the mean is shown.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { forkChild } from './lib/child.js';
+import type { WindowStats } from './lib/proc-stats.js';
+import { appendResults, commandLine, num, renderSection, table, type Section } from './lib/report.js';
+import type { Endpoint, ServerInfo } from './http/server-host.js';
+
+export interface RestBenchOptions {
+  /** autocannon connections. Default 32. */
+  connections: number;
+  /** Seconds per measurement. Default 8. */
+  durationSec: number;
+  /** Raw/API alternations per endpoint. Default 2. */
+  rounds: number;
+  /** Control plane log level (lines discarded). Default info: one access-log line per request, as in production. */
+  logLevel: string;
+  /** Only endpoints whose name contains this. Default all. */
+  only?: string;
+  /** Write a V8 CPU profile of the server process into bench/profiles/. Default false. */
+  profile?: boolean;
+}
+
+export const REST_DEFAULTS: RestBenchOptions = { connections: 32, durationSec: 8, rounds: 2, logLevel: 'info' };
+
+export interface RestMeasure {
+  rps: number;
+  /** Table scans per completed request in the bench schema (a proxy for queries per request). */
+  scansPerReq: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  serverCpuPct: number;
+}
+
+export interface RestRow {
+  endpoint: Endpoint;
+  api?: RestMeasure;
+  raw?: RestMeasure;
+}
+
+function mean(ms: RestMeasure[]): RestMeasure {
+  const avg = (f: (m: RestMeasure) => number) => ms.reduce((a, m) => a + f(m), 0) / ms.length;
+  return { rps: avg((m) => m.rps), scansPerReq: avg((m) => m.scansPerReq), p50: avg((m) => m.p50), p99: avg((m) => m.p99), errors: avg((m) => m.errors), non2xx: avg((m) => m.non2xx), serverCpuPct: avg((m) => m.serverCpuPct) };
+}
+
+export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l: string) => void = console.error): Promise<{ section: Section; rows: RestRow[] }> {
+  const o = { ...REST_DEFAULTS, ...opts };
+  const server = await forkChild('http/server-host.js', [], {
+    execArgv: o.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(import.meta.dirname, '../../bench/profiles')}`, '--cpu-prof-name=control-plane-rest.cpuprofile'] : [],
+  });
+  try {
+    const info = await server.call<ServerInfo>('init', { logLevel: o.logLevel });
+    const rows: RestRow[] = [];
+    for (const ep of info.endpoints) {
+      const row: RestRow = { endpoint: ep };
+      rows.push(row);
+      if (o.only && !ep.name.includes(o.only)) continue;
+      if (!ep.available) {
+        log(`rest: ${ep.name} answered ${ep.status}: skipped`);
+        continue;
+      }
+      const run = async (port: number): Promise<RestMeasure> => {
+        const scans0 = port === info.port ? await server.call<number>('dbScans') : 0;
+        await server.call('resetWindow');
+        const r = await autocannon({
+          url: `http://127.0.0.1:${port}${ep.path}`,
+          method: ep.method,
+          connections: o.connections,
+          duration: o.durationSec,
+          headers: { authorization: `Bearer ${info.token}`, ...(ep.body ? { 'content-type': 'application/json' } : {}) },
+          body: ep.body,
+        });
+        const s = await server.call<WindowStats>('snapshot');
+        let scansPerReq = 0;
+        if (port === info.port) {
+          await new Promise((res) => setTimeout(res, 1500));
+          scansPerReq = ((await server.call<number>('dbScans')) - scans0) / Math.max(1, r['2xx']);
+        }
+        return { scansPerReq, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, serverCpuPct: s.cpuPct };
+      };
+      const raws: RestMeasure[] = [];
+      const apis: RestMeasure[] = [];
+      for (let i = 0; i < o.rounds; i++) {
+        log(`rest: ${ep.name} round ${i + 1}: raw, api`);
+        raws.push(await run(info.rawPort));
+        apis.push(await run(info.port));
+      }
+      row.raw = mean(raws);
+      row.api = mean(apis);
+    }
+    const unhandled = await server.call<Record<string, number>>('unhandledRejections');
+    return { section: restSection(o, rows, unhandled), rows };
+  } finally {
+    await server.stop(30_000);
+  }
+}
+
+function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<string, number>): Section {
+  return {
+    title: 'Control plane REST (autocannon, HTTP/1.1 keep-alive)',
+    settings: {
+      load: `${o.connections} connections, ${o.durationSec} s per measurement, ${o.rounds} rounds alternating raw/API (mean shown)`,
+      server: `startControlPlane in a child process, real Postgres (own schema) and Redis (own prefix), log level ${o.logLevel} to /dev/null`,
+      auth: 'Bearer access token (JWT) of a verified user; the agent and conversation belong to their workspace',
+      baseline: 'raw node:http server in the same child process replaying the exact status, headers and bytes of each route (same run)',
+      'srv cpu': 'server process CPU (% of one core) during the measurement; autocannon shares the machine',
+      'tbl scans/req': 'seq + index scans in the bench schema per completed request (pg_stat_user_tables): a proxy for SQL queries per request',
+    },
+    blocks: [
+      table(
+        ['endpoint', 'bytes', 'api req/s', 'api p50 ms', 'api p99 ms', 'srv cpu %', 'tbl scans/req', 'raw req/s', 'raw p50 ms', 'raw p99 ms', 'api/raw', 'errors', 'non-2xx'],
+        rows.map((r) =>
+          r.api && r.raw
+            ? [r.endpoint.name, r.endpoint.bytes, num(r.api.rps), num(r.api.p50, 1), num(r.api.p99, 1), num(r.api.serverCpuPct), num(r.api.scansPerReq, 1), num(r.raw.rps), num(r.raw.p50, 1), num(r.raw.p99, 1), `${num((100 * r.api.rps) / r.raw.rps)} %`, num(r.api.errors), num(r.api.non2xx)]
+            : [r.endpoint.name, r.endpoint.bytes, `not available (HTTP ${r.endpoint.status})`],
+        ),
+      ),
+    ],
+    notes: [
+      'Goal: REST reads >= 50 % of the raw baseline\'s throughput (api/raw column).',
+      ...Object.entries(unhandled).map(([k, n]) => `Server: ${n} unhandled promise rejection(s) "${k}" (would have crashed the process; counted by the bench host).`),
+    ],
+  };
+}
+
+const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (isEntryPoint) {
+  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, 'no-append': { type: 'boolean' } } });
+  const r = await runRestBench({
+    ...(values.connections ? { connections: Number(values.connections) } : {}),
+    ...(values.duration ? { durationSec: Number(values.duration) } : {}),
+    ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    ...(values.only ? { only: values.only } : {}),
+    ...(values.profile ? { profile: true } : {}),
+  });
+  console.log(renderSection(r.section));
+  if (!values['no-append']) appendResults('control plane REST', [r.section], { command: commandLine() });
+}

@@ -1,0 +1,182 @@
+/**
+ * `npm run bench`: a quick pass of every benchmark (about 5 minutes on 2 cores), one summary table
+ * against the goals, every bench's own table, and one dated section appended to bench/RESULTS.md.
+ * Each bench also runs alone with its own options (see docs/benchmarks.md).
+ *
+ *   npm run bench            (= npm run build --silent && node dist/bench/run-all.js)
+ *   node dist/bench/run-all.js [--only engine,rest] [--no-append]
+ */
+import { parseArgs } from 'node:util';
+import { appendResults, commandLine, num, renderSection, table, type Section } from './lib/report.js';
+import { runDspBaseSection, runOffloadBench } from './dsp-offload.js';
+import { runEngineBench, type EngineBenchOptions, type EngineRamp } from './engine.js';
+import { runEngineStep, type StepResult } from './engine/step.js';
+import type { DriverKind } from './engine/drivers.js';
+import { TURNS_DEFAULTS, turnsSection } from './turns.js';
+import { runRestBench, type RestRow } from './rest.js';
+import { runGrpcBench, type GrpcRow } from './grpc.js';
+import { runRoutingBench } from './routing.js';
+
+const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-append': { type: 'boolean' } } });
+const only = values.only ? new Set(values.only.split(',')) : undefined;
+const want = (name: string): boolean => !only || only.has(name);
+const log = (l: string) => console.error(l);
+const started = Date.now();
+const sections: Section[] = [];
+const summary: Array<[string, string, string, string, string, string]> = [];
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+
+// ---------------------------------------------------------------- DSP
+if (want('dsp')) {
+  log(`[${elapsed()}] dsp`);
+  const base = await runDspBaseSection({ runs: 3, framesPerRun: 2000, warmupFrames: 500 });
+  const off = await runOffloadBench({ frames: 1500, jobs: 60, threads: 1 });
+  sections.push(base.section, off.section);
+  const row = (name: string) => base.rows.find((r) => r.name.startsWith(name));
+  for (const n of ['mu-law decode + 8k->16k', '16k->8k + mu-law encode', 'TTS 24k->8k']) {
+    const r = row(n);
+    if (r) summary.push(['DSP', `${r.name} (ns/frame)`, num(r.nsPerFrame), '-', '-', 'stays inline if a few us']);
+  }
+  const opus = off.inline.find((r) => r.name.startsWith('Opus encode 20 ms @16'));
+  if (opus) summary.push(['DSP', 'Opus encode 20 ms @16 kHz (ns/frame)', num(opus.nsPerFrame), '-', '-', 'worker (batched)']);
+  const one = off.offload.find((r) => r.name.startsWith('mu-law') && r.framesPerJob === 1);
+  const batch = off.offload.find((r) => r.name.startsWith('mu-law') && r.framesPerJob === 50);
+  const inlineUp = row('mu-law decode + 8k->16k');
+  if (one && batch && inlineUp)
+    summary.push([
+      'DSP',
+      'mu-law + 8k->16k offloaded to piscina: main-thread ns/frame, 1 frame / 50-frame batch',
+      `${num(one.seqMainNsPerFrame)} / ${num(batch.seqMainNsPerFrame)}`,
+      `inline ${num(inlineUp.nsPerFrame)} (long-lived filter)`,
+      `${num(one.seqMainNsPerFrame / inlineUp.nsPerFrame, 1)}x / ${num(batch.seqMainNsPerFrame / inlineUp.nsPerFrame, 2)}x`,
+      'batches only',
+    ]);
+  const vad = off.inline.find((r) => r.name.includes('as shipped'));
+  const vadFix = off.inline.find((r) => r.name.includes('flushed'));
+  if (vad && vadFix) summary.push(['DSP', 'VAD on silence after speech (ns/frame)', num(vad.nsPerFrame), `state flushed ${num(vadFix.nsPerFrame)}`, `${num(vad.nsPerFrame / vadFix.nsPerFrame, 1)}x`, '~1x (no denormal slowdown)']);
+}
+
+// ---------------------------------------------------------------- engine + turn latency
+const ramps: EngineRamp[] = [];
+if (want('engine')) {
+  const quick: Partial<EngineBenchOptions> = { windowSec: 6, warmupSec: 3, idleSec: 1.5, stopAfter: 1, baseline: 'top' };
+  for (const [driver, calls] of [
+    ['twilio-lite', [100, 400, 1000]],
+    ['browser', [100, 400]],
+  ] as Array<[DriverKind, number[]]>) {
+    log(`[${elapsed()}] engine ${driver}`);
+    const r = await runEngineBench({ ...quick, drivers: [driver], calls }, log);
+    ramps.push(...r.ramps);
+    sections.push(...r.sections);
+  }
+  for (const ramp of ramps) {
+    const top = ramp.steps[ramp.steps.length - 1];
+    const best = ramp.steps.filter((s) => s.realTime).pop();
+    const bare = ramp.bare[0];
+    summary.push([
+      'Engine',
+      `${ramp.driver}: largest real-time N (p99 lateness < 10 ms, no drops)`,
+      String(ramp.maxRealTime || 'none'),
+      bare ? `bare uWS at N=${bare.calls}: p99 ${num(bare.lateSlot.p99, 1)} ms, cpu ${num(bare.active.engine.cpuPct)} %` : '-',
+      top && bare ? `cpu x${num(top.active.engine.cpuPct / bare.active.engine.cpuPct, 1)} at N=${top.calls}` : '-',
+      ramp.driver === 'browser' ? '-' : '>= 1,000',
+    ]);
+    if (best) {
+      summary.push(['Engine', `${ramp.driver}: CPU per call at N=${best.calls} (% of a core)`, num(best.active.cpuPctPerCall, 3), bare ? `bare ${num(bare.active.cpuPctPerCall, 3)}` : '-', bare ? `x${num(best.active.cpuPctPerCall / bare.active.cpuPctPerCall, 1)}` : '-', '-']);
+      summary.push(['Engine', `${ramp.driver}: memory per idle call (KiB rss / heap+ext)`, `${num(best.idle.rssPerCallKiB)} / ${num(best.idle.heapPerCallKiB + best.idle.externalPerCallKiB)}`, bare ? `bare rss ${num(bare.idle.rssPerCallKiB)}` : '-', '-', '<= 256 KB']);
+    }
+  }
+}
+if (want('turns') || want('engine')) {
+  for (const driver of ['twilio-lite', 'browser'] as DriverKind[]) {
+    log(`[${elapsed()}] turns ${driver} N=1`);
+    const one = await runEngineStep(
+      {
+        calls: 1,
+        driver,
+        jitterMs: 20,
+        lossProb: 0,
+        connectPerSec: 200,
+        idleSec: 0.5,
+        warmupSec: 1,
+        windowSec: 18,
+        bargeEvery: 2,
+        seed: 3,
+        providers: { llmTtftMs: 0, llmTokensPerSecond: 0, ttsTtfbMs: 0, asrLatencyMs: 0, providerMode: 'sim-net', vadDenormalFix: false },
+      },
+      log,
+    );
+    const ramp = ramps.find((r) => r.driver === driver);
+    const rows: StepResult[] = [one];
+    const at100 = ramp?.steps.find((s) => s.calls === 100);
+    if (at100) rows.push(at100);
+    const max = ramp?.steps.filter((s) => s.realTime && s.calls > 100).pop() ?? ramp?.steps.filter((s) => s.calls > 100)[0];
+    if (max) rows.push(max);
+    sections.push(turnsSection({ ...TURNS_DEFAULTS, windowSec: 6, windowOneSec: 18 }, driver, rows));
+    const fmt = (s: StepResult) => `N=${s.calls}: ${num(s.turnOverhead.p50)} / ${num(s.turnOverhead.p99)}`;
+    summary.push(['Turns', `${driver}: internal_overhead_ms p50 / p99`, rows.map(fmt).join('; '), 'N=1 row', '-', 'p50 <= 5, p99 <= 15']);
+    const barge = rows.filter((s) => s.bargeToClear.count > 0);
+    if (barge.length)
+      summary.push([
+        'Turns',
+        `${driver}: barge-in confirming frame -> clear p99, from its socket arrival p99, -> last agent frame max (ms)`,
+        barge.map((s) => `N=${s.calls}: ${num(s.bargeToClear.p99, 1)}, ${num(s.bargeArrivalToClear.p99, 1)}, ${num(s.bargeToLastFrame.max, 1)}`).join('; '),
+        '-',
+        '-',
+        '<= 20 ms',
+      ]);
+    if (driver === 'browser') summary.push(['Turns', 'browser: connect -> pipeline_ready p50 / p99 (ms)', rows.map((s) => `N=${s.calls}: ${num(s.pipelineReady.p50, 1)} / ${num(s.pipelineReady.p99, 1)}`).join('; '), '-', '-', '-']);
+  }
+}
+
+// ---------------------------------------------------------------- control plane
+if (want('rest')) {
+  log(`[${elapsed()}] rest`);
+  const r = await runRestBench({ durationSec: 4, rounds: 1 }, log);
+  sections.push(r.section);
+  for (const row of r.rows as RestRow[]) {
+    if (!row.api || !row.raw) {
+      summary.push(['REST', row.endpoint.name, `not available (HTTP ${row.endpoint.status})`, '-', '-', '-']);
+      continue;
+    }
+    const isRead = row.endpoint.method === 'GET';
+    summary.push(['REST', `${row.endpoint.name} (req/s, p99 ms)`, `${num(row.api.rps)}, ${num(row.api.p99)}`, `raw ${num(row.raw.rps)}, ${num(row.raw.p99)}`, `${num((100 * row.api.rps) / row.raw.rps, 1)} %`, isRead ? '>= 50 % of raw' : '-']);
+  }
+}
+if (want('grpc')) {
+  log(`[${elapsed()}] grpc`);
+  const r = await runGrpcBench({ durationSec: 3 }, log);
+  sections.push(r.section);
+  const live = new Map((r.rows as GrpcRow[]).filter((x) => x.method.startsWith('Health')).map((x) => [x.concurrency, x]));
+  for (const row of r.rows as GrpcRow[]) {
+    if (row.method.startsWith('Health')) continue;
+    const b = live.get(row.concurrency);
+    summary.push([
+      'gRPC',
+      `${row.method} x${row.concurrency} (calls/s, p99 ms)`,
+      `${num(row.g.callsPerSec)}, ${num(row.g.p99, 1)}`,
+      `${b ? `Live ${num(b.g.callsPerSec)}; ` : ''}connect ${num(row.c.callsPerSec)}`,
+      `${num(row.g.callsPerSec / row.c.callsPerSec, 2)}x connect`,
+      row.concurrency === 32 ? '>= 10,000' : '-',
+    ]);
+  }
+}
+if (want('routing')) {
+  log(`[${elapsed()}] routing`);
+  const r = await runRoutingBench({ durationSec: 6, concurrency: 16 }, log);
+  sections.push(r.section);
+  summary.push(['Routing', 'start + claim + pipeline_ready, 2 nodes (sessions/s, p99 ms)', `${num(r.result.perSec)}, ${num(r.result.total.p99)}`, `registry only ${num(r.registryPerSec)}/s`, `${num(r.result.perSec / r.registryPerSec, 3)}x`, '-']);
+}
+
+const summarySection: Section = {
+  title: 'npm run bench: quick pass, summary against the goals',
+  settings: {
+    duration: elapsed(),
+    note: 'quick settings (short windows); run each bench alone for longer windows and more steps (docs/benchmarks.md)',
+    baseline: 'each row\'s baseline was measured in this same run',
+  },
+  blocks: [table(['area', 'metric', 'measured', 'baseline (same run)', 'ratio', 'goal'], summary, 6)],
+};
+console.log('\n' + renderSection(summarySection) + '\n');
+for (const s of sections) console.log(renderSection(s) + '\n');
+if (!values['no-append']) appendResults('npm run bench (quick pass)', [summarySection, ...sections], { command: commandLine() });
