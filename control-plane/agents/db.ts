@@ -25,3 +25,15 @@ function cancelQuietly(query: { cancel(): unknown }): void {
     // cancelling a query that already finished
   }
 }
+
+/** RFC 3339 UTC with milliseconds; "" for null. Accepts Date or the text form of json_agg rows. */
+export function iso(d: Date | string | null | undefined): string {
+  if (d === null || d === undefined) return '';
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}
+
+/** Postgres unique_violation (23505), optionally on a named constraint/index. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string } | undefined;
+  return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
+}
