@@ -7,6 +7,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { DescService } from '@bufbuild/protobuf';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
@@ -85,6 +86,8 @@ export function redactPath(path: string): string {
 
 export async function startControlPlaneServer(opts: ControlPlaneServerOptions & { port: number; host?: string }): Promise<RunningServer> {
   const shutdown = new AbortController();
+  // Every in-flight request links its signal to this one: the listener count is the concurrency.
+  setMaxListeners(0, shutdown.signal);
   const handler = createControlPlaneHandler(opts, shutdown.signal);
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
   const h2 = http2.createServer({}, handler as never);
