@@ -1,5 +1,6 @@
 /** Request checks shared by the account services: every failure names its field (400 INVALID_REQUEST). */
 import { invalid, notFound } from '../../shared/errors.js';
+import { pageMeta, pageOf, type Page } from '../http/pagination.js';
 import { isUuid } from '../../shared/ids.js';
 
 /** Lists: `limit` default 20, max 200; `offset` >= 0 (API conventions). Out of range: 400. */
@@ -46,21 +47,11 @@ export function pathId(what: string, value: string | undefined): string {
   return value.toLowerCase();
 }
 
-export interface Page {
-  limit: number;
-  offset: number;
-}
+export type { Page };
+export { pageMeta };
 
 export function page(req: { limit?: number; offset?: number }): Page {
-  const limit = req.limit ?? DEFAULT_LIMIT;
-  const offset = req.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be between 1 and ${MAX_LIMIT}`);
-  if (!Number.isInteger(offset) || offset < 0) throw invalid('offset', 'must be 0 or more');
-  return { limit, offset };
-}
-
-export function pageMeta(p: Page, total: number) {
-  return { page: Math.floor(p.offset / p.limit) + 1, perPage: p.limit, total, totalPages: Math.ceil(total / p.limit) };
+  return pageOf(req);
 }
 
 export function iso(d: Date | string | null | undefined): string {

@@ -4,6 +4,10 @@
  */
 import type { Sql } from '../db/client.js';
 import type { ConversationStatus, Page } from './validate.js';
+import type { MessageRow, ToolCallRow } from '../../media-engine/records/rows.js';
+
+// One definition of the message and tool-call rows: the engine's writer produces them.
+export type { MessageRow, ToolCallRow };
 
 export interface ConversationRow {
   id: string;
@@ -39,45 +43,6 @@ export interface ListRow extends ConversationRow {
   g_all_ended: boolean | null;
 }
 
-export interface MessageRow {
-  id: string;
-  conversation_id: string;
-  turn_number: number;
-  role: 'user' | 'assistant';
-  content: string;
-  tool_calls: Array<{ id: string; name: string }>;
-  tool_call_id: string | null;
-  reasoning_content: string | null;
-  audio_path: string | null;
-  asr_provider: string | null;
-  asr_model: string | null;
-  asr_latency_ms: number | null;
-  asr_confidence: number | null;
-  llm_provider: string | null;
-  llm_model: string | null;
-  llm_latency_ms: number | null;
-  tokens_input: number | null;
-  tokens_output: number | null;
-  tts_provider: string | null;
-  tts_latency_ms: number | null;
-  total_latency_ms: number | null;
-  internal_overhead_ms: number | null;
-  metadata: Record<string, unknown>;
-  created_at: Date;
-}
-
-export interface ToolCallRow {
-  id: string;
-  message_id: string;
-  conversation_id: string;
-  tool_name: string;
-  tool_input: unknown;
-  tool_output: unknown;
-  status: string;
-  latency_ms: number;
-  error_message: string | null;
-  created_at: Date;
-}
 
 export interface ListFilter {
   ws: string[];

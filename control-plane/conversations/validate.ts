@@ -1,5 +1,6 @@
 /** Request checks of the conversations domain: every failure names its field (400 INVALID_REQUEST). */
 import { invalid, notFound } from '../../shared/errors.js';
+import { pageMeta, pageOf, type Page } from '../http/pagination.js';
 import { isUuid } from '../../shared/ids.js';
 
 /** List `limit`: default 20, 1..500 (spec: "limit (default 20, max 500)"). */
@@ -13,22 +14,11 @@ export type ConversationStatus = (typeof STATUSES)[number];
 export const ROLES = ['user', 'assistant'] as const;
 export const SEGMENT_KINDS = ['ai', 'human'] as const;
 
-export interface Page {
-  limit: number;
-  offset: number;
-}
+export type { Page };
+export { pageMeta };
 
-/** `limit` 0 or above 500 and a negative `offset` are 400 (documented in docs/conversations.md). */
 export function page(req: { limit?: number; offset?: number }): Page {
-  const limit = req.limit ?? DEFAULT_LIMIT;
-  const offset = req.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be between 1 and ${MAX_LIMIT}`);
-  if (!Number.isInteger(offset) || offset < 0) throw invalid('offset', 'must be 0 or more');
-  return { limit, offset };
-}
-
-export function pageMeta(p: Page, total: number) {
-  return { page: Math.floor(p.offset / p.limit) + 1, perPage: p.limit, total, totalPages: Math.ceil(total / p.limit) };
+  return pageOf(req, MAX_LIMIT, DEFAULT_LIMIT);
 }
 
 /** Path ids: anything that is not a UUID cannot exist, so it is a 404 (never a cast error). */

@@ -9,7 +9,7 @@ import { requireAgentScope, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { listProviderRows } from '../agent-providers/store.js';
 import { listKbRows } from '../knowledge/store.js';
-import { pageMeta, pageOf } from '../pagination.js';
+import { pageMeta, pageOf } from '../../http/pagination.js';
 import { requireE164 } from '../telephony/phone.js';
 import { getTelephonyRow, telephonyByNumber } from '../telephony/store.js';
 import type { AgentFields } from '../types.js';

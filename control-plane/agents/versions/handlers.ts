@@ -5,7 +5,7 @@ import { notFound } from '../../../shared/errors.js';
 import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { iso } from '../db.js';
-import { pageMeta, pageOf } from '../pagination.js';
+import { pageMeta, pageOf } from '../../http/pagination.js';
 import { PROVIDER_TYPES } from '../types.js';
 import { ownerFallbacks } from '../../providers/resolve.js';
 import { listVersionRows, publishDraft, rollbackTo } from './store.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageMeta, pageOf } from '../../../control-plane/agents/pagination.js';
+import { pageMeta, pageOf } from '../../../control-plane/http/pagination.js';
 import { AppError } from '../../../shared/errors.js';
 
 describe('pageOf', () => {

@@ -1,6 +1,7 @@
 /**
- * `limit` + `offset` in, `meta` out (API conventions): limit 1..200 (default 20), offset >= 0.
- * Out-of-range values are 400 naming the field, never silently clamped.
+ * `limit` + `offset` in, `meta` out (API conventions): limit 1..max (default 20, max 200 unless a
+ * route says otherwise, e.g. conversations 500), offset >= 0. Out-of-range values are 400 naming
+ * the field, never silently clamped. One implementation for every list route.
  */
 import { invalid } from '../../shared/errors.js';
 
@@ -20,10 +21,10 @@ export interface PageMetaInit {
   totalPages: number;
 }
 
-export function pageOf(req: { limit?: number; offset?: number }): Page {
-  const limit = req.limit ?? DEFAULT_LIMIT;
+export function pageOf(req: { limit?: number; offset?: number }, maxLimit = MAX_LIMIT, defaultLimit = DEFAULT_LIMIT): Page {
+  const limit = req.limit ?? defaultLimit;
   const offset = req.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be between 1 and ${MAX_LIMIT}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > maxLimit) throw invalid('limit', `must be between 1 and ${maxLimit}`);
   if (!Number.isInteger(offset) || offset < 0) throw invalid('offset', 'must be 0 or more');
   return { limit, offset };
 }
