@@ -244,7 +244,8 @@ export interface LiveTelephony extends Omit<SnapshotTelephony, 'carrier_auth_tok
   carrier_auth_token: string;
 }
 
-export interface LiveAgentConfig {
+/** Agent fields as published; `metadata` carries the answering-machine keys (`amd_enabled`, ...) unparsed. */
+export interface LiveAgentConfig extends AgentFields {
   agent_id: string;
   workspace_id: string;
   /** The agent's creator (owner of its user-level provider configurations). */
@@ -252,22 +253,6 @@ export interface LiveAgentConfig {
   version_number: number;
   /** RFC 3339: when this version was published. */
   published_at: string;
-  name: string;
-  description: string;
-  system_prompt: string;
-  welcome_message: string;
-  language: string;
-  max_turns: number;
-  connection_type: string;
-  interrupt_enabled: boolean;
-  vad_threshold: number;
-  silence_timeout_ms: number;
-  is_active: boolean;
-  allow_human_transfer: boolean;
-  mode: AgentMode;
-  /** Free-form; the answering-machine keys (`amd_enabled`, `amd_policy`, ...) live here unparsed. */
-  metadata: JsonObject;
-  connectors: string[];
   /** null when the published version has no provider of that type (callers raise their own error). */
   providers: Record<ProviderType, LiveProvider | null>;
   /** Active tools only. */
