@@ -28,3 +28,22 @@ export function sessionConfig(overrides: Partial<SessionConfig> = {}): SessionCo
     ...overrides,
   };
 }
+
+/** The weather HTTP tool the end-to-end scenarios call against their local tool server. */
+export function weatherTool(endpointUrl: string): SessionConfig['tools'][number] {
+  return {
+    id: 't1',
+    name: 'get_weather',
+    description: 'weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    endpoint_url: endpointUrl,
+    http_method: 'POST',
+    headers: {},
+    auth_type: 'bearer',
+    auth_token: 'tool-secret-token',
+    request_body: { city: '{{city}}' },
+    response_path: 'forecast.summary',
+    timeout_ms: 2000,
+    retry_count: 0,
+  };
+}

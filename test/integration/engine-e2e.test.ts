@@ -19,7 +19,7 @@ import { createSimTts } from '../../media-engine/providers/tts/sim.js';
 import { parseWav, pcm16FromBytes } from '../../media-engine/audio/wav.js';
 import { captureLogger } from '../helpers/infra.js';
 import { VoiceClient } from '../helpers/voice-client.js';
-import { sessionConfig } from '../helpers/session-config.js';
+import { sessionConfig, weatherTool } from '../helpers/session-config.js';
 
 let node: EngineNode;
 let registry: MemoryRegistry;
@@ -76,23 +76,7 @@ async function startSession(overrides: Partial<SessionConfig> = {}): Promise<str
     welcome_message: 'hi there',
     silence_timeout_ms: 1500,
     idle_max_attempts: 2,
-    tools: [
-      {
-        id: 't1',
-        name: 'get_weather',
-        description: 'weather for a city',
-        parameters: { type: 'object', properties: { city: { type: 'string' } } },
-        endpoint_url: toolUrl,
-        http_method: 'POST',
-        headers: {},
-        auth_type: 'bearer',
-        auth_token: 'tool-secret-token',
-        request_body: { city: '{{city}}' },
-        response_path: 'forecast.summary',
-        timeout_ms: 2000,
-        retry_count: 0,
-      },
-    ],
+    tools: [weatherTool(toolUrl)],
     ...overrides,
   });
   await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });

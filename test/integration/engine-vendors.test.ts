@@ -28,7 +28,7 @@ import { OpenAiFake } from '../fakes/openai.js';
 import type { ScriptRule } from '../fakes/script.js';
 import { MediaStreamCall } from '../carrier-sim/index.js';
 import { captureLogger } from '../helpers/infra.js';
-import { sessionConfig } from '../helpers/session-config.js';
+import { sessionConfig, weatherTool } from '../helpers/session-config.js';
 import { VoiceClient, type ReceivedEvent } from '../helpers/voice-client.js';
 
 // ------------------------------------------------------------------ script and fakes
@@ -142,27 +142,9 @@ async function newStack(): Promise<Stack> {
   return s;
 }
 
-function weatherTool(): SessionConfig['tools'][number] {
-  return {
-    id: 't1',
-    name: 'get_weather',
-    description: 'weather for a city',
-    parameters: { type: 'object', properties: { city: { type: 'string' } } },
-    endpoint_url: toolUrl,
-    http_method: 'POST',
-    headers: {},
-    auth_type: 'bearer',
-    auth_token: 'tool-secret-token',
-    request_body: { city: '{{city}}' },
-    response_path: 'forecast.summary',
-    timeout_ms: 2000,
-    retry_count: 0,
-  };
-}
-
 /** Stores a session for the node (as the control plane would) and connects a caller to it. */
 async function call(providers: SessionConfig['providers'], overrides: Partial<SessionConfig> = {}): Promise<{ c: VoiceClient; sessionId: string }> {
-  const cfg = sessionConfig({ providers, silence_timeout_ms: 60_000, tools: [weatherTool()], ...overrides });
+  const cfg = sessionConfig({ providers, silence_timeout_ms: 60_000, tools: [weatherTool(toolUrl)], ...overrides });
   await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
   const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}?profile=browser_headset`);
   clients.push(c);
