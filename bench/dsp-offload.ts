@@ -2,9 +2,9 @@
  * What bench/dsp.ts does not cover: Opus encode per frame, inline vs piscina (one frame and
  * batches), and the per-frame costs the engine capacity profile points at (VAD on silence with its
  * denormal tail, the sim ASR decoder, browser frame re-framing). Decides what stays on the actor's
- * thread (DESIGN.md section 6).
+ * thread.
  *
- *   npm run build && node dist/bench/dsp-offload.js [--frames 3000] [--jobs 200] [--threads 1] [--no-append]
+ *   npm run build:bench && node dist-bench/bench/dsp-offload.js [--frames 3000] [--jobs 200] [--threads 1] [--no-append]
  *
  * Run alone it also runs bench/dsp.ts's table first (runDspBench) and records both.
  *
@@ -23,8 +23,9 @@ import { Piscina } from 'piscina';
 import { mulawDecode, mulawEncode } from '../media-engine/audio/g711.js';
 import { Resampler } from '../media-engine/audio/resampler.js';
 import { Vad } from '../media-engine/audio/vad.js';
+import { realClock } from '../shared/clock.js';
 import { BrowserTransport } from '../media-engine/transports/browser.js';
-import { encodeText, SimDecoder } from '../media-engine/providers/sim/codec.js';
+import { encodeText, SimDecoder } from '../shared/providers/sim/codec.js';
 import { encodePackedBatch, packPcmBatch } from '../media-engine/workers/ogg-opus.js';
 import { appendResults, commandLine, num, renderSection, table, type Section } from './lib/report.js';
 import { median } from './lib/stats.js';
@@ -141,7 +142,7 @@ function inlineRows(frames: number): InlineRow[] {
   const dec8 = new SimDecoder(8000);
   const s8 = new Int16Array(160);
   rows.push({ name: 'sim ASR decoder, 8 kHz frame', nsPerFrame: cpuNs(() => (dec8.push(s8), dec8.takeEvents()), frames), note: 'same' });
-  const transport = new BrowserTransport({ send: () => 1, getBufferedAmount: () => 0, end() {} }, { now: () => 0 } as never);
+  const transport = new BrowserTransport({ send: () => 1, getBufferedAmount: () => 0, end() {} }, realClock);
   const msg = new ArrayBuffer(640);
   rows.push({ name: 'browser re-framing of a 640 B message', nsPerFrame: cpuNs(() => transport.receive(msg, () => {}), frames), note: 'per-sample loop in BrowserTransport.receive' });
   return rows;

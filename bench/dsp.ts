@@ -1,9 +1,9 @@
 /**
  * Per-frame cost of the media engine's own DSP (media-engine/audio): one row per pipeline step
  * a call runs every 20 ms. Decides whether a step stays on the actor's thread or goes to a worker
- * (DESIGN.md section 6): anything that costs a few microseconds per frame stays inline.
+ *: anything that costs a few microseconds per frame stays inline.
  *
- *   npm run build && node dist/bench/dsp.js [--runs 7] [--frames 5000] [--warmup 2000]
+ *   npm run build:bench && node dist-bench/bench/dsp.js [--runs 7] [--frames 5000] [--warmup 2000]
  *
  * Each run times `frames` consecutive frames through one long-lived instance (as a call would),
  * after `warmup` frames to let V8 optimise; the table shows the median run, the spread, and how
@@ -92,6 +92,16 @@ function buildCases(): Case[] {
   const tts8k = new Resampler(24000, 8000);
   const tts16k = new Resampler(24000, 16000);
   const vad = new Vad({ sampleRateHz: 16000 });
+  const vad8k = new Vad({ sampleRateHz: 8000 });
+  const pcm8kFrames = frames(pcm8k, 8000);
+  // Carrier inbound, before (decode, 8k->16k, VAD at 16 kHz) and now (decode, VAD at 8 kHz).
+  const upIn = new Resampler(8000, 16000);
+  const vadIn16 = new Vad({ sampleRateHz: 16000 });
+  const vadIn8 = new Vad({ sampleRateHz: 8000 });
+  const decodedIn = new Int16Array(160);
+  // Digital silence right after speech: the VAD's high-pass state decays towards subnormals.
+  const vadSilence = new Vad({ sampleRateHz: 16000 });
+  const silence16k = new Int16Array(320);
   const jb = new JitterBuffer({ frameMs: 20, minDepthMs: 20, maxDepthMs: 120, frameBytes: 160 });
   let seq = 0;
 
@@ -114,6 +124,29 @@ function buildCases(): Case[] {
     { name: 'TTS 24k->8k', step: (i) => tts8k.process(pcm24kFrames[i % pcm24kFrames.length]!)[80]! },
     { name: 'TTS 24k->16k', step: (i) => tts16k.process(pcm24kFrames[i % pcm24kFrames.length]!)[80]! },
     { name: 'VAD 16k frame', step: (i) => vad.process(pcm16kFrames[i % pcm16kFrames.length]!).energyDb },
+    { name: 'VAD 8k frame', step: (i) => vad8k.process(pcm8kFrames[i % pcm8kFrames.length]!).energyDb },
+    {
+      name: 'VAD 16k, silence after speech',
+      step: (i) => {
+        // One second of speech, then 4 s of digital silence, repeated: 80 % of frames are silence.
+        const k = i % 250;
+        return vadSilence.process(k < 50 ? pcm16kFrames[k]! : silence16k).energyDb;
+      },
+    },
+    {
+      name: 'carrier in: decode + 8k->16k + VAD 16k (before)',
+      step: (i) => {
+        mulawDecode(mulawFrames[i % mulawFrames.length]!, decodedIn);
+        return vadIn16.process(upIn.process(decodedIn)).energyDb;
+      },
+    },
+    {
+      name: 'carrier in: decode + VAD 8k (native rate)',
+      step: (i) => {
+        mulawDecode(mulawFrames[i % mulawFrames.length]!, decodedIn);
+        return vadIn8.process(decodedIn).energyDb;
+      },
+    },
     {
       name: 'jitter buffer push + pop',
       step: (i) => {
@@ -176,7 +209,7 @@ export function formatDspTable(rows: Row[], opts: DspBenchOptions = {}): string 
     `DSP per 20 ms frame (media-engine/audio)`,
     `node ${process.version}, ${cpus()[0]?.model ?? 'unknown cpu'} x${cpus().length}, load average ${loadavg()[0]!.toFixed(1)}`,
     `runs ${rows[0]?.runs ?? opts.runs}, frames/run ${rows[0]?.framesPerRun ?? opts.framesPerRun}, warmup ${opts.warmupFrames ?? 2000} frames; median run shown`,
-    `resampler: Kaiser polyphase, 32 taps at the lower rate; VAD 16 kHz; jitter buffer 20/120 ms, 160 B frames`,
+    `resampler: Kaiser polyphase (media-engine/audio/resampler.ts defaults); jitter buffer 20/120 ms, 160 B frames`,
   ];
   const header = ['step', 'cpu ns/frame', 'min..max', 'wall ns/frame', 'ops/s', 'calls/core'];
   const body = rows.map((r) => [

@@ -3,7 +3,7 @@
  * for each caller kind. The engine (bench/engine/host.ts) and the callers (bench/engine/loadgen.ts)
  * run in separate processes; this script drives them and prints the tables.
  *
- *   npm run build && node dist/bench/engine.js [--drivers twilio-lite,browser]
+ *   npm run build:bench && node dist-bench/bench/engine.js [--drivers twilio-lite,browser]
  *     [--calls 100,200,400,600,800,1000] [--window 15] [--warmup 5] [--idle 2] [--connect-rate 200]
  *     [--barge-every 3] [--jitter 20] [--loss 0] [--stop-after 2] [--baseline all|top|none]
  *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--engine-flags=--trace-gc] [--no-append]

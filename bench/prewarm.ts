@@ -7,7 +7,7 @@
  *
  * Per delay, three modes, interleaved run by run:
  * - `cold`: the caller connects; the node opens the vendor sockets then;
- * - `prewarm`: the `prewarm` command (`registry.sendCommand(nodeId, {kind:'prewarm', sessionId})`
+ * - `prewarm`: the `prewarm` command (`registry.commands.sendCommand(nodeId, {kind:'prewarm', sessionId})`
  *   after `registry.putSession`) completes, then the caller connects;
  * - `prewarm-racing`: the command is sent and the caller connects at once, as happens when the
  *   control plane answers the session start without waiting for the prewarm (it does not wait):
@@ -20,7 +20,7 @@
  * - speech call (no welcome; the caller says `--phrase` from the first frame): the `transcription`.
  * It also counts vendor connections per call (1 = the warm socket was adopted).
  *
- *   npm run build && node dist/bench/prewarm.js [--runs 8] [--delays 0,150] [--phrase "hello there"] [--client-gap 50]
+ *   npm run build:bench && node dist-bench/bench/prewarm.js [--runs 8] [--delays 0,150] [--phrase "hello there"] [--client-gap 50]
  *
  * No hook in the engine: the "audio reaches the ASR vendor" time is taken by a Deepgram fake
  * subclass that stamps the first binary frame of each connection.
@@ -34,7 +34,7 @@ import { createLogger } from '../shared/logger.js';
 import { MemoryRegistry } from '../shared/registry/index.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import { startEngineNode, type EngineNode } from '../media-engine/node.js';
-import { encodeText } from '../media-engine/providers/sim/codec.js';
+import { encodeText } from '../shared/providers/sim/codec.js';
 import { CartesiaFake } from '../test/fakes/cartesia.js';
 import { DeepgramFake } from '../test/fakes/deepgram.js';
 import { OpenAiFake } from '../test/fakes/openai.js';
@@ -87,7 +87,7 @@ export async function runPrewarmBench(opts: Partial<PrewarmBenchOptions> = {}, l
   const o: PrewarmBenchOptions = { ...PREWARM_DEFAULTS, ...opts };
   const registry = new MemoryRegistry();
   const node = await startEngineNode({
-    config: loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 20, maxSockets: 50 }),
+    config: loadConfig({ OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8' }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 20, maxSockets: 50 }),
     logger: createLogger({ level: 'error' }),
     clock: realClock,
     registry,
@@ -146,11 +146,11 @@ async function oneRun(
   let prewarmCommandMs = 0;
 
   const open = async (cfg: SessionConfig): Promise<{ c: VoiceClient; t0: number; warming: Promise<unknown> }> => {
-    await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+    await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
     let warming: Promise<unknown> = Promise.resolve();
     if (mode !== 'cold') {
       const t = performance.now();
-      warming = registry.sendCommand(node.nodeId, { kind: 'prewarm', sessionId: cfg.session_id }, 5000).then((r) => {
+      warming = registry.commands.sendCommand(node.nodeId, { kind: 'prewarm', sessionId: cfg.session_id }, 5000).then((r) => {
         prewarmCommandMs = performance.now() - t;
         if ((r as { status?: string }).status !== 'warm') throw new Error(`prewarm bench: prewarm answered ${JSON.stringify(r)}`);
       });

@@ -3,11 +3,13 @@
  * same bytes in the same run (bench/http/server-host.ts). The control plane runs in a child
  * process with real Postgres and Redis; autocannon runs here.
  *
- *   npm run build && node dist/bench/rest.js [--connections 32] [--duration 8] [--rounds 2]
+ *   npm run build:bench && node dist-bench/bench/rest.js [--connections 32] [--duration 8] [--rounds 2]
  *     [--log-level info] [--only agents] [--profile] [--no-append]
  *
- * Per endpoint: req/s, latency p50/p99 for the API and for the raw baseline, and API/raw. Rounds
- * alternate raw and API so slow drift on a shared machine hits both; the mean is shown.
+ * Per endpoint: req/s, latency p50/p99 for the API and for the raw baseline, and API/raw. For the
+ * two conversations routes, also the Fastify + postgres.js peer (bench/http/fastify-peer.ts) and
+ * API/peer against issue 13's goal (>= 90 %, API p99 < 20 ms). Rounds alternate raw, peer and API
+ * so slow drift on a shared machine hits all of them; the mean is shown.
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -50,6 +52,19 @@ export interface RestRow {
   endpoint: Endpoint;
   api?: RestMeasure;
   raw?: RestMeasure;
+  /** The Fastify + postgres.js peer (conversations routes). */
+  peer?: RestMeasure;
+}
+
+/** Issue 13: the conversations routes against the Fastify peer. */
+export const PEER_GOAL_PCT = 90;
+export const PEER_P99_GOAL_MS = 20;
+
+/** `met`, or what missed: the throughput ratio and/or the API's p99. */
+export function peerVerdict(api: RestMeasure, peer: RestMeasure): string {
+  const pct = (100 * api.rps) / peer.rps;
+  const misses = [...(pct >= PEER_GOAL_PCT ? [] : [`${pct.toFixed(0)} % < ${PEER_GOAL_PCT} %`]), ...(api.p99 < PEER_P99_GOAL_MS ? [] : [`p99 ${api.p99.toFixed(1)} ms >= ${PEER_P99_GOAL_MS}`])];
+  return misses.length ? `missed (${misses.join(', ')})` : 'met';
 }
 
 function mean(ms: RestMeasure[]): RestMeasure {
@@ -74,7 +89,8 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
         continue;
       }
       const run = async (port: number): Promise<RestMeasure> => {
-        const scans0 = port === info.port ? await server.call<number>('dbScans') : 0;
+        const counted = port !== info.rawPort;
+        const scans0 = counted ? await server.call<number>('dbScans') : 0;
         await server.call('resetWindow');
         const r = await autocannon({
           url: `http://127.0.0.1:${port}${ep.path}`,
@@ -86,7 +102,7 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
         });
         const s = await server.call<WindowStats>('snapshot');
         let scansPerReq = 0;
-        if (port === info.port) {
+        if (counted) {
           await new Promise((res) => setTimeout(res, 1500));
           scansPerReq = ((await server.call<number>('dbScans')) - scans0) / Math.max(1, r['2xx']);
         }
@@ -94,13 +110,18 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
       };
       const raws: RestMeasure[] = [];
       const apis: RestMeasure[] = [];
+      const peers: RestMeasure[] = [];
+      const withPeer = ep.peer !== undefined && ep.peer.status >= 200 && ep.peer.status < 300;
+      if (ep.peer && !withPeer) log(`rest: ${ep.name}: the Fastify peer answered ${ep.peer.status}: peer skipped`);
       for (let i = 0; i < o.rounds; i++) {
-        log(`rest: ${ep.name} round ${i + 1}: raw, api`);
+        log(`rest: ${ep.name} round ${i + 1}: raw, ${withPeer ? 'peer, ' : ''}api`);
         raws.push(await run(info.rawPort));
+        if (withPeer) peers.push(await run(info.peerPort));
         apis.push(await run(info.port));
       }
       row.raw = mean(raws);
       row.api = mean(apis);
+      if (withPeer) row.peer = mean(peers);
     }
     const unhandled = await server.call<Record<string, number>>('unhandledRejections');
     return { section: restSection(o, rows, unhandled), rows };
@@ -110,15 +131,18 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
 }
 
 function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<string, number>): Section {
+  const peerRows = rows.filter((r) => r.api && r.raw && r.peer && r.endpoint.peer);
   return {
     title: 'Control plane REST (autocannon, HTTP/1.1 keep-alive)',
     settings: {
-      load: `${o.connections} connections, ${o.durationSec} s per measurement, ${o.rounds} rounds alternating raw/API (mean shown)`,
+      load: `${o.connections} connections, ${o.durationSec} s per measurement, ${o.rounds} rounds alternating raw/peer/API (mean shown)`,
       server: `startControlPlane in a child process, real Postgres (own schema) and Redis (own prefix), log level ${o.logLevel} to /dev/null`,
       auth: 'Bearer access token (JWT) of a verified user; the agent and conversation belong to their workspace',
       baseline: 'raw node:http server in the same child process replaying the exact status, headers and bytes of each route (same run)',
       'srv cpu': 'server process CPU (% of one core) during the measurement; autocannon shares the machine',
-      'tbl scans/req': 'seq + index scans in the bench schema per completed request (pg_stat_user_tables): a proxy for SQL queries per request',
+      'tbl scans/req': 'seq + index scans in the bench schema per completed request (pg_stat_user_tables): a proxy for SQL queries per request; Postgres may publish a backend\'s counters up to 10 s late, so adjacent peer/API windows can trade a few (both issue 27 per list request when measured apart)',
+      peer: 'conversations routes only: Fastify 5 + postgres.js in the same child, same schema and SQL, same response JSON; bearer verified (jose) and its session/workspaces read once per token, kept 4 s; no cross-replica invalidation, API keys or scopes (bench/http/fastify-peer.ts)',
+      data: 'the workspace holds 25 conversations (a full page of 20, total 25); messages are inserted into the first',
     },
     blocks: [
       table(
@@ -126,12 +150,21 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
         rows.map((r) =>
           r.api && r.raw
             ? [r.endpoint.name, r.endpoint.bytes, num(r.api.rps), num(r.api.p50, 1), num(r.api.p99, 1), num(r.api.serverCpuPct), num(r.api.scansPerReq, 1), num(r.raw.rps), num(r.raw.p50, 1), num(r.raw.p99, 1), `${num((100 * r.api.rps) / r.raw.rps)} %`, num(r.api.errors), num(r.api.non2xx)]
-            : [r.endpoint.name, r.endpoint.bytes, `not available (HTTP ${r.endpoint.status})`],
+            : [r.endpoint.name, r.endpoint.bytes, r.endpoint.available ? 'not measured (--only)' : `not available (HTTP ${r.endpoint.status})`],
         ),
       ),
+      ...(peerRows.length
+        ? [
+            table(
+              ['endpoint (vs Fastify peer)', 'peer bytes', 'same body', 'api req/s', 'api p99 ms', 'peer req/s', 'peer p50 ms', 'peer p99 ms', 'peer srv cpu %', 'peer scans/req', 'api/peer', 'api/raw', 'peer errors', 'peer non-2xx', 'verdict'],
+              peerRows.map((r) => [r.endpoint.name, r.endpoint.peer!.bytes, r.endpoint.peer!.sameBody ? 'yes' : 'NO', num(r.api!.rps), num(r.api!.p99, 1), num(r.peer!.rps), num(r.peer!.p50, 1), num(r.peer!.p99, 1), num(r.peer!.serverCpuPct), num(r.peer!.scansPerReq, 1), `${num((100 * r.api!.rps) / r.peer!.rps)} %`, `${num((100 * r.api!.rps) / r.raw!.rps)} %`, num(r.peer!.errors), num(r.peer!.non2xx), peerVerdict(r.api!, r.peer!)]),
+            ),
+          ]
+        : []),
     ],
     notes: [
       'Goal: REST reads >= 50 % of the raw baseline\'s throughput (api/raw column).',
+      ...(peerRows.length ? [`Goal (issue 13): the conversations routes >= ${PEER_GOAL_PCT} % of the Fastify + postgres.js peer (api/peer) with the API's p99 < ${PEER_P99_GOAL_MS} ms at that throughput. "same body": the peer's JSON equals ours apart from timestamp (and a created message's id, created_at).`] : []),
       ...Object.entries(unhandled).map(([k, n]) => `Server: ${n} unhandled promise rejection(s) "${k}" (would have crashed the process; counted by the bench host).`),
     ],
   };

@@ -4,7 +4,7 @@
  * and claim on the engine node the socket reaches (atomic Redis claim at WebSocket upgrade), up to
  * `pipeline_ready`, with 2 engine nodes on one Redis prefix, each in its own process.
  *
- *   npm run build && node dist/bench/routing.js [--concurrency 16] [--duration 10] [--profile] [--no-append]
+ *   npm run build:bench && node dist-bench/bench/routing.js [--concurrency 16] [--duration 10] [--profile] [--no-append]
  *
  * Same-run baseline: the registry alone (putSession + claimSession on a RedisRegistry from this
  * process, same concurrency): what start + claim would cost without HTTP, auth, config, sockets.
@@ -119,10 +119,10 @@ async function registryOnly(prefix: string, o: RoutingBenchOptions): Promise<{ p
         while (performance.now() < end) {
           const id = randomBytes(18).toString('base64url');
           const s = performance.now();
-          await reg.putSession({ sessionId: id, agentId: 'a', nodeId: 'n1', config, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
-          await reg.claimSession(id, 'n1', 60_000);
+          await reg.sessions.putSession({ sessionId: id, agentId: 'a', nodeId: 'n1', config, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+          await reg.sessions.claimSession(id, 'n1', 60_000);
           h.record(performance.now() - s);
-          void reg.deleteSession(id);
+          void reg.sessions.deleteSession(id);
         }
       }),
     );

@@ -5,7 +5,7 @@
  * agent frame sent), at 1 call, 100 calls and the largest real-time N. Same machinery as
  * bench/engine.ts (separate engine and load-generator processes); N=1 is the same-run baseline.
  *
- *   npm run build && node dist/bench/turns.js [--drivers twilio-lite,browser] [--calls 1,100,200]
+ *   npm run build:bench && node dist-bench/bench/turns.js [--drivers twilio-lite,browser] [--calls 1,100,200]
  *     [--window 30] [--window-1 60] [--warmup 4] [--providers sim-net|sim] [--no-append]
  */
 import { pathToFileURL } from 'node:url';

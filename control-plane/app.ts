@@ -6,48 +6,153 @@ import { HealthService } from '../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from './health/service.js';
 import { healthRoutes } from './health/routes.js';
 import { startControlPlaneServer, type RunningServer } from './http/server.js';
+import { startGrpcNativeServer } from './http/grpc-native.js';
 import type { ControlPlaneDeps, Domain } from './domain.js';
 import { createAccountsDomain, type AccountsDomain } from './accounts/index.js';
 import { createAgentsDomain, type AgentsDomain } from './agents/index.js';
 import { createVoiceDomain, type VoiceDomain } from './voice/index.js';
 import { createTelephonyDomain, type TelephonyDomain } from './telephony/index.js';
 import { createConversationsDomain, type ConversationsDomain } from './conversations/index.js';
-import type { TranscriptBus } from '../media-engine/records/bus.js';
+import type { TranscriptBus } from '../shared/records/bus.js';
 import { createAnnotator } from './conversations/annotate.js';
 import type { CallEvent } from './telephony/live-calls.js';
+import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
+import { createPostCallRelay, type PostCallRelay } from './post-call/relay.js';
+import { createWebhooksDomain, type WebhooksDomain } from './webhooks/index.js';
+import { startAbandonedSweeper, type AbandonedSweeper } from './post-call/abandoned.js';
+import { createOutboundClient } from '../shared/outbound/index.js';
+import type { Clock } from '../shared/clock.js';
+import { createCampaignsDomain, type CampaignsDomain, type DialerOptions } from './campaigns/index.js';
+import { defaultLlmFactory, type LlmFactory } from './conversations/summary.js';
+import { createAnalysisDomain, type AnalysisDomain } from './analysis/index.js';
+import { createQaDomain, type QaDomain } from './qa/index.js';
+import { createAnalyticsDomain } from './analytics/index.js';
+import { createSystemAnalyticsDomain, type SystemAnalyticsDomain } from './system-analytics/index.js';
+import { createAlertsDomain, type AlertsDomain } from './alerts/index.js';
+import { createControlPlaneMetrics, type ControlPlaneMetrics } from './http/metrics.js';
+import { createBillingDomain, type BillingDomain } from './billing/index.js';
+import { createConnectorsDomain, type ConnectorsDomain } from './connectors/index.js';
 
 export interface ControlPlane {
   server: RunningServer;
   port: number;
+  /** The grpc-js listener's port when GRPC_PORT (or `opts.grpcPort`) turned it on. */
+  grpcPort?: number;
   accounts: AccountsDomain;
   agents: AgentsDomain;
   voice: VoiceDomain;
   telephony: TelephonyDomain;
   conversations: ConversationsDomain;
+  webhooks: WebhooksDomain;
+  campaigns: CampaignsDomain;
+  analysis: AnalysisDomain;
+  qa: QaDomain;
+  /** Latency / usage / tool aggregates and system health (issue 17). */
+  systemAnalytics: SystemAnalyticsDomain;
+  alerts: AlertsDomain;
+  /** Credits and usage metering (BILLING_ENABLED). */
+  billing: BillingDomain;
+  /** Connector catalog and connections (issue 18). */
+  connectors: ConnectorsDomain;
+  /** The durable job queue (control-plane/jobs); every replica works it. */
+  jobs: Jobs;
+  /** Served on `GET /metrics` (docs/observability.md). */
+  metrics: ControlPlaneMetrics;
+  /** Turns ended conversations (outbox rows) into post-call jobs. */
+  postCall: PostCallRelay;
+  /** Closes carrier calls that never recorded an end (status `abandoned` in their event). */
+  abandoned: AbandonedSweeper;
   close(): Promise<void>;
 }
 
 export interface ControlPlaneOptions {
   port?: number;
   host?: string;
+  /** gRPC through @grpc/grpc-js on its own port (0: chosen at listen time). Default config.grpcPort (unset: off). */
+  grpcPort?: number;
   /** Live transcript bus shared with an in-process engine's record writer (single-process mode). */
   bus?: TranscriptBus;
+  /** Job queue tuning (tests poll faster). Default: the queue's defaults. */
+  jobs?: Pick<JobsOptions, 'pollingIntervalSeconds' | 'maintenanceIntervalSeconds' | 'queues'>;
+  /** Post-call outbox sweep period. Default 5 s. */
+  postCallSweepMs?: number;
+  /** Webhook retry jitter source in [0, 1) (tests pin it). Default Math.random. */
+  webhookJitter?: () => number;
+  /**
+   * Campaign dialer tuning, its own clock (tests move calling-window time; default deps.clock) and
+   * the base URL its calls' carrier callbacks use (default: PUBLIC_BASE_URL, or this listener when
+   * the port is chosen at listen time; replicas behind one load balancer share PUBLIC_BASE_URL).
+   */
+  campaigns?: { clock?: Clock; dialer?: DialerOptions; callbackBaseUrl?: string };
+  /** Builds the post-call analysis LLM from an agent's published settings (tests inject failures). Default: the provider registry over the outbound client. */
+  analysisLlmFor?: LlmFactory;
+  /** This process's id in its system health reports. Default `cp-<random>`. */
+  nodeId?: string;
+  /** Builds the QA scoring LLM from an agent's published settings (tests inject failures). Default: as analysis. */
+  qaLlmFor?: LlmFactory;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const jobs = await startJobs({ sql: deps.sql, logger: deps.logger, ...opts.jobs });
+  const metrics = createControlPlaneMetrics({ config: deps.config, logger: deps.logger, jobs });
+  const postCall = await createPostCallRelay({ sql: deps.sql, logger: deps.logger, clock: deps.clock, sweepMs: opts.postCallSweepMs });
   const accounts = await createAccountsDomain(deps);
-  const agents = createAgentsDomain({ ...deps, auth: accounts.auth });
+  // Tenant URLs reached from the control plane (summary LLM base_url, connector vendors) go through the address policy.
+  const outbound = createOutboundClient({ allowCidrs: deps.config.outboundAllowCidrs, clock: deps.clock });
+  // Before agents: connector tools bind the workspace's connections (issue 18).
+  const connectors = createConnectorsDomain({ ...deps, auth: accounts.auth, outbound });
+  const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder });
   const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig });
-  const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus });
+  const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound });
+  // Every conversation that ends (engine, carrier or PUT) gets its summary job.
+  postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));
+  // Every carrier call that ends gets its signed call.completed event (after the analysis hold).
+  const webhooks = await createWebhooksDomain({ ...deps, auth: accounts.auth, jobs, outbound, random: opts.webhookJitter });
+  postCall.on(webhooks.onConversationEnded);
+  // Every completed call of an agent with active analysis schemas gets its extraction job.
+  const analysis = await createAnalysisDomain({
+    ...deps,
+    auth: accounts.auth,
+    jobs,
+    liveConfig: agents.liveConfig,
+    llmFor: opts.analysisLlmFor ?? defaultLlmFactory(deps.clock, outbound),
+  });
+  postCall.on(analysis.onConversationEnded);
+  // Every completed call of an agent with an active QA rubric gets its pending score and scoring job.
+  const qa = await createQaDomain({ ...deps, auth: accounts.auth, jobs, liveConfig: agents.liveConfig, llmFor: opts.qaLlmFor ?? defaultLlmFactory(deps.clock, outbound) });
+  postCall.on(qa.onConversationEnded);
+  // Every ended conversation is debited once, in the outbox transaction (BILLING_ENABLED).
+  const billing = await createBillingDomain({ ...deps, auth: accounts.auth, jobs });
+  postCall.on(billing.onConversationEnded);
   const health: Domain = { services: [{ service: HealthService, impl: createHealthService(deps) }], routes: healthRoutes };
   // Carrier callbacks (final status, AMD verdict, recording) land on the call's conversation too.
   const annotator = createAnnotator(deps);
+  // Created after telephony (it dials through it); the hook reaches it once it exists.
+  let campaigns: CampaignsDomain | undefined;
   const onCallEvent = (ev: CallEvent) => {
+    campaigns?.onCallEvent(ev);
     const patch = callEventPatch(ev);
     if (patch && ev.call.session_id) annotator.annotate(ev.call.session_id, patch);
+    // A call the carrier never connected has no conversation: its `failed` event starts here.
+    webhooks.events.onCarrierCallEnded(ev).catch((err: Error) => deps.logger.warn({ err, callId: ev.call.call_id }, 'failed-call webhook not queued'));
   };
   const telephony = createTelephonyDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, findAgentByNumber: agents.findAgentByNumber, voice, onCallEvent });
-  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations];
+  let listeningBase = '';
+  campaigns = createCampaignsDomain({
+    sql: deps.sql,
+    logger: deps.logger,
+    clock: opts.campaigns?.clock ?? deps.clock,
+    auth: accounts.auth,
+    jobs,
+    telephony,
+    publicBase: () => listeningBase,
+    options: opts.campaigns?.dialer,
+  });
+  const analytics = createAnalyticsDomain({ ...deps, auth: accounts.auth });
+  const systemAnalytics = createSystemAnalyticsDomain({ ...deps, auth: accounts.auth, jobs });
+  // Alert rules evaluated on the job queue; notifications by mail and through the outbound client.
+  const alerts = await createAlertsDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer, outbound });
+  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors];
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,
     host: opts.host ?? deps.config.host,
@@ -55,25 +160,65 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     maxBodyBytes: deps.config.maxBodyBytes,
     services: domains.flatMap((d) => d.services),
     routes: domains.flatMap((d) => d.routes),
-    rawHandlers: domains.flatMap((d) => d.rawHandlers ?? []),
+    rawHandlers: [metrics.handler, ...domains.flatMap((d) => d.rawHandlers ?? [])],
+    observe: metrics.observe,
+    onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
   });
+  const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
+  const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });
+  await postCall.start();
+  // Carrier callbacks of campaign calls: PUBLIC_BASE_URL, or this listener when the port is chosen at listen time.
+  listeningBase = opts.campaigns?.callbackBaseUrl ?? publicBaseOf(deps.config.publicBaseUrl, deps.config.httpPort, server.port);
+  await campaigns.start();
+  await systemAnalytics.startReporting({ connections: () => server.connections?.() ?? 0, nodeId: opts.nodeId });
+  const abandoned = startAbandonedSweeper({ sql: deps.sql, clock: deps.clock, logger: deps.logger });
   let closed = false;
   return {
     server,
     port: server.port,
+    grpcPort: grpcServer?.port,
     accounts,
     agents,
     voice,
     telephony,
     conversations,
+    webhooks,
+    campaigns,
+    analysis,
+    qa,
+    systemAnalytics,
+    alerts,
+    billing,
+    connectors,
+    jobs,
+    metrics,
+    postCall,
+    abandoned,
     async close() {
       if (closed) return;
       closed = true;
       await server.close();
+      await grpcServer?.close();
       annotator.close();
+      abandoned.close();
+      await postCall.close();
       for (const d of domains.reverse()) await d.close?.();
+      await jobs.close();
+      await outbound.close();
     },
   };
+}
+
+/** Mirrors telephony's `publicBase` for work without a request (the campaign dialer). */
+function publicBaseOf(configured: string, httpPort: number, listeningPort: number): string {
+  const base = configured.replace(/\/+$/, '');
+  let port = '';
+  try {
+    port = new URL(base).port;
+  } catch {
+    // validated by config
+  }
+  return port === '0' || httpPort === 0 ? `http://127.0.0.1:${listeningPort}` : base;
 }
 
 function callEventPatch(ev: CallEvent): Record<string, unknown> | undefined {

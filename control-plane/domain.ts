@@ -6,9 +6,9 @@
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { Clock } from '../shared/clock.js';
-import type { SessionRegistry } from '../shared/registry/index.js';
+import type { Registry } from '../shared/registry/index.js';
 import type { SecretBox } from '../shared/secrets.js';
-import type { Sql } from './db/client.js';
+import type { Sql } from '../shared/db/client.js';
 import type { ServiceBinding } from './http/server.js';
 import type { RestRoute, NodeReq, NodeRes } from './http/rest.js';
 
@@ -17,7 +17,7 @@ export interface ControlPlaneDeps {
   logger: Logger;
   clock: Clock;
   sql: Sql;
-  registry: SessionRegistry;
+  registry: Registry;
   secrets: SecretBox;
   jwtKey: Uint8Array;
 }

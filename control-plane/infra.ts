@@ -8,16 +8,15 @@ import { randomBytes, createHash } from 'node:crypto';
 import type { Config } from '../shared/config.js';
 import { decodeKey } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
-import { createRegistry, type SessionRegistry } from '../shared/registry/index.js';
+import { createRegistry, type Registry } from '../shared/registry/index.js';
 import { SecretBox } from '../shared/secrets.js';
 import type { Clock } from '../shared/clock.js';
-import { createSql, type Sql } from './db/client.js';
-import { startEmbeddedPostgres } from './db/embedded.js';
+import { createSql, type Sql } from '../shared/db/client.js';
 import { migrate } from './db/migrate.js';
 
 export interface Infra {
   sql: Sql;
-  registry: SessionRegistry;
+  registry: Registry;
   secrets: SecretBox;
   /** HS256 key for access tokens. */
   jwtKey: Uint8Array;
@@ -30,18 +29,27 @@ export async function startInfra(config: Config, logger: Logger, clock: Clock, o
   try {
     let url = config.databaseUrl;
     if (!url) {
-      logger.info({ dataDir: config.dataDir }, 'DATABASE_URL unset: starting embedded Postgres (PGlite)');
-      const pg = await startEmbeddedPostgres({ dataDir: config.dataDir });
+      logger.info({ dataDir: config.dataDir }, 'DATABASE_URL unset: starting the embedded PostgreSQL under DATA_DIR/pg');
+      // Loaded only here: the package must not be imported (it hooks process signals) when DATABASE_URL is set.
+      const { startEmbeddedPostgres } = await import('./db/embedded.js');
+      const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
       closers.push(() => pg.close());
       url = pg.url;
     }
-    const sql = createSql(url, { schema: opts.schema, max: config.databaseUrl ? 10 : 8 });
+    // A real PostgreSQL either way (docs/adr/0002-embedded-postgres.md): the same pool size.
+    const sql = createSql(url, {
+      schema: opts.schema,
+      max: 10,
+      statementTimeoutMs: config.dbStatementTimeoutMs,
+      acquireTimeoutMs: config.dbAcquireTimeoutMs,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
+    });
     closers.push(() => sql.end({ timeout: 5 }));
     if (opts.schema) await sql.unsafe(`create schema if not exists "${opts.schema}"`);
     const applied = await migrate(sql);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     if (!config.redisUrl) logger.info('REDIS_URL unset: in-process session registry (single node only)');
-    const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: opts.registryPrefix, clock });
+    const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: opts.registryPrefix, clock, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
     closers.push(() => registry.close());
     const key = await loadSecretsKey(config, logger);
     const jwtKey = config.jwtSecret

@@ -72,6 +72,6 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
     ];
     process.stdout.write(lines.join('\n'));
   } catch (err) {
-    logger.warn({ err: (err as Error).message }, 'demo seed failed (the platform still runs)');
+    logger.warn({ err }, 'demo seed failed (the platform still runs)');
   }
 }

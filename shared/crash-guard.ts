@@ -15,14 +15,14 @@ export function isConnectionError(err: unknown): boolean {
 
 export function installCrashGuards(logger: Logger): void {
   process.on('unhandledRejection', (reason) => {
-    logger.error({ err: (reason as Error)?.stack ?? String(reason) }, 'unhandled rejection');
+    logger.error({ err: reason }, 'unhandled rejection');
   });
   process.on('uncaughtException', (err) => {
     if (isConnectionError(err)) {
-      logger.error({ err: err.stack, code: (err as { code?: string }).code }, 'connection error escaped a client; continuing');
+      logger.error({ err, code: (err as { code?: string }).code }, 'connection error escaped a client; continuing');
       return;
     }
-    logger.fatal({ err: err.stack }, 'uncaught exception; exiting');
+    logger.fatal({ err }, 'uncaught exception; exiting');
     process.exit(1);
   });
 }

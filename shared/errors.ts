@@ -1,5 +1,5 @@
 /**
- * One error model with stable codes (house style rule 3), mapped only at the edges:
+ * One error model with stable codes (one error model), mapped only at the edges:
  * HTTP status for REST, Connect/gRPC code for RPC, an error frame on sockets.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
@@ -24,7 +24,16 @@ export type ErrorCode =
   | 'UNKNOWN_CONNECTOR'
   | 'CONNECTOR_NOT_CONNECTED'
   | 'FILE_TOO_LARGE'
-  | 'MISSING_PROVIDER';
+  | 'MISSING_PROVIDER'
+  /** A tenant URL points at an address the outbound policy refuses (shared/outbound). */
+  | 'OUTBOUND_REFUSED'
+  // A count limit (tools per agent, keys per user, ...) is full; enforced in the database (migration 0004).
+  | 'LIMIT_REACHED'
+  // The embedded PostgreSQL (no DATABASE_URL) cannot start; `details[0].problem` says why (control-plane/db/embedded.ts).
+  | 'EMBEDDED_DB'
+  // Webhooks (spec doc 3): five test pings still un-sent; delivery switched off on the service side.
+  | 'TEST_LIMIT'
+  | 'WEBHOOKS_UNAVAILABLE';
 
 export interface FieldProblem {
   field: string;
@@ -68,6 +77,11 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   CONNECTOR_NOT_CONNECTED: 409,
   FILE_TOO_LARGE: 400,
   MISSING_PROVIDER: 400,
+  OUTBOUND_REFUSED: 400,
+  LIMIT_REACHED: 409,
+  EMBEDDED_DB: 500,
+  TEST_LIMIT: 429,
+  WEBHOOKS_UNAVAILABLE: 503,
 };
 
 const CONNECT_BY_STATUS: Record<number, Code> = {
@@ -125,6 +139,18 @@ export function conflict(message: string, code: ErrorCode = 'CONFLICT'): AppErro
   return new AppError(code, message);
 }
 
+/**
+ * A Node system error (`ENOTFOUND`, `ETIMEDOUT`, ...) raised by our own code where a Node API
+ * contract expects one: a custom DNS `lookup`, a socket destroyed by our watchdog. Undici,
+ * postgres.js and `dependencyUnavailable` below read these `code`s, so they are not AppErrors;
+ * this is the one way to make them (no ad-hoc `Object.assign(new Error(...), { code })`).
+ */
+export function systemError(code: string, message: string): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new Error(message);
+  err.code = code;
+  return err;
+}
+
 /** Normalises anything thrown into an AppError; unknown errors become INTERNAL (logged by the edge). */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -133,5 +159,53 @@ export function toAppError(err: unknown): AppError {
     const code = (Object.entries(STATUS_BY_CODE).find(([, s]) => s === status)?.[0] ?? 'INTERNAL') as ErrorCode;
     return new AppError(code, err.rawMessage, { status });
   }
+  // SQLSTATE raised by the row-limit trigger (control-plane/db/migrations/0004_hardening.ts).
+  if ((err as { code?: unknown } | null)?.code === LIMIT_SQLSTATE) return new AppError('LIMIT_REACHED', (err as Error).message, { cause: err });
+  const unavailable = dependencyUnavailable(err);
+  if (unavailable) return unavailable;
   return new AppError('INTERNAL', 'internal error', { cause: err });
 }
+
+/**
+ * A dependency (Postgres, a socket) that is down, restarting, overloaded or too slow is a
+ * retryable 503 with Retry-After, never a 500: the one place these errors are recognised
+ * (REST and Connect/gRPC both come through toAppError).
+ */
+const DB_UNAVAILABLE_CODES = new Set([
+  // Sockets (postgres.js passes them through; ETIMEDOUT is also its response watchdog, db/client.ts).
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  // postgres.js connection states.
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // SQLSTATE: connection exceptions, too many connections, admin/crash shutdown, cannot connect now.
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+/** SQLSTATE query_canceled: here always `statement_timeout` (queries are never cancelled otherwise). */
+const STATEMENT_TIMEOUT_SQLSTATE = '57014';
+
+function dependencyUnavailable(err: unknown): AppError | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return undefined;
+  if (code === STATEMENT_TIMEOUT_SQLSTATE) return new AppError('SERVICE_UNAVAILABLE', 'database query timed out', { cause: err, retryAfterS: 1 });
+  if (DB_UNAVAILABLE_CODES.has(code)) return new AppError('SERVICE_UNAVAILABLE', 'database unavailable', { cause: err, retryAfterS: 1 });
+  return undefined;
+}
+
+/** SQLSTATE of a full count limit (the database trigger raises it). */
+export const LIMIT_SQLSTATE = 'VPL01';

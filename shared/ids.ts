@@ -14,3 +14,12 @@ export function isUuid(value: string): boolean {
 export function newSecretId(bytes = 24): string {
   return randomBytes(bytes).toString('base64url');
 }
+
+/**
+ * Voice session ids are bearer credentials (whoever holds one can join the call), so logs carry
+ * only this 6-character prefix: enough to correlate lines of one call, useless to join it. Every
+ * log line that names a session goes through here.
+ */
+export function maskSessionId(sessionId: string): string {
+  return `${sessionId.slice(0, 6)}…`;
+}

@@ -29,6 +29,11 @@ export const REDACT_PATHS = [
   '*.access_token',
   '*.refresh_token',
   '*.secret',
+  // Webhook signing secrets (control-plane/webhooks): shown once to the client, never logged.
+  'webhook_secret',
+  'webhookSecret',
+  '*.webhook_secret',
+  '*.webhookSecret',
 ];
 
 export interface LoggerOptions {

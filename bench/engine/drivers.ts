@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
-import { encodeText } from '../../media-engine/providers/sim/codec.js';
+import { encodeText } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink, MediaStreamCall } from '../../test/carrier-sim/index.js';
 import type { Histogram } from '../lib/stats.js';
 import type { CallScript } from './scenario.js';

@@ -8,7 +8,7 @@
 import { loadConfig } from '../../shared/config.js';
 import { realClock } from '../../shared/clock.js';
 import { createLogger } from '../../shared/logger.js';
-import { MemoryRegistry, RedisRegistry, type SessionRegistry } from '../../shared/registry/index.js';
+import { MemoryRegistry, RedisRegistry, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
 import { sessionConfig } from '../../test/helpers/session-config.js';
@@ -44,13 +44,13 @@ export interface HostInit {
 
 let node: EngineNode | undefined;
 let bare: BareServer | undefined;
-let registry: SessionRegistry | undefined;
+let registry: Registry | undefined;
 const probe = new EngineProbe();
 const win = new ProcessWindow(10);
 
 async function init(p: HostInit): Promise<{ port: number; nodeId: string; gc: boolean }> {
   registry = p.registry === 'redis' ? await RedisRegistry.connect({ url: p.redisUrl!, prefix: p.redisPrefix }) : new MemoryRegistry();
-  const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16 });
+  const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16, maxSocketsPerIp: p.capacity + 16 });
   node = await startEngineNode({
     config,
     logger: createLogger({ level: 'warn' }),
@@ -77,7 +77,7 @@ async function createSessions(p: { count: number; connectionType?: string }): Pr
   const now = Date.now();
   for (let i = 0; i < p.count; i++) {
     const cfg = benchSessionConfig();
-    await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: now, connectDeadlineMs: now + 10 * 60_000 });
+    await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: now, connectDeadlineMs: now + 10 * 60_000 });
     ids.push(cfg.session_id);
   }
   return ids;

@@ -16,14 +16,16 @@
  * - barge-in reaction: from the inbound frame whose recognition confirmed the barge-in (the last
  *   frame handed to `onAudio` before `clearAudio`, as the sim ASR answers synchronously) to
  *   `clearAudio` (the carrier `clear`), and to the last agent frame sent after it (0 when none).
- *   Carrier frames wait in the transport's jitter buffer before `onAudio`: the same reaction is
- *   also measured from that frame's arrival on the socket (the buffer's `push`).
+ *   Carrier frames that arrive out of order wait in the transport's jitter buffer before
+ *   `onAudio` (in-order ones are handed over on arrival): the same reaction is also measured from
+ *   that frame's arrival on the socket (the buffer's `push`).
  * - dropped frames: transport drops (backpressure) and playout-ring overflow.
  *
- * It reads private fields of CallActor by name (`d.transport`, `run`, and the pacing state: either
- * `output` (SpeechOutput: paceStartMs, paceFramesSent, playout) with `caller.vad`, or the older
- * layout with them on the actor and the run): if the engine renames them, `attach` throws ("probe
- * out of date") instead of measuring nothing.
+ * It reads private fields of CallActor by name (`d.transport`, the current run and the pacing
+ * state: `runs.current` and `runs.output` (AgentRuns, SpeechOutput: paceStartMs, paceFramesSent,
+ * playout) with `caller.vad`, or the older layouts with `run` and `output` or `playout` on the
+ * actor): if the engine renames them, `attach` throws ("probe out of date") instead of measuring
+ * nothing.
  */
 import type { EngineNode } from '../../media-engine/node.js';
 import type { CallActor } from '../../media-engine/session/actor.js';
@@ -46,7 +48,9 @@ interface VadLike {
 interface ActorInternals {
   d: { transport: TransportLike };
   run?: Partial<Pacing>;
-  /** Current layout: SpeechOutput and CallerSpeech. */
+  /** Current layout: AgentRuns (`current` run, SpeechOutput) and CallerSpeech. */
+  runs?: { current?: unknown; output?: Pacing & { playout: PlayoutLike } };
+  /** Previous layout: SpeechOutput on the actor. */
   output?: Pacing & { playout: PlayoutLike };
   caller?: { vad: VadLike };
   /** Older layout: playout and VAD on the actor, pacing on the run. */
@@ -56,12 +60,17 @@ interface ActorInternals {
 }
 
 /** The actor's pacing state, playout and VAD, whichever layout the engine has. */
-function internalsOf(a: ActorInternals): { pacing: () => Pacing | undefined; playout: PlayoutLike; vad?: VadLike } | undefined {
+function internalsOf(a: ActorInternals): { pacing: () => Pacing | undefined; playout: PlayoutLike; vad?: VadLike; run: () => unknown } | undefined {
+  const runs = a.runs;
+  if (runs?.output && typeof runs.output.paceStartMs === 'number' && runs.output.playout) {
+    const out = runs.output;
+    return { pacing: () => (runs.current ? out : undefined), playout: out.playout, vad: a.caller?.vad, run: () => runs.current };
+  }
   if (a.output && typeof a.output.paceStartMs === 'number' && a.output.playout) {
     const out = a.output;
-    return { pacing: () => (a.run ? out : undefined), playout: out.playout, vad: a.caller?.vad };
+    return { pacing: () => (a.run ? out : undefined), playout: out.playout, vad: a.caller?.vad, run: () => a.run };
   }
-  if (a.playout) return { pacing: () => (a.run && typeof a.run.paceStartMs === 'number' ? (a.run as Pacing) : undefined), playout: a.playout, vad: a.vad };
+  if (a.playout) return { pacing: () => (a.run && typeof a.run.paceStartMs === 'number' ? (a.run as Pacing) : undefined), playout: a.playout, vad: a.vad, run: () => a.run };
   return undefined;
 }
 interface TransportLike {
@@ -226,6 +235,9 @@ export class EngineProbe {
       const push = jb.push.bind(jb);
       jb.push = (...x: unknown[]) => {
         arrivals[(x[0] as number) & 511] = performance.now();
+        // A frame handed to the actor from here on is handed over on its arrival (the transport
+        // delivers in-order frames at once): its arrival is now, not that of the last pop.
+        lastPopArrival = 0;
         return push(...x);
       };
       const pop = jb.pop.bind(jb);
@@ -244,7 +256,7 @@ export class EngineProbe {
     const send = t.sendAudio.bind(t);
     t.sendAudio = (frame: Int16Array) => {
       const now = performance.now();
-      const run = a.run;
+      const run = internals.run();
       const pacing = internals.pacing();
       if (run && pacing) {
         if (run === clearedRun) this.framesAfterClear++;
@@ -268,7 +280,7 @@ export class EngineProbe {
     const clear = t.clearAudio.bind(t);
     t.clearAudio = () => {
       const now = performance.now();
-      clearedRun = a.run;
+      clearedRun = internals.run();
       if (lastInAt > 0) {
         this.bargeToClearMs.push(now - lastInAt);
         this.bargeArrivalToClearMs.push(now - lastInArrivedAt);

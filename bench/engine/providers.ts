@@ -15,11 +15,11 @@
  * Latencies (TTFT, TTFB, ASR delay) apply in both modes; 0 = answer at once.
  */
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm, simDemoScript } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
-import { encodeText } from '../../media-engine/providers/sim/codec.js';
-import type { AsrProvider, AsrStream, LlmProvider, PcmChunk, TtsProvider, TtsRequest } from '../../media-engine/providers/types.js';
+import { createSimAsr } from '../../shared/providers/asr/sim.js';
+import { createSimLlm, simDemoScript } from '../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../shared/providers/tts/sim.js';
+import { encodeText } from '../../shared/providers/sim/codec.js';
+import type { AsrProvider, AsrStream, LlmProvider, PcmChunk, TtsProvider, TtsRequest } from '../../shared/providers/types.js';
 
 export type ProviderMode = 'sim' | 'sim-net';
 

@@ -3,7 +3,9 @@
  * bench/routing.ts): real Postgres (own schema, dropped at exit) and Redis (own key prefix), the
  * full `startControlPlane` wiring, a verified user, an agent, and (when the conversations routes
  * answer) a conversation with messages. Beside it, on another port, a raw `node:http` server that
- * replays the exact bytes and headers the real routes answered: the same-run baseline.
+ * replays the exact bytes and headers the real routes answered: the same-run baseline. For the
+ * two conversations routes of issue 13 a third server answers too: the Fastify + postgres.js peer
+ * (fastify-peer.ts) on the same schema, checked to answer the same body before it is measured.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -19,6 +21,7 @@ import { dropSchema, TEST_DATABASE_URL, TEST_REDIS_URL } from '../../test/helper
 import { serveParent } from '../lib/child.js';
 import { ProcessWindow } from '../lib/proc-stats.js';
 import { dropRedisPrefix } from '../lib/redis-clean.js';
+import { startFastifyPeer, type RunningPeer } from './fastify-peer.js';
 
 export interface Endpoint {
   name: string;
@@ -29,6 +32,15 @@ export interface Endpoint {
   status: number;
   available: boolean;
   bytes: number;
+  /** The Fastify peer's answer to the same request, for the routes it implements. */
+  peer?: PeerProbe;
+}
+
+export interface PeerProbe {
+  status: number;
+  bytes: number;
+  /** Same JSON as the control plane's once `timestamp` (and, for a created message, `id` and `created_at`) are set aside. */
+  sameBody: boolean;
 }
 
 export interface ServerInit {
@@ -38,11 +50,19 @@ export interface ServerInit {
   logLevel?: string;
   /** Messages created in the conversation listed by the read benchmark. Default 25. */
   messages?: number;
+  /** Also serve gRPC through @grpc/grpc-js on an ephemeral port (control-plane/http/grpc-native.ts). Default false. */
+  grpcNative?: boolean;
+  /** Conversations in the workspace: the list reads a full page of 20. Default 25. */
+  conversations?: number;
 }
 
 export interface ServerInfo {
   port: number;
   rawPort: number;
+  /** The grpc-js listener (init `grpcNative`). */
+  grpcPort?: number;
+  /** The Fastify + postgres.js peer (conversations routes only). */
+  peerPort: number;
   token: string;
   workspaceId: string;
   agentId: string;
@@ -55,6 +75,7 @@ export interface ServerInfo {
 let infra: Infra | undefined;
 let app: ControlPlane | undefined;
 let raw: http.Server | undefined;
+let peer: RunningPeer | undefined;
 let schema = '';
 let prefix = '';
 let ownPrefix = false;
@@ -108,7 +129,7 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
   );
   const logger: Logger = createLogger({ level: p.logLevel ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) as unknown as NodeJS.WritableStream });
   infra = await startInfra(config, logger, realClock, { schema, registryPrefix: redisPrefix });
-  app = await startControlPlane({ ...infra, config, logger, clock: realClock }, { port: 0, host: '127.0.0.1' });
+  app = await startControlPlane({ ...infra, config, logger, clock: realClock }, { port: 0, host: '127.0.0.1', ...(p.grpcNative ? { grpcPort: 0 } : {}) });
   user = await createTestUser(app);
   const token = user.token;
   const agent = await api(app, 'POST', '/api/v1/agents', { token, body: { workspace_id: user.workspaceId, name: 'Bench agent', system_prompt: 'You are a benchmark agent.', welcome_message: '' } });
@@ -121,6 +142,11 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
     conversationId = (conv.body.data?.id ?? conv.body.id) as string;
     for (let i = 0; i < (p.messages ?? 25); i++) {
       await api(app, 'POST', '/api/v1/conversations/messages', { token, body: { conversation_id: conversationId, role: i % 2 ? 'assistant' : 'user', content: `message ${i}: what time do you open on friday night?`, turn_number: 1 + (i >> 1) } });
+    }
+    // More conversations, so `?limit=20` reads a full page (and the total counts past it).
+    for (let i = 1; i < (p.conversations ?? 25); i++) {
+      const more = await api(app, 'POST', '/api/v1/conversations', { token, body: { session_id: `bench-${randomBytes(6).toString('hex')}`, agent_id: agentId, metadata: { channel: 'bench', n: i } } });
+      if (more.status !== 201 && more.status !== 200) throw new Error(`create conversation: ${more.status} ${JSON.stringify(more.body)}`);
     }
   }
   const port = app.port;
@@ -155,7 +181,31 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
   });
   await new Promise<void>((r) => raw!.listen(0, '127.0.0.1', r));
   const rawPort = (raw.address() as { port: number }).port;
-  return { port, rawPort, token, workspaceId: user.workspaceId, agentId, conversationId, redisPrefix, schema, endpoints };
+  // The peer: same database and schema, same JWT key, same log level; probed like the real routes.
+  peer = await startFastifyPeer({ databaseUrl: TEST_DATABASE_URL, schema, jwtKey: infra.jwtKey, logLevel: p.logLevel ?? 'info', pgNoDelay: process.env.BENCH_PEER_PG_NODELAY === '1', pool: process.env.BENCH_PEER_POOL === 'control-plane' ? 'control-plane' : 'postgres.js' });
+  for (const ep of endpoints) {
+    if (!ep.available || !ep.name.includes('conversations')) continue;
+    const ours = replies.get(`${ep.method} ${ep.path}`)!;
+    const c = await capture(peer.port, ep.method, ep.path, token, ep.body);
+    ep.peer = { status: c.status, bytes: c.body.length, sameBody: c.status === ours.status && comparable(c.body) === comparable(ours.body) };
+  }
+  return { port, rawPort, grpcPort: app.grpcPort, peerPort: peer.port, token, workspaceId: user.workspaceId, agentId, conversationId, redisPrefix, schema, endpoints };
+}
+
+/** A response body with what differs per request set aside: `timestamp`; for a created row, `id` and `created_at`. */
+function comparable(body: Buffer): string {
+  try {
+    const j = JSON.parse(body.toString('utf8')) as { timestamp?: string; data?: unknown };
+    delete j.timestamp;
+    if (j.data && typeof j.data === 'object' && !Array.isArray(j.data)) {
+      const d = j.data as Record<string, unknown>;
+      delete d.id;
+      delete d.created_at;
+    }
+    return JSON.stringify(j);
+  } catch {
+    return `not JSON: ${body.toString('utf8')}`;
+  }
 }
 
 /** A published agent on the sim providers (voice sessions can start on it). */
@@ -195,6 +245,7 @@ serveParent(
   },
   async () => {
     await new Promise((r) => (raw ? raw.close(r) : r(undefined)));
+    await peer?.close();
     await app?.close();
     await infra?.close();
     if (schema) await dropSchema(schema).catch(() => {});

@@ -36,7 +36,7 @@ export interface ForkOptions {
   inheritOutput?: boolean;
 }
 
-/** Forks `dist/bench/<relPath>` (a module that calls `serveParent`) and waits for its `ready`. */
+/** Forks `dist-bench/bench/<relPath>` (a module that calls `serveParent`) and waits for its `ready`. */
 export async function forkChild(relPath: string, args: string[] = [], opts: ForkOptions = {}): Promise<Child> {
   const file = path.resolve(import.meta.dirname, '..', relPath);
   const proc = fork(file, args, {

@@ -1,6 +1,6 @@
 /**
  * Output shared by every bench script: the machine block, settings, aligned tables, and the dated
- * section appended to bench/RESULTS.md (STYLE.md rule 15: settings travel with the results).
+ * section appended to bench/RESULTS.md (settings travel with the results).
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -5,14 +5,17 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { ApiKeyService } from '../../shared/gen/voiceplane/v1/accounts_pb.js';
-import { conflict, invalid, notFound } from '../../shared/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import type { ControlPlaneDeps } from '../domain.js';
+import type { Principal } from '../http/auth.js';
+import { ALL_SCOPES, isKnownScope, missingScopes, SCOPES } from '../http/scopes.js';
 import type { AccountsAuth } from './auth.js';
 import { sha256Hex, type TokenService } from './tokens.js';
-import { iso, page, pageMeta, pathId, required } from './validate.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
+import { iso, pathId, required } from '../http/validate.js';
 
-/** Active keys per user. */
+/** Active keys per user: enforced by the database (migration 0004); documented here. */
 export const MAX_KEYS_PER_USER = 100;
 export const MAX_SCOPES = 32;
 const SCOPE_RE = /^[a-z0-9_.*-]{1,64}(:[a-z0-9_.*-]{1,64})?$/;
@@ -37,15 +40,31 @@ const keyJson = (k: KeyRow) => ({
   lastUsedAt: k.last_used_at ? iso(k.last_used_at) : undefined,
 });
 
+/** Trimmed, de-duplicated, every entry a known scope (http/scopes.ts) or `*`; else 400 naming `scopes`. */
 export function validScopes(scopes: string[]): string[] {
   if (scopes.length > MAX_SCOPES) throw invalid('scopes', `at most ${MAX_SCOPES} scopes`);
   const out = new Set<string>();
   for (const s of scopes) {
     const v = s.trim();
     if (!SCOPE_RE.test(v)) throw invalid('scopes', `"${v.slice(0, 64)}" is not a scope (e.g. agents:read)`);
+    if (!isKnownScope(v)) throw invalid('scopes', `unknown scope "${v}"; known: ${SCOPES.join(', ')}, *`);
     out.add(v);
   }
   return [...out];
+}
+
+/**
+ * A key may only create keys whose scopes are a subset of its own: otherwise a narrow key could
+ * mint a broader one (`[]` is unscoped). JWT sessions are not scope-limited.
+ */
+function requireSubset(p: Principal, requested: string[]): void {
+  if (p.via !== 'api_key') return;
+  const missing = missingScopes(p.scopes, requested);
+  if (missing.length === 0) return;
+  const what = missing.includes(ALL_SCOPES) ? 'an unscoped key (every scope)' : missing.join(', ');
+  throw new AppError('FORBIDDEN', `this API key cannot create a key with scopes it lacks: ${what}`, {
+    details: missing.map((s) => ({ field: 'scopes', problem: `missing ${s}` })),
+  });
 }
 
 export function createApiKeyService(deps: ControlPlaneDeps, auth: AccountsAuth, tokens: TokenService): ServiceImpl<typeof ApiKeyService> {
@@ -55,25 +74,19 @@ export function createApiKeyService(deps: ControlPlaneDeps, auth: AccountsAuth, 
       const p = await auth.principal(ctx);
       const name = required('name', req.name, 100);
       const scopes = validScopes(req.scopes);
+      requireSubset(p, scopes);
       const raw = tokens.newApiKey();
-      const row = await sql.begin(async (tx) => {
-        // Serialise creates per user so the cap holds under concurrency.
-        await tx`select id from users where id = ${p.userId} for update`;
-        const [{ n }] = await tx<{ n: number }[]>`
-          select count(*)::int as n from api_keys where user_id = ${p.userId} and revoked_at is null`;
-        if (n >= MAX_KEYS_PER_USER) throw conflict(`at most ${MAX_KEYS_PER_USER} active API keys per user; revoke one first`);
-        const [k] = await tx<KeyRow[]>`
-          insert into api_keys (id, user_id, name, prefix, key_hash, scopes)
-          values (${newId()}, ${p.userId}, ${name}, ${raw.slice(0, DISPLAY_PREFIX_CHARS)}, ${sha256Hex(raw)}, ${scopes})
-          returning id, name, prefix, scopes, created_at, last_used_at`;
-        return k;
-      });
+      // MAX_KEYS_PER_USER is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
+      const [row] = await sql<KeyRow[]>`
+        insert into api_keys (id, user_id, name, prefix, key_hash, scopes)
+        values (${newId()}, ${p.userId}, ${name}, ${raw.slice(0, DISPLAY_PREFIX_CHARS)}, ${sha256Hex(raw)}, ${scopes})
+        returning id, name, prefix, scopes, created_at, last_used_at`;
       return { ...keyJson(row), key: raw };
     },
 
     async listApiKeys(req, ctx) {
       const p = await auth.principal(ctx);
-      const pg = page(req);
+      const pg = pageOf(req);
       const rows = await sql<KeyRow[]>`
         select id, name, prefix, scopes, created_at, last_used_at from api_keys
         where user_id = ${p.userId} and revoked_at is null
@@ -91,7 +104,7 @@ export function createApiKeyService(deps: ControlPlaneDeps, auth: AccountsAuth, 
       if (!k) throw notFound('api key');
       if (k.is_org_key) throw conflict('the organization key is managed by ORG_API_KEY; change the setting to rotate it');
       await sql`update api_keys set revoked_at = ${new Date(deps.clock.now())} where id = ${id} and revoked_at is null`;
-      auth.forgetKey(k.key_hash);
+      await auth.forgetKey(k.key_hash);
       return { message: 'revoked' };
     },
   };

@@ -19,7 +19,8 @@ import type { RateLimiter } from './rate-limit.js';
 import type { Sessions } from './sessions.js';
 import { insertWorkspace, loadUser, userJson, workspaceJson, type Tx, type UserRow, type WorkspaceRow } from './sql.js';
 import type { TokenService } from './tokens.js';
-import { email, MAX_PASSWORD_CHARS, MAX_PERSON_NAME_CHARS, password, required } from './validate.js';
+import { email, MAX_PASSWORD_CHARS, MAX_PERSON_NAME_CHARS, password, required } from '../http/validate.js';
+import { Topic } from '../cache/topics.js';
 
 export const OTP_TTL_MS = 10 * 60 * 1000;
 export const OTP_MAX_WRONG_ATTEMPTS = 5;
@@ -88,7 +89,7 @@ export function createAuthService(s: AuthServiceDeps): ServiceImpl<typeof AuthSe
       try {
         await s.mailer.send(otpMail(em, code));
       } catch (err) {
-        logger.error({ err: String(err), to: em }, 'could not send the verification email');
+        logger.error({ err, to: em }, 'could not send the verification email');
         throw new AppError('SERVICE_UNAVAILABLE', 'could not send the verification email; retry with /auth/resend-otp');
       }
       return { message: 'verification code sent', email: em };
@@ -122,6 +123,7 @@ export function createAuthService(s: AuthServiceDeps): ServiceImpl<typeof AuthSe
       })) as VerifyOutcome;
       if (out.status === 'dead') throw invalid('code', 'too many wrong attempts; request a new code with /auth/resend-otp');
       if (out.status === 'invalid') throw invalid('code', 'is invalid or expired');
+      await s.auth.changed(Topic.user, out.user.id);
       return { ...out.tokens, user: userJson(out.user), workspace: workspaceJson(out.workspace) };
     },
 
@@ -135,7 +137,7 @@ export function createAuthService(s: AuthServiceDeps): ServiceImpl<typeof AuthSe
         return u ? newCode(tx, u.id) : undefined;
       });
       if (code) {
-        await s.mailer.send(otpMail(em, code)).catch((err: unknown) => logger.error({ err: String(err), to: em }, 'could not resend the verification email'));
+        await s.mailer.send(otpMail(em, code)).catch((err: unknown) => logger.error({ err, to: em }, 'could not resend the verification email'));
       }
       return { message: RESEND_MESSAGE, email: em };
     },
@@ -161,7 +163,7 @@ export function createAuthService(s: AuthServiceDeps): ServiceImpl<typeof AuthSe
       await s.limiter.hit(['refreshPerIp', remoteIpOf(ctx)]);
       const r = await s.sessions.rotate(token);
       if (r.status === 'reused') {
-        s.auth.forgetSession(r.sessionId);
+        await s.auth.forgetSession(r.sessionId);
         logger.warn({ userId: r.userId, sessionId: r.sessionId }, 'refresh token reused: session revoked');
         throw unauthorized('refresh token already used; the session was revoked');
       }

@@ -4,7 +4,6 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { ApiKeyService, AuthService, DevMailboxService, MemoryService, WorkspaceService } from '../../shared/gen/voiceplane/v1/accounts_pb.js';
-import type { Auth } from '../http/auth.js';
 import type { ServiceBinding } from '../http/server.js';
 import type { ControlPlaneDeps, Domain } from '../domain.js';
 import { createApiKeyService } from './api-key-service.js';
@@ -17,15 +16,18 @@ import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.
 import { accountRoutes, devMailboxRoutes } from './routes.js';
 import { Sessions } from './sessions.js';
 import { TokenService } from './tokens.js';
-import { iso } from './validate.js';
+import { iso } from '../http/validate.js';
 import { createWorkspaceService } from './workspace-service.js';
 
 export type { DevMailbox, Mailer } from './mail.js';
 
 export interface AccountsDomain extends Domain {
-  auth: Auth;
+  /** The `Auth` every other domain receives; the concrete type so tests can await `usageWritten()`. */
+  auth: AccountsAuth;
   /** The development mailbox, when SMTP is not configured (never in production). */
   mailbox?: DevMailbox;
+  /** Outgoing mail (SMTP or the development mailbox), shared with alert notifications. */
+  mailer: Mailer;
 }
 
 export interface AccountsOptions {
@@ -43,12 +45,15 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
     : createMailer(deps.config, deps.logger, deps.clock);
   if (mailbox && deps.config.nodeEnv === 'production') throw new Error('invalid configuration: the development mailbox is refused in production');
 
-  await seedOrgKey(deps.sql, deps.config.orgApiKey, deps.logger, deps.clock.now());
+  const revokedOrgKeys = await seedOrgKey(deps.sql, deps.config.orgApiKey, deps.logger, deps.clock.now());
 
   const tokens = new TokenService(deps.jwtKey, deps.clock);
-  const auth = new AccountsAuth(deps.sql, tokens, deps.clock, deps.logger, opts.auth);
+  const auth = new AccountsAuth(deps.sql, tokens, deps.clock, deps.logger, { cacheTtlMs: deps.config.cacheTtlMs, ...opts.auth }, deps.registry.invalidations);
+  await auth.start();
+  // A replica started with a new ORG_API_KEY revoked the old one: the others drop it too.
+  for (const hash of revokedOrgKeys) await auth.forgetKey(hash);
   const sessions = new Sessions(deps.sql, tokens, deps.clock);
-  const limiter = new RateLimiter(deps.registry, deps.clock, { ...DEFAULT_RATE_LIMITS, ...opts.rateLimits });
+  const limiter = new RateLimiter(deps.registry.windows, deps.clock, { ...DEFAULT_RATE_LIMITS, ...opts.rateLimits });
 
   const services: ServiceBinding[] = [
     { service: AuthService, impl: createAuthService({ deps, auth, tokens, sessions, limiter, mailer }) },
@@ -68,9 +73,11 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
     routes,
     auth,
     mailbox,
+    mailer,
     async close() {
       if (closed) return;
       closed = true;
+      await auth.stop();
       await mailer.close?.();
     },
   };

@@ -10,13 +10,15 @@ import { newId } from '../../shared/ids.js';
 import type { ControlPlaneDeps } from '../domain.js';
 import type { AccountsAuth } from './auth.js';
 import { memoryJson, type MemoryRow } from './sql.js';
-import { optionalNonEmpty, page, pageMeta, pathId, required } from './validate.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
+import { optionalNonEmpty, pathId, required } from '../http/validate.js';
+import { Topic } from '../cache/topics.js';
 
 export const MAX_TITLE_CHARS = 500;
 /** Content per item (the request body limit, 1 MiB by default, applies first). */
 export const MAX_CONTENT_CHARS = 512 * 1024;
 export const MAX_METADATA_BYTES = 16 * 1024;
-/** Items per workspace. */
+/** Items per workspace: enforced by the database (migration 0004). */
 export const MAX_ITEMS_PER_WORKSPACE = 10_000;
 const CONTENT_TYPE_RE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(;.*)?$/i;
 
@@ -46,8 +48,7 @@ export function createMemoryService(deps: ControlPlaneDeps, auth: AccountsAuth):
       const type = contentType(req.contentType) ?? 'text/plain';
       const meta = metadata(req.metadata) ?? {};
       await auth.requireWorkspace(p, ws, { min: 'manager' });
-      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from memory_items where workspace_id = ${ws}`;
-      if (n >= MAX_ITEMS_PER_WORKSPACE) throw invalid('workspace_id', `at most ${MAX_ITEMS_PER_WORKSPACE} memory items per workspace`);
+      // MAX_ITEMS_PER_WORKSPACE is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
       const [m] = await sql<MemoryRow[]>`
         insert into memory_items (id, workspace_id, title, content, content_type, metadata)
         values (${newId()}, ${ws}, ${title}, ${content}, ${type}, ${sql.json(meta)})
@@ -58,7 +59,7 @@ export function createMemoryService(deps: ControlPlaneDeps, auth: AccountsAuth):
     async listMemoryItems(req, ctx) {
       const p = await auth.principal(ctx);
       const ws = pathId('workspace', req.workspaceId);
-      const pg = page(req);
+      const pg = pageOf(req);
       await auth.requireWorkspace(p, ws);
       const rows = await sql<MemoryRow[]>`
         select ${sql.unsafe(COLS)} from memory_items where workspace_id = ${ws}
@@ -87,6 +88,8 @@ export function createMemoryService(deps: ControlPlaneDeps, auth: AccountsAuth):
         where id = ${id} and workspace_id = ${ws}
         returning ${sql.unsafe(COLS)}`;
       if (!m) throw notFound('memory item');
+      // Agent views show the titles of bound knowledge items (agents/knowledge).
+      await auth.changed(Topic.workspace, ws);
       return memoryJson(m);
     },
 
@@ -97,6 +100,7 @@ export function createMemoryService(deps: ControlPlaneDeps, auth: AccountsAuth):
       await auth.requireWorkspace(p, ws, { min: 'manager' });
       const rows = await sql`delete from memory_items where id = ${id} and workspace_id = ${ws} returning id`;
       if (!rows.length) throw notFound('memory item');
+      await auth.changed(Topic.workspace, ws);
       return { message: 'deleted' };
     },
   };

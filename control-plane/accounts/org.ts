@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../../shared/logger.js';
 import { newId } from '../../shared/ids.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { insertWorkspace } from './sql.js';
 import { sha256Hex } from './tokens.js';
 
@@ -15,14 +15,15 @@ const ORG_SEED_LOCK_ID = 727_002;
 /** No dot in the domain: fails the email check, so nobody can register it. */
 export const ORG_OWNER_EMAIL = 'org-owner@voiceplane';
 
-export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger: Logger, nowMs: number): Promise<void> {
+/** Returns the SHA-256 of every key it revoked (other replicas may still have them cached). */
+export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger: Logger, nowMs: number): Promise<string[]> {
   const now = new Date(nowMs);
-  await sql.begin(async (tx) => {
+  return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${ORG_SEED_LOCK_ID})`;
     if (!orgApiKey) {
-      const revoked = await tx`update api_keys set revoked_at = ${now} where is_org_key and revoked_at is null returning id`;
+      const revoked = await tx<{ key_hash: string }[]>`update api_keys set revoked_at = ${now} where is_org_key and revoked_at is null returning key_hash`;
       if (revoked.length) logger.info('ORG_API_KEY unset: organization key revoked');
-      return;
+      return revoked.map((r) => r.key_hash);
     }
     let [owner] = await tx<{ id: string }[]>`select id from users where is_org_owner`;
     if (!owner) {
@@ -33,12 +34,13 @@ export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger
       await insertWorkspace(tx, owner.id, 'Organization');
     }
     const hash = sha256Hex(orgApiKey);
-    const old = await tx`
-      update api_keys set revoked_at = ${now} where is_org_key and revoked_at is null and key_hash <> ${hash} returning id`;
+    const old = await tx<{ key_hash: string }[]>`
+      update api_keys set revoked_at = ${now} where is_org_key and revoked_at is null and key_hash <> ${hash} returning key_hash`;
     if (old.length) logger.info('ORG_API_KEY changed: previous organization key revoked');
     await tx`
       insert into api_keys (id, user_id, name, prefix, key_hash, scopes, is_org_key)
       values (${newId()}, ${owner.id}, 'ORG_API_KEY', 'org', ${hash}, ${['*']}, true)
       on conflict (key_hash) do update set revoked_at = null, is_org_key = true, user_id = excluded.user_id`;
+    return old.map((r) => r.key_hash);
   });
 }

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../shared/clock.js';
-import type { SessionRegistry } from '../../shared/registry/index.js';
+import type { RateLimitWindows } from '../../shared/registry/index.js';
 import { AppError } from '../../shared/errors.js';
 
 export interface Limit {
@@ -42,7 +42,7 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
 
 export class RateLimiter {
   constructor(
-    private readonly registry: SessionRegistry,
+    private readonly windows: RateLimitWindows,
     private readonly clock: Clock,
     readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
   ) {}
@@ -55,7 +55,7 @@ export class RateLimiter {
       const limit = this.limits[name];
       const window = Math.floor(now / limit.windowMs);
       const key = `acct:${name}:${createHash('sha256').update(subject).digest('base64url').slice(0, 22)}:${window}`;
-      const count = await this.registry.incrWindow(key, limit.windowMs);
+      const count = await this.windows.incrWindow(key, limit.windowMs);
       if (count > limit.max) retryAfterMs = Math.max(retryAfterMs, (window + 1) * limit.windowMs - now);
     }
     if (retryAfterMs > 0) {

@@ -6,7 +6,7 @@
  */
 import { newId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { ACCESS_TOKEN_TTL_S, REFRESH_TOKEN_TTL_MS, sha256Hex, type TokenService } from './tokens.js';
 import type { Tx } from './sql.js';
 

@@ -6,7 +6,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import type postgres from 'postgres';
 import { newId } from '../../shared/ids.js';
 import type { WorkspaceRole } from '../http/auth.js';
-import { iso } from './validate.js';
+import { iso } from '../http/validate.js';
 
 export type Tx = postgres.Sql<Record<string, unknown>> | postgres.TransactionSql<Record<string, unknown>>;
 

@@ -47,7 +47,7 @@ export class TokenService {
   }
 
   /** Verified claims, or undefined for anything invalid (bad signature, expired, wrong type). */
-  async verifyAccess(token: string): Promise<AccessClaims | undefined> {
+  async verifyAccess(token: string): Promise<(AccessClaims & { expiresAtMs: number }) | undefined> {
     try {
       const { payload } = await jwtVerify(token, this.signingKey, {
         algorithms: ['HS256'],
@@ -56,7 +56,7 @@ export class TokenService {
         requiredClaims: ['sub', 'exp', 'sid', 'jti'],
       });
       if (payload.typ !== 'access' || typeof payload.sid !== 'string' || typeof payload.sub !== 'string') return undefined;
-      return { userId: payload.sub, sessionId: payload.sid };
+      return { userId: payload.sub, sessionId: payload.sid, expiresAtMs: payload.exp! * 1000 };
     } catch {
       return undefined;
     }

@@ -12,10 +12,13 @@ import type { ControlPlaneDeps } from '../domain.js';
 import { ROLE_RANK, type WorkspaceRole } from '../http/auth.js';
 import type { AccountsAuth } from './auth.js';
 import { insertWorkspace, workspaceJson, type WorkspaceRow } from './sql.js';
-import { email, iso, optionalNonEmpty, page, pageMeta, pathId, required } from './validate.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
+import { email, iso, optionalNonEmpty, pathId, required } from '../http/validate.js';
+import { Topic } from '../cache/topics.js';
 
-/** Workspaces a user may own. */
+/** Workspaces a user may own, and members per workspace: enforced by the database (migration 0004). */
 export const MAX_OWNED_WORKSPACES = 100;
+export const MAX_MEMBERS_PER_WORKSPACE = 1000;
 const GRANTABLE: WorkspaceRole[] = ['admin', 'manager', 'member'];
 
 interface MemberRow {
@@ -54,18 +57,15 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
     async createWorkspace(req, ctx) {
       const p = await auth.principal(ctx);
       const name = required('name', req.name);
-      const w = await sql.begin(async (tx) => {
-        await tx`select id from users where id = ${p.userId} for update`;
-        const [{ n }] = await tx<{ n: number }[]>`select count(*)::int as n from workspaces where user_id = ${p.userId}`;
-        if (n >= MAX_OWNED_WORKSPACES) throw conflict(`at most ${MAX_OWNED_WORKSPACES} workspaces per owner`);
-        return insertWorkspace(tx, p.userId, name);
-      });
+      // MAX_OWNED_WORKSPACES is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
+      const w = await sql.begin((tx) => insertWorkspace(tx, p.userId, name));
+      await auth.changed(Topic.user, p.userId);
       return workspaceJson(w);
     },
 
     async listWorkspaces(req, ctx) {
       const p = await auth.principal(ctx);
-      const pg = page(req);
+      const pg = pageOf(req);
       if (p.isOrgOwner) {
         const rows = await sql<WorkspaceRow[]>`
           select id, user_id, name, created_at, updated_at from workspaces
@@ -106,19 +106,25 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
       const p = await auth.principal(ctx);
       const id = pathId('workspace', req.id);
       await auth.requireWorkspace(p, id, { min: 'owner' });
-      const rows = await sql`delete from workspaces where id = ${id} returning id`.catch((err: { code?: string }) => {
+      // The members as the delete saw them (same snapshot): each one's cached memberships change.
+      const rows = await sql<{ user_id: string | null }[]>`
+        with m as (select user_id from workspace_members where workspace_id = ${id}),
+             d as (delete from workspaces where id = ${id} returning id)
+        select m.user_id from d left join m on true`.catch((err: { code?: string }) => {
         // 23503: a row of another domain still references it without a cascade.
         if (err?.code === '23503') throw conflict('the workspace still has dependent resources');
         throw err;
       });
       if (!rows.length) throw notFound('workspace');
+      await auth.changed(Topic.workspace, id);
+      for (const r of rows) if (r.user_id) await auth.changed(Topic.user, r.user_id);
       return { message: 'deleted' };
     },
 
     async listMembers(req, ctx) {
       const p = await auth.principal(ctx);
       const id = pathId('workspace', req.id);
-      const pg = page(req);
+      const pg = pageOf(req);
       await auth.requireWorkspace(p, id);
       const rows = await sql<MemberRow[]>`
         select m.user_id, u.email, u.first_name, u.last_name, m.role, m.created_at
@@ -154,6 +160,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
           where m.workspace_id = ${id} and m.user_id = ${u.id}`;
         return row;
       });
+      await auth.changed(Topic.user, u.id);
       return memberJson(m);
     },
 
@@ -172,6 +179,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
         throw forbidden(`an ${actor} cannot remove a ${target.role}`);
       }
       await sql`delete from workspace_members where workspace_id = ${id} and user_id = ${userId}`;
+      await auth.changed(Topic.user, userId);
       return { message: 'removed' };
     },
   };

@@ -10,7 +10,7 @@ import { ROLE_RANK, type Auth, type Principal, type WorkspaceRole } from '../htt
 import type { AgentsDeps } from './deps.js';
 import { getAgentRow } from './core/store.js';
 import type { AgentRow } from './types.js';
-import { idOf } from './validate.js';
+import { pathId } from '../http/validate.js';
 
 export type AgentOp = 'read' | 'edit' | 'publish' | 'delete';
 
@@ -60,7 +60,7 @@ export function createAccess(deps: Pick<AgentsDeps, 'sql' | 'auth'>): Access {
     async agent(ctx, agentId, op) {
       const principal = await auth.principal(ctx);
       requireAgentScope(principal, op);
-      const id = idOf('agent', agentId);
+      const id = pathId('agent', agentId);
       const agent = await getAgentRow(sql, id, ctx.signal);
       if (!agent) throw notFound('agent');
       const r = await role(auth, principal, agent.workspace_id, ROLE_FOR[op], 'agent');
@@ -68,7 +68,7 @@ export function createAccess(deps: Pick<AgentsDeps, 'sql' | 'auth'>): Access {
     },
     workspace(p, workspaceId, op, what = 'workspace') {
       requireAgentScope(p, op);
-      return role(auth, p, idOf(what, workspaceId), ROLE_FOR[op], what);
+      return role(auth, p, pathId(what, workspaceId), ROLE_FOR[op], what);
     },
   };
 }

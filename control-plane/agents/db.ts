@@ -1,28 +1,22 @@
 /** Small SQL helpers shared by the agents domain and the provider registry. */
 
 /**
- * Runs a postgres.js query and cancels it on the server when the call's signal aborts (client went
- * away, server shutting down), so an abandoned request does not keep a connection busy.
+ * Runs a postgres.js query for a request. When the client is already gone the query is never
+ * started (postgres.js queries are lazy). Once started it always runs to completion and the
+ * result is dropped with the request: cancelling it on the server raced postgres.js's parser and
+ * left pooled connections wedged (issue 11, defect 4). Runaway queries are ended by the
+ * connection's `statement_timeout` instead (db/client.ts).
  */
-export function run<T>(query: PromiseLike<T> & { cancel(): unknown }, signal?: AbortSignal): Promise<T> {
-  if (!signal) return Promise.resolve(query);
-  if (signal.aborted) {
-    // The client is already gone. Settle the (lazy) query quietly: its rejection from `cancel()`
-    // must not surface as an unhandled rejection (bench/rest.ts hit this on every run).
-    Promise.resolve(query).catch(() => {});
-    cancelQuietly(query);
-    return Promise.reject(signal.reason ?? new Error('aborted'));
-  }
-  const onAbort = () => cancelQuietly(query);
-  signal.addEventListener('abort', onAbort, { once: true });
-  return Promise.resolve(query).finally(() => signal.removeEventListener('abort', onAbort));
+export function run<T>(query: PromiseLike<T>, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) return Promise.reject(new ClientGoneError());
+  return Promise.resolve(query);
 }
 
-function cancelQuietly(query: { cancel(): unknown }): void {
-  try {
-    Promise.resolve(query.cancel()).catch(() => {});
-  } catch {
-    // cancelling a query that already finished
+/** The request's client disconnected before this work began; nobody is waiting for an answer. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('client disconnected');
+    this.name = 'AbortError';
   }
 }
 

@@ -1,5 +1,15 @@
 import type { ControlPlaneDeps } from '../domain.js';
 import type { Auth } from '../http/auth.js';
+import type { ConnectorBindingJson } from './types.js';
+
+/** Connector tools (control-plane/connectors/binder.ts). Without it, every `connector` is UNKNOWN_CONNECTOR. */
+export interface ConnectorBinder {
+  /** The workspace's live, healthy connection of a provider (id or name) as a binding of every usable action. */
+  bindingFor(workspaceId: string, idOrName: string): Promise<{ providerId: string; description: string; binding: ConnectorBindingJson }>;
+  /** Throws NOT_FOUND unless `connectionId` is a live connection of the workspace. */
+  assertLive(workspaceId: string, connectionId: string): Promise<void>;
+}
 
 /** What the agents domain (and the provider registry it hosts) needs from the control plane. */
-export type AgentsDeps = Pick<ControlPlaneDeps, 'sql' | 'secrets' | 'logger' | 'clock'> & { auth: Auth };
+/** `registry`: change notices for the agent view cache (view-cache.ts); without it, this replica's writes only. */
+export type AgentsDeps = Pick<ControlPlaneDeps, 'sql' | 'secrets' | 'logger' | 'clock' | 'config'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & { auth: Auth; connectors?: ConnectorBinder };

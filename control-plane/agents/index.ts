@@ -14,6 +14,7 @@ import type { AgentsDeps } from './deps.js';
 import { agentRoutes } from './routes.js';
 import type { LiveAgentConfig } from './types.js';
 import { createLiveResolver } from './versions/live.js';
+import { AgentViewCache, withAgentNotices } from './view-cache.js';
 
 export type { AgentsDeps } from './deps.js';
 export type { LiveAgentConfig, LiveProvider, LiveTool, LiveTelephony, LiveKnowledgeItem, ProviderType } from './types.js';
@@ -33,14 +34,21 @@ export interface AgentsDomain extends Domain {
 export function createAgentsDomain(deps: AgentsDeps): AgentsDomain {
   const access = createAccess(deps);
   const live = createLiveResolver(deps);
+  const views = new AgentViewCache<object>({ ttlMs: deps.config.cacheTtlMs, clock: deps.clock }, deps.registry?.invalidations);
+  // Nothing is cached until the subscription is live (a notice could be missed before).
+  const started = views.start().catch((err: unknown) => deps.logger.warn({ err }, 'agent view cache disabled: no change notices'));
   const services = [
-    { service: AgentService, impl: createAgentService(deps, access) },
-    { service: AgentConfigService, impl: createAgentConfigService(deps, access) },
+    { service: AgentService, impl: withAgentNotices(AgentService, createAgentService(deps, access, views), views, deps.logger) },
+    { service: AgentConfigService, impl: withAgentNotices(AgentConfigService, createAgentConfigService(deps, access), views, deps.logger) },
     { service: ProviderRegistryService, impl: createProviderRegistryService(deps, access) },
   ] as ServiceBinding[];
   return {
     services,
     routes: [...agentRoutes, ...providerRoutes],
+    async close() {
+      await started;
+      await views.stop();
+    },
     liveConfig: live.liveConfig,
     findAgentByNumber: live.findAgentByNumber,
   };

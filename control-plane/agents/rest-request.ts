@@ -8,7 +8,7 @@
 import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import { AppError, invalid } from '../../shared/errors.js';
 import { coerceQuery, type RestRequestParts } from '../http/rest.js';
-import { isPlainObject } from './validate.js';
+import { isPlainObject } from '../http/validate.js';
 
 const STRUCT = 'google.protobuf.Struct';
 const VALUE = 'google.protobuf.Value';

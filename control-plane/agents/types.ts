@@ -67,9 +67,12 @@ export interface ConnectorBindingJson {
   actions: ConnectorActionJson[];
 }
 
-export interface ToolRow {
+/**
+ * A tool's definition as stored and as a live call runs it: the fields `ToolRow` (the table) and
+ * `LiveTool` (what a call gets, token decrypted) share, declared once so the two cannot drift.
+ */
+export interface ToolDefinition {
   id: string;
-  agent_id: string;
   name: string;
   description: string;
   function_schema: JsonObject;
@@ -77,13 +80,17 @@ export interface ToolRow {
   http_method: string;
   headers: Record<string, string>;
   auth_type: string;
-  auth_token_enc: string | null;
   request_body: JsonValue | null;
   response_path: string;
   timeout_ms: number;
   retry_count: number;
-  is_active: boolean;
   connector_binding: ConnectorBindingJson | null;
+}
+
+export interface ToolRow extends ToolDefinition {
+  agent_id: string;
+  auth_token_enc: string | null;
+  is_active: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -214,22 +221,9 @@ export interface LiveProvider {
   source: ProviderSource;
 }
 
-export interface LiveTool {
-  id: string;
-  name: string;
-  description: string;
-  function_schema: JsonObject;
-  endpoint_url: string;
-  http_method: string;
-  headers: Record<string, string>;
-  auth_type: string;
+export interface LiveTool extends ToolDefinition {
   /** Decrypted; "" when none is stored. */
   auth_token: string;
-  request_body: JsonValue | null;
-  response_path: string;
-  timeout_ms: number;
-  retry_count: number;
-  connector_binding: ConnectorBindingJson | null;
 }
 
 export interface LiveKnowledgeItem {

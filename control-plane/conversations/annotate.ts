@@ -5,7 +5,8 @@
  */
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
+import { maskSessionId } from '../../shared/ids.js';
 
 export interface Annotator {
   annotate(sessionId: string, patch: Record<string, unknown>): void;
@@ -24,7 +25,7 @@ export function createAnnotator(deps: { sql: Sql; clock: Clock; logger: Logger; 
       update conversations set metadata = metadata || ${deps.sql.json(patch as never)}, updated_at = now()
       where session_id = ${sessionId} returning id`;
     if (rows.length > 0 || left <= 0) {
-      if (rows.length === 0) deps.logger.warn({ session: sessionId.slice(0, 6) }, 'call annotation found no conversation row');
+      if (rows.length === 0) deps.logger.warn({ session: maskSessionId(sessionId) }, 'call annotation found no conversation row');
       return;
     }
     const t = deps.clock.setTimeout(() => {
@@ -35,7 +36,7 @@ export function createAnnotator(deps: { sql: Sql; clock: Clock; logger: Logger; 
   }
 
   function run(sessionId: string, patch: Record<string, unknown>, left: number): void {
-    attempt(sessionId, patch, left).catch((err: Error) => deps.logger.warn({ err: err.message }, 'call annotation failed'));
+    attempt(sessionId, patch, left).catch((err: Error) => deps.logger.warn({ err }, 'call annotation failed'));
   }
 
   return {

@@ -16,7 +16,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
 import { sendError } from './http-util.js';
 
@@ -82,7 +82,7 @@ export function createAudioHandler(deps: { sql: Sql; links: AudioLinks; dataDir:
       }
       const stream = fs.createReadStream(abs);
       stream.on('error', (err) => {
-        deps.logger.warn({ err: err.message }, 'audio stream failed');
+        deps.logger.warn({ err }, 'audio stream failed');
         (res as { destroy(): void }).destroy();
       });
       stream.pipe(res as NodeJS.WritableStream);

@@ -10,7 +10,7 @@ import type { NodeReq, NodeRes } from '../http/rest.js';
 /** Writes an error in the envelope family (`/conversations/*`); INTERNAL errors are logged. */
 export function sendError(res: NodeRes, err: unknown, logger: Logger): void {
   const app = toAppError(err);
-  if (app.code === 'INTERNAL') logger.error({ err: (err as Error)?.stack ?? String(err) }, 'conversations raw handler failed');
+  if (app.code === 'INTERNAL') logger.error({ err }, 'conversations raw handler failed');
   if (res.headersSent) {
     res.end();
     return;

@@ -5,8 +5,9 @@
  * The rows themselves are written by the engine's record writer (media-engine/records/).
  */
 import { ConversationService } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
-import { createTranscriptBus, type TranscriptBus } from '../../media-engine/records/bus.js';
+import { createTranscriptBus, type TranscriptBus } from '../../shared/records/bus.js';
 import type { Auth } from '../http/auth.js';
+import type { OutboundClient } from '../../shared/outbound/index.js';
 import type { ServiceBinding } from '../http/server.js';
 import type { ControlPlaneDeps, Domain } from '../domain.js';
 import { createAudioHandler, createAudioLinks, type AudioLinks } from './audio-links.js';
@@ -14,6 +15,7 @@ import { conversationRoutes } from './routes.js';
 import { createConversationService } from './service.js';
 import { createStreamHandler } from './stream.js';
 import { createSummarizer, type LiveConfigFn, type LlmFactory, type Summarizer } from './summary.js';
+import type { Jobs } from '../jobs/index.js';
 import { createAudioSweeper, type AudioSweeper } from './sweeper.js';
 
 export type { LiveConfigFn, LlmFactory } from './summary.js';
@@ -30,6 +32,10 @@ export type ConversationsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'cl
   liveConfig?: LiveConfigFn;
   /** Builds the summary LLM from the agent's settings. Default: sim in-process, others via the engine's provider registry. */
   llmFor?: LlmFactory;
+  /** Client for tenant URLs (summary LLM `base_url`), see shared/outbound. */
+  outbound?: OutboundClient;
+  /** The control plane's durable job queue: summaries run as `post-call.summary` jobs. */
+  jobs: Jobs;
 };
 
 export interface ConversationsOptions {
@@ -57,7 +63,7 @@ export async function createConversationsDomain(deps: ConversationsDeps, opts: C
   const ownBus = !deps.bus;
   const bus = deps.bus ?? (await createTranscriptBus({ redisUrl: config.redisUrl, prefix: opts.busPrefix, logger }));
   const links = createAudioLinks({ jwtKey: deps.jwtKey, clock, publicBaseUrl: config.publicBaseUrl, ttlMs: opts.audioLinkTtlMs });
-  const summarizer = createSummarizer({ sql, logger, clock, liveConfig: deps.liveConfig, llmFor: deps.llmFor });
+  const summarizer = await createSummarizer({ sql, logger, clock, jobs: deps.jobs, liveConfig: deps.liveConfig, llmFor: deps.llmFor, outbound: deps.outbound });
   const sweeper = createAudioSweeper({ sql, dataDir: config.dataDir, clock, logger, retentionDays: config.audioRetentionDays, intervalMs: opts.sweepIntervalMs });
   const stream = createStreamHandler({ sql, auth: deps.auth, bus, links, clock, logger, heartbeatMs: opts.heartbeatMs });
   const audio = createAudioHandler({ sql, links, dataDir: config.dataDir, logger, clock });

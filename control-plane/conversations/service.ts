@@ -4,6 +4,7 @@
  * workspace outside the caller's workspaces is NOT_FOUND, never FORBIDDEN.
  */
 import { toJson, type JsonObject } from '@bufbuild/protobuf';
+import { LRUCache } from 'lru-cache';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { ConversationService } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
@@ -12,24 +13,13 @@ import { newId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Auth, Principal } from '../http/auth.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import type { AudioLinks } from './audio-links.js';
 import * as store from './store.js';
 import type { Summarizer } from './summary.js';
-import {
-  canonicalJson,
-  MAX_CONTENT_CHARS,
-  nonNegativeInt,
-  oneOf,
-  page,
-  pageMeta,
-  pathId,
-  ROLES,
-  SEGMENT_KINDS,
-  STATUSES,
-  text,
-  uuidField,
-} from './validate.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
+import { canonicalJson, MAX_TEXT_CHARS, nonNegativeInt, oneOf, pathId, text, uuidField } from '../http/validate.js';
+import { DEFAULT_LIMIT, MAX_LIMIT, ROLES, SEGMENT_KINDS, STATUSES } from './fields.js';
 import { conversationView, listView, messageView, toolCallView } from './views.js';
 
 export interface ConversationServiceDeps {
@@ -41,8 +31,16 @@ export interface ConversationServiceDeps {
   logger: Logger;
 }
 
+/** Conversations whose workspace is remembered (bounded; least recently used dropped first). */
+const MAX_KNOWN_CONVERSATIONS = 10_000;
+
 export function createConversationService(deps: ConversationServiceDeps): ServiceImpl<typeof ConversationService> {
   const { sql, auth, links } = deps;
+  // conversation id -> workspace id. A conversation never moves to another workspace, so the
+  // fence of a message write needs no read once it is known (issue 13: one query per request);
+  // the caller's workspaces (`ws`) are checked on every call. A deleted workspace is no longer in
+  // anyone's `ws`, and its conversations are gone with it.
+  const knownWorkspace = new LRUCache<string, string>({ max: MAX_KNOWN_CONVERSATIONS });
 
   async function caller(ctx: Parameters<Auth['principal']>[0]): Promise<{ p: Principal; ws: string[] }> {
     const p = await auth.principal(ctx);
@@ -58,10 +56,11 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
   return {
     async listConversations(req, ctx) {
       const { p, ws } = await caller(ctx);
-      const pg = page(req);
+      const pg = pageOf(req, MAX_LIMIT, DEFAULT_LIMIT);
       const agentId = uuidField('agent_id', req.agentId);
       const userId = text('user_id', req.userId);
-      const status = oneOf('status', req.status, STATUSES);
+      // proto3 strings are '' when unset: an empty filter is no filter (`|| undefined`).
+      const status = oneOf('status', req.status || undefined, STATUSES);
       let scope: string[];
       if (req.workspaceId !== undefined && req.workspaceId !== '') {
         const wsId = uuidField('workspace_id', req.workspaceId)!;
@@ -107,7 +106,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
     async getConversationSummary(req, ctx) {
       const p = await auth.principal(ctx);
       const wsId = uuidField('workspace_id', req.workspaceId, true)!;
-      const status = oneOf('status', req.status, STATUSES);
+      const status = oneOf('status', req.status || undefined, STATUSES);
       const agentId = uuidField('agent_id', req.agentId);
       await auth.requireWorkspace(p, wsId);
       const s = await store.summarize(sql, wsId, { status, agentId });
@@ -138,7 +137,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       const agentId = uuidField('agent_id', req.agentId, true)!;
       const userId = text('user_id', req.userId) ?? p.userId;
       const callId = uuidField('call_id', req.callId) ?? null;
-      const segmentKind = oneOf('segment_kind', req.segmentKind, SEGMENT_KINDS) ?? 'ai';
+      const segmentKind = oneOf('segment_kind', req.segmentKind || undefined, SEGMENT_KINDS) ?? 'ai';
       const metadata = (req.metadata ?? {}) as JsonObject;
       const workspaceId = await store.agentWorkspace(sql, ws, agentId);
       if (!workspaceId) throw notFound('agent');
@@ -167,7 +166,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
     async updateConversation(req, ctx) {
       const { ws } = await caller(ctx);
       const conv = await visibleConversation(ws, req.id);
-      const status = oneOf('status', req.status, STATUSES);
+      const status = oneOf('status', req.status || undefined, STATUSES);
       const totalTurns = nonNegativeInt('total_turns', req.totalTurns);
       const totalDurationMs = nonNegativeInt('total_duration_ms', req.totalDurationMs);
       const avgLatencyMs = nonNegativeInt('avg_response_latency_ms', req.avgResponseLatencyMs);
@@ -182,6 +181,9 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           total_duration_ms = coalesce(${totalDurationMs ?? null}::bigint, total_duration_ms),
           avg_response_latency_ms = coalesce(${avgLatencyMs ?? null}::int, avg_response_latency_ms),
           user_id = coalesce(${userId ?? null}::text, user_id),
+          -- Spec: with agent_id, a summary is asked for explicitly (whatever generate_call_summary says).
+          summary_status = case when ${agentId ?? null}::uuid is not null and summary_status is distinct from 'completed'
+            then 'pending' else summary_status end,
           ended_at = case
             when coalesce(${status ?? null}::text, status) = 'active' then null
             when ended_at is null and ${status ?? null}::text in ('completed', 'failed') then ${now}::timestamptz
@@ -189,22 +191,28 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           updated_at = ${now}
         where id = ${conv.id}
         returning id, status`;
-      // Spec: with agent_id, post-call processing (summary) runs asynchronously.
-      if (agentId) deps.summarizer.request(conv.id, agentId);
+      // Spec: with agent_id, post-call processing (summary) runs asynchronously, as a durable job.
+      // A transition to completed also reaches the job through the post-call outbox (deduplicated).
+      if (agentId) await deps.summarizer.request(conv.id);
       return { id: row.id, status: row.status };
     },
 
     async createConversationMessage(req, ctx) {
       const { ws } = await caller(ctx);
       const conversationId = uuidField('conversation_id', req.conversationId, true)!;
-      const conv = await store.getConversation(sql, ws, conversationId);
-      if (!conv) throw notFound('conversation');
+      let convWs = knownWorkspace.get(conversationId);
+      if (convWs === undefined) {
+        const row = await store.getConversation(sql, ws, conversationId);
+        if (row) knownWorkspace.set(conversationId, (convWs = row.workspace_id));
+      }
+      if (convWs === undefined || !ws.includes(convWs)) throw notFound('conversation');
+      const conv = { id: conversationId };
       const id = uuidField('id', req.id) ?? newId();
-      const role = oneOf('role', req.role, ROLES);
+      const role = oneOf('role', req.role || undefined, ROLES);
       if (!role) throw invalid('role', 'is required (user or assistant)');
       const turnNumber = nonNegativeInt('turn_number', req.turnNumber) ?? 0;
       const content = req.content ?? '';
-      if (content.length > MAX_CONTENT_CHARS) throw invalid('content', `must be at most ${MAX_CONTENT_CHARS} characters`);
+      if (content.length > MAX_TEXT_CHARS) throw invalid('content', `must be at most ${MAX_TEXT_CHARS} characters`);
       const ints = {
         asr_latency_ms: nonNegativeInt('asr_latency_ms', req.asrLatencyMs) ?? null,
         llm_latency_ms: nonNegativeInt('llm_latency_ms', req.llmLatencyMs) ?? null,

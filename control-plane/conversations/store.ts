@@ -2,39 +2,20 @@
  * SQL of the conversations domain. Every read is fenced by the caller's workspace ids (`ws`):
  * a row outside them is indistinguishable from a missing one.
  */
-import type { Sql } from '../db/client.js';
-import type { ConversationStatus, Page } from './validate.js';
-import type { MessageRow, ToolCallRow } from '../../media-engine/records/rows.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { Page } from '../http/pagination.js';
+import type { ConversationStatus } from './fields.js';
+import type { ConversationRow, MessageRow, ToolCallRow, SegmentKind } from '../../shared/records/rows.js';
 
-// One definition of the message and tool-call rows: the engine's writer produces them.
-export type { MessageRow, ToolCallRow };
-
-export interface ConversationRow {
-  id: string;
-  session_id: string;
-  user_id: string | null;
-  agent_id: string;
-  workspace_id: string;
-  call_id: string | null;
-  segment_kind: 'ai' | 'human';
-  status: ConversationStatus;
-  total_turns: number;
-  total_duration_ms: number;
-  avg_response_latency_ms: number;
-  summary: string | null;
-  metadata: Record<string, unknown>;
-  started_at: Date;
-  ended_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+// One definition of the rows (shared/records/rows.ts): the engine's writer produces them.
+export type { ConversationRow, MessageRow, ToolCallRow };
 
 /** A list row: the earliest stint of its call plus the call-level aggregates (null when not part of a call). */
 export interface ListRow extends ConversationRow {
   g_sessions: number | null;
   g_any_active: boolean | null;
   g_last_status: ConversationStatus | null;
-  g_kinds: Array<'ai' | 'human'> | null;
+  g_kinds: SegmentKind[] | null;
   g_turns: number | null;
   g_duration: number | null;
   g_latency_weighted: number | null;
@@ -84,12 +65,17 @@ export async function listConversations(sql: Sql, f: ListFilter, p: Page): Promi
       ${f.agentId ? sql`and (c.agent_id = ${f.agentId} or coalesce(g.g_has_agent, false))` : sql``}
       ${f.userId ? sql`and (c.user_id = ${f.userId} or coalesce(g.g_has_user, false))` : sql``}
       ${f.status ? sql`and (case when c.call_id is null then c.status when g.g_any_active then 'active' else g.g_last_status end) = ${f.status}` : sql``}`;
-  const rows = await sql<ListRow[]>`
-    select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
-           g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended
-    ${from()}
-    order by c.started_at desc, c.id desc
-    limit ${p.limit} offset ${p.offset}`;
+  // Page and total in one query (issue 13: one query per request; two side by side queued twice
+  // in the pool's gate, bench/rest.ts): the window count covers every matching row before LIMIT.
+  // A page past the end has no row to carry it; only then a second query counts.
+  const rows = await sql<(ListRow & { g_total: number })[]>`
+      select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
+             g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended, (count(*) over ())::int as g_total
+      ${from()}
+      order by c.started_at desc, c.id desc
+      limit ${p.limit} offset ${p.offset}`;
+  if (rows.length) return { rows, total: rows[0].g_total };
+  if (p.offset === 0) return { rows, total: 0 };
   const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n ${from()}`;
   return { rows, total: n };
 }

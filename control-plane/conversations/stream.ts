@@ -23,14 +23,14 @@ import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { ConversationMessageSchema, ConversationSchema, ConversationService, ToolCallRecordSchema } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
-import type { TranscriptBus, TranscriptEvent } from '../../media-engine/records/bus.js';
+import type { TranscriptBus, TranscriptEvent } from '../../shared/records/bus.js';
 import type { Auth } from '../http/auth.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
 import type { AudioLinks } from './audio-links.js';
 import { rawHandlerContext, sendError } from './http-util.js';
 import { type ConversationRow, getConversation, listMessages, listToolCalls } from './store.js';
-import { pathId } from './validate.js';
+import { pathId } from '../http/validate.js';
 import { conversationView, messageView, toolCallView } from './views.js';
 
 export interface StreamOptions {
@@ -176,11 +176,9 @@ export function createStreamHandler(opts: StreamOptions) {
       finish();
     };
 
-    res.writeHead(200, headers);
-    // HTTP/1 only (HTTP/2 sends the headers with writeHead's first frame anyway).
-    if (typeof res.flushHeaders === 'function') res.flushHeaders();
-    open.add(finish);
-    // Subscribe before reading the stored turns, so nothing falls between replay and live.
+    // Subscribe before reading the stored turns, so nothing falls between replay and live; and
+    // before the 200, so a bus that is down (Redis outage) answers 503 instead of a stream that
+    // would never carry a live turn (issue 11).
     unsubscribe = await opts.bus.subscribe(id, (ev) => {
       if (finished) return;
       if (replaying) {
@@ -189,7 +187,14 @@ export function createStreamHandler(opts: StreamOptions) {
       }
       deliver(ev);
     });
-    if (finished) return void unsubscribe().catch(() => {});
+    if (finished || signal.aborted) {
+      finished = true;
+      return void unsubscribe().catch(() => {});
+    }
+    res.writeHead(200, headers);
+    // HTTP/1 only (HTTP/2 sends the headers with writeHead's first frame anyway).
+    if (typeof res.flushHeaders === 'function') res.flushHeaders();
+    open.add(finish);
     send('conversation', toJson(ConversationSchema, create(ConversationSchema, conversationView(conv)), JSON_OPTS));
     await replayStored();
     replaying = false;

@@ -1,24 +1,34 @@
 /**
- * Post-call summaries (spec: `PUT /conversations/{id}` with `agent_id` "triggers summary
- * generation"; the summary is "filled asynchronously"). The agent's published LLM writes it:
- * `sim` runs the offline scripted model; every provider (sim included) is built by the engine's
- * provider registry, as a call would build it.
+ * Post-call summaries (spec doc 2: `generate_call_summary`, "filled asynchronously"; issue 14:
+ * every completed call). Runs as the durable job `post-call.summary` (control-plane/jobs), never on
+ * the call's path:
  *
- * Bound: at most `maxPending` summaries waiting or running (default 100), `concurrency` at a time
- * (default 2). Overflow policy: the new request is refused with a warning; the summary stays absent.
- * No agent config resolver wired (`liveConfig`): summaries are skipped with a warning (never a
- * silent fallback to `sim`).
+ * - Asked for when the agent's published version has `telephony.generate_call_summary`, or
+ *   explicitly (`PUT /conversations/{id}` with `agent_id`, spec: "triggers summary generation"),
+ *   which marks the row `summary_status = 'pending'` before the job runs.
+ * - Written by the agent's published LLM (`sim` is the offline scripted model; every provider is
+ *   built by the engine's provider registry, as a call would build it).
+ * - A provider failure throws: pg-boss retries with backoff (QUEUE_SETTINGS); the last attempt
+ *   records `summary_status = 'failed'` with `summary_error`. The conversation row is otherwise
+ *   never touched by a failure.
+ * - Idempotent (at least once): a completed summary is never regenerated; the final update is
+ *   guarded by `summary_status is distinct from 'completed'`.
  */
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
+import { AppError } from '../../shared/errors.js';
 import type { ProviderSettings } from '../../shared/voice/session-config.js';
-import type { LlmProvider } from '../../media-engine/providers/types.js';
-import { createLlmProvider } from '../../media-engine/providers/registry.js';
-import type { Sql } from '../db/client.js';
+import type { LlmProvider } from '../../shared/providers/types.js';
+import { createLlmProvider } from '../../shared/providers/registry.js';
+import { createOutboundClient, type OutboundClient } from '../../shared/outbound/index.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { Jobs, JobContext } from '../jobs/index.js';
 import { listMessages } from './store.js';
 
 /** What the summary needs of the agents domain's `liveConfig(agentId)` (the published snapshot). */
-export type LiveConfigFn = (agentId: string) => Promise<{ providers?: { llm?: ProviderSettings | null } } | null | undefined>;
+export type LiveConfigFn = (agentId: string) => Promise<
+  { providers?: { llm?: ProviderSettings | null }; telephony?: { generate_call_summary?: boolean } | null } | null | undefined
+>;
 export type LlmFactory = (settings: ProviderSettings) => LlmProvider | Promise<LlmProvider>;
 
 export const SUMMARY_PROMPT =
@@ -28,75 +38,130 @@ export const SUMMARY_PROMPT =
 /** Longest transcript sent to the model (the end of the call is kept). */
 const MAX_TRANSCRIPT_CHARS = 20_000;
 const MAX_SUMMARY_CHARS = 4000;
+const MAX_ERROR_CHARS = 500;
+/** Outcomes remembered for `waitFor` (tests, diagnostics); oldest forgotten first. */
+const MAX_REMEMBERED = 1000;
+
+export type SummaryStatus = 'completed' | 'failed' | 'skipped';
+export interface SummaryOutcome {
+  conversationId: string;
+  status: SummaryStatus | 'retrying';
+  reason?: string;
+}
 
 export interface SummarizerOptions {
   sql: Sql;
   logger: Logger;
   clock: Clock;
+  jobs: Jobs;
   liveConfig?: LiveConfigFn;
   llmFor?: LlmFactory;
-  /** Default 100. */
-  maxPending?: number;
-  /** Default 2. */
+  /** Tenant provider `base_url`s go through it (shared/outbound). Default: a client allowing no internal address, closed with the summarizer. */
+  outbound?: OutboundClient;
+  /** Summaries generated at once by this process. Default 2. */
   concurrency?: number;
-  /** Per summary. Default 60 s. */
+  /** Per attempt. Default 60 s. */
   timeoutMs?: number;
 }
 
 export interface Summarizer {
-  /** Queues a summary; false when refused (queue full, closed, or no resolver). */
-  request(conversationId: string, agentId: string): boolean;
-  /** Resolves when nothing is waiting or running (tests). */
-  idle(): Promise<void>;
+  /** Explicit request (PUT with agent_id, which already marked the row `pending`): makes sure a job is queued. */
+  request(conversationId: string): Promise<void>;
+  /** Queues the job for a conversation that just ended (the post-call relay, inside its transaction). */
+  enqueue(conversationId: string, tx: Parameters<Jobs['enqueue']>[2]['tx']): Promise<void>;
+  /** Resolves with the first outcome in this process (remembered or future) matching `match`. */
+  waitFor(conversationId: string, match?: (o: SummaryOutcome) => boolean): Promise<SummaryOutcome>;
   close(): Promise<void>;
 }
 
 /** The engine's provider registry (`sim` is the offline scripted model, a provider like any other). */
-export function defaultLlmFactory(clock: Clock): LlmFactory {
-  return (settings) => createLlmProvider(settings, { clock });
+export function defaultLlmFactory(clock: Clock, outbound: OutboundClient): LlmFactory {
+  return (settings) => createLlmProvider(settings, { clock, outbound });
 }
 
-export function createSummarizer(opts: SummarizerOptions): Summarizer {
-  const { sql, logger, clock } = opts;
-  const maxPending = opts.maxPending ?? 100;
-  const concurrency = opts.concurrency ?? 2;
-  const timeoutMs = opts.timeoutMs ?? 60_000;
-  const llmFor = opts.llmFor ?? defaultLlmFactory(clock);
-  const waiting: Array<{ conversationId: string; agentId: string }> = [];
-  const running = new Set<AbortController>();
-  let idleWaiters: Array<() => void> = [];
-  let closed = false;
+/**
+ * The call as `Caller: ...` / `Agent: ...` lines, the end kept when it is longer than
+ * MAX_TRANSCRIPT_CHARS; '' when nothing was said. Also what the post-call analysis reads.
+ */
+export async function transcriptOf(sql: Sql, conversationId: string): Promise<string> {
+  const messages = await listMessages(sql, conversationId);
+  if (!messages.some((m) => m.content.trim())) return '';
+  const transcript = messages.map((m) => `${m.role === 'user' ? 'Caller' : 'Agent'}: ${m.content}`).join('\n');
+  return transcript.length > MAX_TRANSCRIPT_CHARS ? transcript.slice(-MAX_TRANSCRIPT_CHARS) : transcript;
+}
 
-  function pump(): void {
-    while (!closed && running.size < concurrency && waiting.length) {
-      const job = waiting.shift()!;
-      const ac = new AbortController();
-      running.add(ac);
-      void generate(job.conversationId, job.agentId, ac.signal)
-        .catch((err: Error) => logger.warn({ conversationId: job.conversationId, err: err.message }, 'summary generation failed'))
-        .finally(() => {
-          running.delete(ac);
-          pump();
-          if (!running.size && !waiting.length) for (const w of idleWaiters.splice(0)) w();
-        });
+/** A decision that ends the job without a summary and without a retry. */
+class Skip extends Error {}
+
+export async function createSummarizer(opts: SummarizerOptions): Promise<Summarizer> {
+  const { sql, logger, clock, jobs } = opts;
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  // Never without the address policy: unwired, a strict client of our own (no exceptions).
+  const ownOutbound = opts.outbound || opts.llmFor ? undefined : createOutboundClient({ clock });
+  const llmFor = opts.llmFor ?? defaultLlmFactory(clock, (opts.outbound ?? ownOutbound)!);
+  const outcomes = new Map<string, SummaryOutcome[]>();
+  let waiters: Array<{ conversationId: string; match: (o: SummaryOutcome) => boolean; resolve: (o: SummaryOutcome) => void }> = [];
+
+  function settle(o: SummaryOutcome): void {
+    const list = outcomes.get(o.conversationId) ?? [];
+    list.push(o);
+    outcomes.delete(o.conversationId);
+    outcomes.set(o.conversationId, list);
+    if (outcomes.size > MAX_REMEMBERED) outcomes.delete(outcomes.keys().next().value as string);
+    waiters = waiters.filter((w) => (w.conversationId === o.conversationId && w.match(o) ? (w.resolve(o), false) : true));
+  }
+
+  async function run(job: JobContext<'post-call.summary'>): Promise<void> {
+    const id = job.data.conversation_id;
+    try {
+      const summary = await generate(id, job.signal);
+      await sql`
+        update conversations set summary = ${summary}, summary_status = 'completed', summary_error = null, updated_at = now()
+        where id = ${id} and summary_status is distinct from 'completed'`;
+      settle({ conversationId: id, status: 'completed' });
+    } catch (err) {
+      if (err instanceof Skip) {
+        await sql`update conversations set summary_status = 'skipped', updated_at = now() where id = ${id} and summary_status is distinct from 'completed'`;
+        logger.debug({ conversationId: id, reason: err.message }, 'summary skipped');
+        settle({ conversationId: id, status: 'skipped', reason: err.message });
+        return;
+      }
+      const message = ((err as Error)?.message ?? String(err)).slice(0, MAX_ERROR_CHARS);
+      // Visible while retrying; final on the last attempt. Never touches anything else on the row.
+      const status = job.isLastAttempt ? 'failed' : 'pending';
+      await sql`
+        update conversations set summary_status = ${status}, summary_error = ${message}, updated_at = now()
+        where id = ${id} and summary_status is distinct from 'completed'`.catch(() => {});
+      settle({ conversationId: id, status: job.isLastAttempt ? 'failed' : 'retrying', reason: message });
+      throw err;
     }
   }
 
-  async function generate(conversationId: string, agentId: string, signal: AbortSignal): Promise<void> {
-    const live = await opts.liveConfig!(agentId);
-    const settings = live?.providers?.llm;
-    if (!settings?.provider_name) {
-      logger.warn({ conversationId, agentId }, 'summary skipped: the agent has no published LLM');
-      return;
+  async function generate(conversationId: string, signal: AbortSignal): Promise<string> {
+    const [conv] = await sql<{ agent_id: string; summary_status: string | null }[]>`
+      select agent_id, summary_status from conversations where id = ${conversationId}`;
+    if (!conv) throw new Skip('conversation not found');
+    if (conv.summary_status === 'completed') throw new Skip('already summarised');
+    if (!opts.liveConfig) throw new Skip('no agent config resolver (liveConfig) wired');
+    let live: Awaited<ReturnType<LiveConfigFn>>;
+    try {
+      live = await opts.liveConfig(conv.agent_id);
+    } catch (err) {
+      // Unknown or never-published agent: nothing to retry. Anything else (database) is retried.
+      if (err instanceof AppError && err.status < 500) throw new Skip(err.message);
+      throw err;
     }
-    const messages = await listMessages(sql, conversationId);
-    if (!messages.length) return;
-    let transcript = messages.map((m) => `${m.role === 'user' ? 'Caller' : 'Agent'}: ${m.content}`).join('\n');
-    if (transcript.length > MAX_TRANSCRIPT_CHARS) transcript = transcript.slice(-MAX_TRANSCRIPT_CHARS);
+    const asked = conv.summary_status === 'pending' || live?.telephony?.generate_call_summary === true;
+    if (!asked) throw new Skip('not asked for (generate_call_summary is off)');
+    const settings = live?.providers?.llm;
+    if (!settings?.provider_name) throw new Skip('the agent has no published LLM');
+    const transcript = await transcriptOf(sql, conversationId);
+    if (!transcript) throw new Skip('empty transcript');
     const llm = await llmFor(settings);
     const abort = new AbortController();
-    const timer = clock.setTimeout(() => abort.abort(new Error('summary timed out')), timeoutMs);
-    signal.addEventListener('abort', () => abort.abort(signal.reason), { once: true });
+    const timer = clock.setTimeout(() => abort.abort(new Error(`summary timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => abort.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
     let text = '';
     try {
       for await (const ev of llm.stream({
@@ -113,37 +178,31 @@ export function createSummarizer(opts: SummarizerOptions): Summarizer {
       }
     } finally {
       clock.clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
     }
+    if (abort.signal.aborted) throw abort.signal.reason as Error;
     const summary = text.trim().slice(0, MAX_SUMMARY_CHARS);
-    if (!summary) return;
-    await sql`update conversations set summary = ${summary}, updated_at = now() where id = ${conversationId}`;
+    if (!summary) throw new Error('summary LLM returned no text');
+    return summary;
   }
 
+  await jobs.work('post-call.summary', run, { concurrency: opts.concurrency ?? 2 });
+
   return {
-    request(conversationId, agentId) {
-      if (closed) return false;
-      if (!opts.liveConfig) {
-        logger.warn({ conversationId }, 'summary skipped: no agent config resolver (liveConfig) wired');
-        return false;
-      }
-      if (waiting.length + running.size >= maxPending) {
-        logger.warn({ conversationId, maxPending }, 'summary queue full: summary refused');
-        return false;
-      }
-      waiting.push({ conversationId, agentId });
-      pump();
-      return true;
+    async request(conversationId) {
+      await jobs.enqueue('post-call.summary', { conversation_id: conversationId }, { singletonKey: conversationId });
     },
-    idle() {
-      if (!running.size && !waiting.length) return Promise.resolve();
-      return new Promise((resolve) => idleWaiters.push(resolve));
+    async enqueue(conversationId, tx) {
+      await jobs.enqueue('post-call.summary', { conversation_id: conversationId }, { singletonKey: conversationId, tx });
+    },
+    waitFor(conversationId, match = () => true) {
+      const hit = outcomes.get(conversationId)?.find(match);
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve) => waiters.push({ conversationId, match, resolve }));
     },
     async close() {
-      if (closed) return;
-      closed = true;
-      waiting.length = 0;
-      for (const ac of running) ac.abort(new Error('closed'));
-      if (running.size) await new Promise<void>((resolve) => idleWaiters.push(resolve));
+      waiters = [];
+      await ownOutbound?.close();
     },
   };
 }

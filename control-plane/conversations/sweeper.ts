@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 
 export interface AudioSweeperOptions {
   sql: Sql;
@@ -72,7 +72,7 @@ export function createAudioSweeper(opts: AudioSweeperOptions): AudioSweeper {
   const run = () => {
     if (running || closed) return;
     running = sweepOnce()
-      .catch((err: Error) => opts.logger.warn({ err: err.message }, 'audio retention sweep failed'))
+      .catch((err: Error) => opts.logger.warn({ err }, 'audio retention sweep failed'))
       .finally(() => (running = undefined));
   };
   const first: TimerHandle = opts.clock.setTimeout(run, opts.firstRunMs ?? 60_000);

@@ -2,7 +2,7 @@
  * Versioned migrations, applied at start inside one transaction under a transaction-scoped advisory
  * lock, so two control planes starting together apply each version exactly once.
  */
-import type { Sql } from './client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { MIGRATIONS, type Migration } from './migrations/index.js';
 
 /** Arbitrary constant: the advisory lock all control planes agree on for migrations. */

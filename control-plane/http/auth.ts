@@ -14,12 +14,16 @@ export interface Principal {
   /** The organization owner (ORG_API_KEY): acts as owner of every workspace. */
   isOrgOwner: boolean;
   via: 'jwt' | 'api_key';
+  /** API keys: the key's scopes (`[]` or `*`: unscoped, see http/scopes.ts). JWTs: `['*']`. */
   scopes: string[];
   apiKeyId?: string;
 }
 
 export interface Auth {
-  /** Resolves the bearer of this call (JWT or API key); throws UNAUTHORIZED. Cached per call. */
+  /**
+   * Resolves the bearer of this call (JWT or API key); throws UNAUTHORIZED. Also enforces the
+   * API-key scope the call's method needs (http/scopes.ts; 403 FORBIDDEN). Cached per call.
+   */
   principal(ctx: HandlerContext): Promise<Principal>;
   /** The caller's role in a workspace, undefined when not a member (org owner: `owner` everywhere). */
   roleIn(p: Principal, workspaceId: string): Promise<WorkspaceRole | undefined>;

@@ -26,6 +26,16 @@ export function successBody(family: Family, data: unknown, meta?: unknown): unkn
   return data;
 }
 
+/**
+ * `JSON.stringify(successBody(family, data, meta))` from already serialized `data` and `meta`
+ * (same bytes, same key order): a cached response is serialized once, not per request.
+ */
+export function successJson(family: Family, dataJson: string, metaJson?: string): string {
+  if (family !== 'envelope') return dataJson;
+  const meta = metaJson === undefined ? '' : `,"meta":${metaJson}`;
+  return `{"success":true,"data":${dataJson},"error":null${meta},"timestamp":"${new Date().toISOString()}"}`;
+}
+
 export function errorBody(family: Family, err: AppError): unknown {
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details?.length) error.details = err.details;

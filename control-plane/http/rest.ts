@@ -2,15 +2,22 @@
  * REST edge: one table maps each spec route onto a proto method of a service implementation.
  * REST calls the implementation directly (not through the Connect codec: ~8x cheaper) with the
  * same HandlerContext shape, so a route's logic exists once for REST, Connect and gRPC.
+ *
+ * Kept thin (issue 13): the route is found in a segment tree (route-table.ts), the context is a
+ * plain object whose signal is the connection's (HTTP/1.1 cannot cancel one request without
+ * closing its connection: one AbortController per connection, not per request), and a frozen
+ * response object (a cached view, e.g. agents/view-cache.ts) is serialized once per route.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { create, type DescMessage, type DescMethod, type DescService, fromJson, type JsonValue, toJson, ScalarType } from '@bufbuild/protobuf';
-import { createContextValues, createHandlerContext, type HandlerContext } from '@connectrpc/connect';
+import { createContextValues, type HandlerContext } from '@connectrpc/connect';
 import type { Logger } from '../../shared/logger.js';
 import { AppError, invalid, toAppError } from '../../shared/errors.js';
-import { errorBody, type Family, familyForPath, successBody } from './envelope.js';
+import { errorBody, type Family, familyForPath, successBody, successJson } from './envelope.js';
+import { RouteTable } from './route-table.js';
 import { kRemoteIp, kRequestId } from './context.js';
+import { assertStorableText } from './input.js';
 
 type AnyImpl = Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
 
@@ -43,10 +50,9 @@ export interface RestRoute {
 }
 
 interface CompiledRoute extends RestRoute {
-  regex: RegExp;
-  paramNames: string[];
   desc: DescMethod;
-  staticScore: number;
+  /** Serialized `data` / `meta` of frozen (cached, shared) response objects. */
+  memo: WeakMap<object, { data?: string; meta?: string }>;
 }
 
 export interface RestRouterOptions {
@@ -54,11 +60,13 @@ export interface RestRouterOptions {
   impls: Map<string, AnyImpl>;
   logger: Logger;
   maxBodyBytes: number;
-  shutdownSignal?: AbortSignal;
 }
 
 export type NodeReq = IncomingMessage | Http2ServerRequest;
 export type NodeRes = ServerResponse | Http2ServerResponse;
+
+/** The matched route's template per response, for request metrics (a raw path would be one series per id). */
+export const routeTemplates = new WeakMap<object, string>();
 
 const JSON_WRITE = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
 
@@ -67,35 +75,21 @@ export function createRestRouter(opts: RestRouterOptions) {
     const desc = r.service.methods.find((m) => m.localName === r.rpc);
     if (!desc) throw new Error(`route ${r.method} ${r.path}: ${r.service.typeName} has no method ${r.rpc}`);
     if (!opts.impls.has(r.service.typeName)) throw new Error(`route ${r.method} ${r.path}: no implementation of ${r.service.typeName}`);
-    const paramNames: string[] = [];
-    const segments = r.path.split('/').filter(Boolean);
-    const pattern = segments.map((s) => (s.startsWith(':') ? (paramNames.push(s.slice(1)), '([^/]+)') : escapeRe(s))).join('/');
-    return { ...r, desc, paramNames, regex: new RegExp(`^/${pattern}/?$`), staticScore: segments.filter((s) => !s.startsWith(':')).length };
+    return { ...r, desc, memo: new WeakMap() };
   });
-  // Static segments win over params (`/agents/lookup/phone` before `/agents/:id/:x`).
-  compiled.sort((a, b) => b.staticScore - a.staticScore);
-
-  function match(method: string, pathname: string): { route?: CompiledRoute; params: Record<string, string>; pathKnown: boolean } {
-    let pathKnown = false;
-    for (const r of compiled) {
-      const m = r.regex.exec(pathname);
-      if (!m) continue;
-      pathKnown = true;
-      if (r.method !== method) continue;
-      const params: Record<string, string> = {};
-      r.paramNames.forEach((n, i) => (params[n] = safeDecode(m[i + 1])));
-      return { route: r, params, pathKnown };
-    }
-    return { params: {}, pathKnown };
-  }
+  const table = new RouteTable(compiled);
 
   return async function handle(req: NodeReq, res: NodeRes, requestId: string, remoteIp: string): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const family = familyForPath(url.pathname);
     let route: CompiledRoute | undefined;
+    // Aborted only when the client goes away before the answer. Database work already started
+    // runs to completion and its result is dropped (never cancelled on the server: agents/db.ts).
+    const signal = clientSignal(req, res);
     try {
-      const found = match(req.method ?? 'GET', url.pathname);
+      const found = table.match(req.method ?? 'GET', url.pathname);
       route = found.route;
+      if (route) routeTemplates.set(res, route.path);
       if (!route) {
         throw found.pathKnown
           ? new AppError('METHOD_NOT_ALLOWED', `method ${req.method} not allowed on ${url.pathname}`)
@@ -107,42 +101,86 @@ export function createRestRouter(opts: RestRouterOptions) {
       const parts: RestRequestParts = { params: found.params, query, body, headers };
       const requestJson = route.request ? route.request(parts) : defaultRequest(route.desc.input, parts);
       const input = decodeInput(route.desc.input, requestJson);
-      const ac = new AbortController();
-      // Abort only when the client goes away before the answer: 'close' also fires after every
-      // normal response, and an abort costs a DOMException per request.
-      res.once('close', () => {
-        if (!res.writableFinished) ac.abort();
-      });
-      const ctx = createHandlerContext({
+      assertStorableText(route.desc.input, input);
+      // A plain object, not createHandlerContext: that links a deadline and the shutdown signal
+      // per request, and its listeners stay until something aborts (growing with every request).
+      // Shutdown destroys the sockets, which aborts `signal`.
+      const ctx: HandlerContext = {
         service: route.service,
         method: route.desc,
         protocolName: 'rest',
         requestMethod: req.method ?? 'GET',
-        url: url.toString(),
+        url: url.href,
         requestHeader: headers,
-        requestSignal: ac.signal,
-        shutdownSignal: opts.shutdownSignal,
-        contextValues: createContextValues().set(kRequestId, requestId).set(kRemoteIp, remoteIp),
-      });
+        responseHeader: new Headers(),
+        responseTrailer: new Headers(),
+        signal,
+        timeoutMs: noTimeout,
+        values: createContextValues().set(kRequestId, requestId).set(kRemoteIp, remoteIp),
+      };
       const impl = opts.impls.get(route.service.typeName)!;
       const output = await impl[route.rpc](input, ctx);
-      const message = create(route.desc.output, output as never);
-      const json = toJson(route.desc.output, message, JSON_WRITE) as Record<string, unknown>;
       if (route.contentType) {
+        const json = toJson(route.desc.output, create(route.desc.output, output as never), JSON_WRITE) as Record<string, unknown>;
         send(res, route.status ?? 200, String(json.body ?? ''), route.contentType, ctx.responseHeader);
         return;
       }
-      const shaped = route.response ? route.response(json) : { data: json };
       const fam = route.family ?? family;
-      send(res, route.status ?? 200, JSON.stringify(successBody(fam, shaped.data, shaped.meta)), 'application/json', ctx.responseHeader);
+      const shaped = serialized(route, output as object);
+      const text = shaped.data === undefined ? JSON.stringify(successBody(fam, undefined, shaped.meta && JSON.parse(shaped.meta))) : successJson(fam, shaped.data, shaped.meta);
+      send(res, route.status ?? 200, text, 'application/json', ctx.responseHeader);
     } catch (err) {
+      // The client left: nobody reads an answer, and its absence is not a server error.
+      if (signal.aborted) return;
       const appErr = toAppError(err);
-      if (appErr.code === 'INTERNAL') opts.logger.error({ err: (err as Error)?.stack ?? String(err), requestId }, 'request failed');
+      if (appErr.code === 'INTERNAL') opts.logger.error({ err, requestId }, 'request failed');
       const h = new Headers();
       if (appErr.options.retryAfterS !== undefined) h.set('retry-after', String(appErr.options.retryAfterS));
       send(res, appErr.status, JSON.stringify(errorBody(route?.family ?? family, appErr)), 'application/json', h);
     }
   };
+}
+
+const noTimeout = (): undefined => undefined;
+
+/** `data` and `meta` as JSON text; once per frozen (shared, immutable) response object and route. */
+function serialized(route: CompiledRoute, output: object): { data?: string; meta?: string } {
+  const frozen = Object.isFrozen(output);
+  if (frozen) {
+    const hit = route.memo.get(output);
+    if (hit) return hit;
+  }
+  const json = toJson(route.desc.output, create(route.desc.output, output as never), JSON_WRITE) as Record<string, unknown>;
+  const shaped = route.response ? route.response(json) : { data: json };
+  const out = { data: shaped.data === undefined ? undefined : JSON.stringify(shaped.data), meta: shaped.meta === undefined ? undefined : JSON.stringify(shaped.meta) };
+  if (frozen) route.memo.set(output, out);
+  return out;
+}
+
+/** Per HTTP/1.1 connection: aborted when it closes. */
+const connectionSignals = new WeakMap<object, AbortController>();
+
+/**
+ * The signal of "the client went away". HTTP/1.1 can only cancel by closing the connection, so
+ * one controller per connection serves all its requests; an HTTP/2 stream can be reset alone.
+ */
+function clientSignal(req: NodeReq, res: NodeRes): AbortSignal {
+  if (req.httpVersionMajor < 2) {
+    const sock = req.socket;
+    let ac = connectionSignals.get(sock);
+    if (!ac) {
+      const c = (ac = new AbortController());
+      connectionSignals.set(sock, c);
+      sock.once('close', () => c.abort());
+    }
+    return ac.signal;
+  }
+  const ac = new AbortController();
+  // 'close' also fires after every normal response, and an abort costs a DOMException.
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
 }
 
 function defaultRequest(input: DescMessage, parts: RestRequestParts): unknown {
@@ -245,14 +283,3 @@ function send(res: NodeRes, status: number, body: string, contentType: string, e
   res.end(body);
 }
 
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function safeDecode(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}

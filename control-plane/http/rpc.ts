@@ -3,30 +3,49 @@
  * matching code and the stable envelope code in the error details (gRPC, Connect and gRPC-Web).
  */
 import { create, type DescService } from '@bufbuild/protobuf';
-import { ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
+import { codeToString } from '@connectrpc/connect/protocol-connect';
+import type { RequestObserver } from './metrics.js';
 import { connectCodeFor, toAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { ErrorDetailSchema } from '../../shared/gen/voiceplane/v1/common_pb.js';
 import { requestIdOf } from './context.js';
+import { assertStorableText } from './input.js';
 
 export function toConnectError(err: unknown, logger: Logger, ctx: HandlerContext): ConnectError {
   if (err instanceof ConnectError) return err;
+  // The client left (its signal aborted): not a server error, and nobody reads the answer.
+  if (ctx.signal.aborted) return new ConnectError('request cancelled by the client', Code.Canceled);
   const app = toAppError(err);
-  if (app.code === 'INTERNAL') logger.error({ err: (err as Error)?.stack ?? String(err), requestId: requestIdOf(ctx) }, 'rpc failed');
+  if (app.code === 'INTERNAL') logger.error({ err, requestId: requestIdOf(ctx) }, 'rpc failed');
   const detail = create(ErrorDetailSchema, { code: app.code, details: app.details ?? [] });
-  return new ConnectError(app.message, connectCodeFor(app), undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+  // Retry-After travels as response metadata (gRPC trailers / Connect headers), as on REST.
+  const meta = app.options.retryAfterS !== undefined ? { 'retry-after': String(app.options.retryAfterS) } : undefined;
+  return new ConnectError(app.message, connectCodeFor(app), meta, [{ desc: ErrorDetailSchema, value: detail }]);
 }
 
-export function wrapImpl<S extends DescService>(service: S, impl: ServiceImpl<S>, logger: Logger): ServiceImpl<S> {
+/**
+ * `observe`: each call's duration with its Connect code (REST calls the implementations directly
+ * and is measured at the HTTP edge instead, so nothing is counted twice).
+ */
+export function wrapImpl<S extends DescService>(service: S, impl: ServiceImpl<S>, logger: Logger, observe?: RequestObserver): ServiceImpl<S> {
   const out: Record<string, unknown> = {};
   for (const m of service.methods) {
     const fn = (impl as Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>>)[m.localName];
     if (typeof fn !== 'function') throw new Error(`${service.typeName} implementation lacks ${m.localName}`);
+    const route = `/${service.typeName}/${m.name}`;
     out[m.localName] = async (req: unknown, ctx: HandlerContext) => {
+      const started = performance.now();
+      let code = 'ok';
       try {
+        assertStorableText(m.input, req);
         return await fn.call(impl, req, ctx);
       } catch (err) {
-        throw toConnectError(err, logger, ctx);
+        const ce = toConnectError(err, logger, ctx);
+        code = codeToString(ce.code);
+        throw ce;
+      } finally {
+        observe?.({ protocol: ctx.protocolName.replace(/-/g, '_'), method: ctx.requestMethod, route, code, seconds: (performance.now() - started) / 1000 });
       }
     };
   }

@@ -13,7 +13,8 @@ import type { DescService } from '@bufbuild/protobuf';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from '../../shared/logger.js';
-import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
+import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
+import { createRestRouter, routeTemplates, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
 import { wrapImpl } from './rpc.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
@@ -28,38 +29,60 @@ export interface ControlPlaneServerOptions {
   maxBodyBytes: number;
   /** Plain handlers tried before the REST table (SSE streams, signed audio links). Return true when handled. */
   rawHandlers?: Array<(req: NodeReq, res: NodeRes) => boolean | Promise<boolean>>;
+  /** Request durations of REST and raw handlers (RPCs are observed in `wrapImpl`, with their code). */
+  observe?: RequestObserver;
+  /** Every answered request's status and duration (the process's health report, issue 17). */
+  onResponse?: (status: number, ms: number) => void;
 }
 
 export interface RunningServer {
   port: number;
+  /** Open client connections (HTTP/1.1 and HTTP/2 sockets); the one-port server reports them. */
+  connections?(): number;
   close(): Promise<void>;
 }
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 /** Headers the gateway strips from public requests: they have no effect here either. */
-const STRIPPED = /^(x-internal-service|x-user-.*|x-vp-remote-ip)$/i;
+export const STRIPPED = /^(x-internal-service|x-user-.*|x-vp-remote-ip)$/i;
+
+/** Responses dispatched to the REST table or a raw handler (the rest went to Connect). */
+const viaRest = new WeakSet<object>();
 
 export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutdown: AbortSignal) {
   const impls = new Map<string, Record<string, never>>();
   for (const b of opts.services) impls.set(b.service.typeName, b.impl as unknown as Record<string, never>);
-  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, shutdownSignal: shutdown });
+  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes });
   const connect = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
-      for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger) as never);
+      for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger, opts.observe) as never);
     },
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: shutdown,
     fallback: (req, res) => {
       const id = String(req.headers['x-request-id'] ?? '');
       const ip = String(req.headers['x-vp-remote-ip'] ?? '');
-      const r = res as unknown as NodeRes;
-      void dispatchRaw(req, r).then((handled) => (handled ? undefined : rest(req, r, id, ip)));
+      restOrRaw(req, res as unknown as NodeRes, id, ip);
     },
   });
 
+  const rawHandlers = opts.rawHandlers ?? [];
+  /** Raw handlers decline synchronously for paths that are not theirs: no await per handler then. */
   async function dispatchRaw(req: NodeReq, res: NodeRes): Promise<boolean> {
-    for (const h of opts.rawHandlers ?? []) if (await h(req, res)) return true;
+    for (const h of rawHandlers) {
+      const r = h(req, res);
+      if (r === true || (r !== false && (await r))) return true;
+    }
     return false;
+  }
+  /** REST: straight to the raw handlers and the route table (Connect paths are `/<package>.<Service>/<Method>`). */
+  function restOrRaw(req: NodeReq, res: NodeRes, requestId: string, remoteIp: string): void {
+    viaRest.add(res);
+    void dispatchRaw(req, res).then((handled) => {
+      // Raw handlers (SSE, signed links, /metrics) have no template: one series for all of them.
+      if (handled) routeTemplates.set(res, routeTemplates.get(res) ?? 'raw');
+      else return rest(req, res, requestId, remoteIp);
+    });
   }
 
   return (req: NodeReq, res: NodeRes) => {
@@ -70,12 +93,16 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     res.setHeader('x-request-id', requestId);
     const started = performance.now();
     res.once('finish', () => {
-      opts.logger.info(
-        { requestId, method: req.method, path: redactPath((req.url ?? '').split('?')[0]), status: res.statusCode, ms: Math.round(performance.now() - started) },
-        'request',
-      );
+      const ms = performance.now() - started;
+      opts.onResponse?.(res.statusCode, ms);
+      opts.logger.info({ requestId, method: req.method, path: redactPath((req.url ?? '').split('?')[0]), status: res.statusCode, ms: Math.round(ms) }, 'request');
+      // RPCs are observed in wrapImpl (with their code); REST and raw handlers here.
+      if (opts.observe && viaRest.has(res)) {
+        opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplates.get(res) ?? UNMATCHED_ROUTE, code: String(res.statusCode), seconds: ms / 1000 });
+      }
     });
-    connect(req as never, res as never);
+    if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, req.headers['x-vp-remote-ip'] as string);
+    else connect(req as never, res as never);
   };
 }
 
@@ -119,6 +146,7 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   const addr = front.address();
   return {
     port: typeof addr === 'object' && addr ? addr.port : opts.port,
+    connections: () => sockets.size,
     async close() {
       shutdown.abort();
       await new Promise<void>((resolve) => {

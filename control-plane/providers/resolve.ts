@@ -8,7 +8,7 @@
  * 1-3 into the version; step 4 never reaches a live call (`sim` is never a silent fallback).
  */
 import type { JsonObject } from '@bufbuild/protobuf';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { getProviderRow } from '../agents/agent-providers/store.js';
 import type { ProviderType, SnapshotProvider } from '../agents/types.js';
 import { definitionByName, registryDefault, userConfigFor, type UserConfigRow } from './store.js';

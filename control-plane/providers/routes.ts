@@ -4,7 +4,7 @@ import type { RestRoute } from '../http/rest.js';
 import { route } from '../agents/routes.js';
 
 const P = '/api/v1/providers';
-const list = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [] });
+const list = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [], meta: json.meta });
 
 export const providerRoutes: RestRoute[] = [
   route({ method: 'POST', path: P, service: ProviderRegistryService, rpc: 'createProviderDefinition', status: 201 }),

@@ -11,17 +11,17 @@ import type { Access } from '../agents/access.js';
 import { checkProviderType, MAX_API_KEY_CHARS } from '../agents/agent-providers/handlers.js';
 import { isUniqueViolation } from '../agents/db.js';
 import type { AgentsDeps } from '../agents/deps.js';
-import { httpUrl, idOf, oneOf, optionalText, requiredString } from '../agents/validate.js';
+import { pathId, oneOf, optionalText, required, tenantUrl } from '../http/validate.js';
+import { createOutboundPolicy } from '../../shared/outbound/index.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
 import { resolveProvider } from './resolve.js';
 import {
-  countUserConfigRows,
   findUserConfigRow,
   getDefinitionRow,
   getUserConfigRow,
   insertDefinitionRow,
   listDefinitionRows,
   listUserConfigRows,
-  MAX_USER_CONFIGS,
   saveUserConfigRow,
 } from './store.js';
 import { definitionView, resolvedView, userConfigView } from './views.js';
@@ -39,24 +39,25 @@ function checkObjectSize(field: string, v: JsonObject | undefined): JsonObject {
 
 function checkStrings(field: string, xs: string[]): string[] {
   if (xs.length > MAX_LIST_ITEMS) throw invalid(field, `at most ${MAX_LIST_ITEMS} entries`);
-  return xs.map((x, i) => requiredString(`${field}[${i}]`, x, 200));
+  return xs.map((x, i) => required(`${field}[${i}]`, x, 200));
 }
 
 export function createProviderRegistryService(deps: AgentsDeps, access: Access): ServiceImpl<typeof ProviderRegistryService> {
   const { sql, secrets } = deps;
+  const outboundPolicy = createOutboundPolicy(deps.config.outboundAllowCidrs);
   return {
     async createProviderDefinition(req, ctx) {
       const p = await access.principal(ctx);
       // Definitions are platform-wide: only the organization owner (ORG_API_KEY) curates them.
       if (!p.isOrgOwner) throw forbidden('only the organization owner may add provider definitions');
-      const name = requiredString('name', req.name, 64);
+      const name = required('name', req.name, 64);
       if (!NAME_RE.test(name)) throw invalid('name', 'must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$');
       const row = {
         id: newId(),
         name,
         provider_type: checkProviderType(req.providerType),
         description: optionalText('description', req.description, 2000) ?? '',
-        base_url: httpUrl('base_url', req.baseUrl) ?? '',
+        base_url: tenantUrl('base_url', req.baseUrl, outboundPolicy) ?? '',
         auth_type: oneOf('auth_type', req.authType, AUTH_TYPES) ?? 'api_key',
         is_active: req.isActive ?? true,
         default_config: checkObjectSize('default_config', req.defaultConfig),
@@ -72,14 +73,16 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
     },
 
     async listProviderDefinitions(req, ctx) {
+      const pg = pageOf(req);
       await access.principal(ctx);
       const type = req.providerType ? checkProviderType(req.providerType) : undefined;
-      return { providers: (await listDefinitionRows(sql, type, ctx.signal)).map(definitionView) };
+      const { rows, total } = await listDefinitionRows(sql, type, pg, ctx.signal);
+      return { providers: rows.map(definitionView), meta: pageMeta(pg, total) };
     },
 
     async getProviderDefinition(req, ctx) {
       await access.principal(ctx);
-      const row = await getDefinitionRow(sql, idOf('provider', req.id), ctx.signal);
+      const row = await getDefinitionRow(sql, pathId('provider', req.id), ctx.signal);
       if (!row) throw notFound('provider');
       return definitionView(row);
     },
@@ -87,7 +90,7 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
     async createUserProviderConfig(req, ctx) {
       const p = await access.principal(ctx);
       if (!req.providerId) throw invalid('provider_id', 'is required');
-      const def = await getDefinitionRow(sql, idOf('provider', req.providerId), ctx.signal);
+      const def = await getDefinitionRow(sql, pathId('provider', req.providerId), ctx.signal);
       if (!def) throw notFound('provider');
       if (req.providerType !== undefined && req.providerType !== '' && checkProviderType(req.providerType) !== def.provider_type) {
         throw invalid('provider_type', `must match the provider's type (${def.provider_type})`);
@@ -96,9 +99,7 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
       if (agentId && req.isDefault) throw invalid('is_default', 'only a configuration without agent_id can be the default');
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
       const existing = await findUserConfigRow(sql, p.userId, def.id, agentId, ctx.signal);
-      if (!existing && (await countUserConfigRows(sql, p.userId, ctx.signal)) >= MAX_USER_CONFIGS) {
-        throw new AppError('CONFLICT', `a user has at most ${MAX_USER_CONFIGS} provider configurations`);
-      }
+      // MAX_USER_CONFIGS is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
       const apiKeyEnc =
         req.apiKey === undefined ? (existing?.api_key_enc ?? null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
       try {
@@ -123,9 +124,11 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
       }
     },
 
-    async listUserProviderConfigs(_req, ctx) {
+    async listUserProviderConfigs(req, ctx) {
+      const pg = pageOf(req);
       const p = await access.principal(ctx);
-      return { configs: (await listUserConfigRows(sql, p.userId, ctx.signal)).map(userConfigView) };
+      const { rows, total } = await listUserConfigRows(sql, p.userId, pg, ctx.signal);
+      return { configs: rows.map(userConfigView), meta: pageMeta(pg, total) };
     },
 
     async resolveProvider(req, ctx) {

@@ -1,8 +1,9 @@
 /** SQL of the provider registry: `provider_definitions` and `user_provider_configs`. */
 import type { JsonObject } from '@bufbuild/protobuf';
-import type { Sql } from '../db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { run } from '../agents/db.js';
 import type { ProviderType } from '../agents/types.js';
+import type { Page } from '../http/pagination.js';
 
 export interface DefinitionRow {
   id: string;
@@ -38,16 +39,26 @@ export interface UserConfigRow {
   supported_models: string[];
 }
 
-/** Bound on every registry listing (the registry is curated data, not user content). */
-export const MAX_DEFINITIONS = 500;
+/** Configurations per user: enforced by the database (migration 0004); documented here. */
 export const MAX_USER_CONFIGS = 200;
 
-export function listDefinitionRows(sql: Sql, type: ProviderType | undefined, signal?: AbortSignal): Promise<DefinitionRow[]> {
-  return run(
-    sql<DefinitionRow[]>`select * from provider_definitions where (${type ?? null}::text is null or provider_type = ${type ?? null})
-      order by provider_type, name, created_at limit ${MAX_DEFINITIONS}`,
-    signal,
-  );
+/** One page of the registry (optionally one type) and the total. */
+export async function listDefinitionRows(
+  sql: Sql,
+  type: ProviderType | undefined,
+  page: Page,
+  signal?: AbortSignal,
+): Promise<{ rows: DefinitionRow[]; total: number }> {
+  const t = type ?? null;
+  const [rows, [{ n }]] = await Promise.all([
+    run(
+      sql<DefinitionRow[]>`select * from provider_definitions where (${t}::text is null or provider_type = ${t})
+        order by provider_type, name, created_at, id limit ${page.limit} offset ${page.offset}`,
+      signal,
+    ),
+    run(sql<{ n: number }[]>`select count(*)::int as n from provider_definitions where (${t}::text is null or provider_type = ${t})`, signal),
+  ]);
+  return { rows, total: n };
 }
 
 export async function getDefinitionRow(sql: Sql, id: string, signal?: AbortSignal): Promise<DefinitionRow | undefined> {
@@ -86,11 +97,16 @@ export async function registryDefault(sql: Sql, type: ProviderType, signal?: Abo
 const USER_CONFIG_SELECT = `select c.*, d.name as provider_name, d.base_url, d.default_config, d.supported_models
   from user_provider_configs c join provider_definitions d on d.id = c.provider_id`;
 
-export function listUserConfigRows(sql: Sql, userId: string, signal?: AbortSignal): Promise<UserConfigRow[]> {
-  return run(
-    sql.unsafe<UserConfigRow[]>(`${USER_CONFIG_SELECT} where c.user_id = $1 order by c.created_at, c.id limit ${MAX_USER_CONFIGS}`, [userId]),
-    signal,
-  );
+/** One page of the user's configurations and the total. */
+export async function listUserConfigRows(sql: Sql, userId: string, page: Page, signal?: AbortSignal): Promise<{ rows: UserConfigRow[]; total: number }> {
+  const [rows, [{ n }]] = await Promise.all([
+    run(
+      sql.unsafe<UserConfigRow[]>(`${USER_CONFIG_SELECT} where c.user_id = $1 order by c.created_at, c.id limit $2 offset $3`, [userId, page.limit, page.offset]),
+      signal,
+    ),
+    run(sql<{ n: number }[]>`select count(*)::int as n from user_provider_configs where user_id = ${userId}`, signal),
+  ]);
+  return { rows, total: n };
 }
 
 export async function getUserConfigRow(sql: Sql, id: string, signal?: AbortSignal): Promise<UserConfigRow | undefined> {
@@ -107,11 +123,6 @@ export async function findUserConfigRow(sql: Sql, userId: string, providerId: st
     signal,
   );
   return rows[0];
-}
-
-export async function countUserConfigRows(sql: Sql, userId: string, signal?: AbortSignal): Promise<number> {
-  const [r] = await run(sql<{ n: number }[]>`select count(*)::int as n from user_provider_configs where user_id = ${userId}`, signal);
-  return r.n;
 }
 
 /**

@@ -5,7 +5,7 @@
  * not the call is still live (the carrier must not retry a late callback).
  */
 import type { HandlerContext } from '@connectrpc/connect';
-import { verdictFromAnsweredBy } from '../../media-engine/session/amd.js';
+import { verdictFromAnsweredBy } from '../../shared/voice/amd.js';
 import { type Ctx, emit, inBackground, resolveAccount, verifyWebhook } from './context.js';
 import { advances, type CallRecord, mapCarrierStatus } from './live-calls.js';
 import { endSession } from './manage.js';
@@ -78,12 +78,12 @@ async function routeVerdict(ctx: Ctx, sessionId: string, verdict: string): Promi
   const { registry, clock } = ctx.deps;
   const until = clock.monotonicMs() + ctx.opts.amdRouteWaitMs;
   for (;;) {
-    const owner = await registry.sessionOwner(sessionId);
+    const owner = await registry.sessions.sessionOwner(sessionId);
     if (owner) {
-      await registry.sendCommand(owner, { kind: 'amd', sessionId, payload: { verdict } }, ctx.opts.commandTimeoutMs);
+      await registry.commands.sendCommand(owner, { kind: 'amd', sessionId, payload: { verdict } }, ctx.opts.commandTimeoutMs);
       return;
     }
-    if (clock.monotonicMs() >= until || !(await registry.getSession(sessionId))) {
+    if (clock.monotonicMs() >= until || !(await registry.sessions.getSession(sessionId))) {
       ctx.log.warn({ verdict }, 'amd verdict not delivered: the call has no live engine session');
       return;
     }

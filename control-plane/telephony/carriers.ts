@@ -2,7 +2,7 @@
  * The six carrier identifiers the API accepts, which of them this deployment can drive (Twilio
  * only), their capabilities, and detection of the carrier from the resolved account credentials.
  */
-import { AMD_POLICIES, AMD_TIMEOUT_S } from '../../media-engine/session/amd.js';
+import { AMD_POLICIES, AMD_TIMEOUT_S } from '../../shared/voice/amd.js';
 
 export const CARRIERS = ['twilio', 'telnyx', 'plivo', 'vonage', 'signalwire', 'exotel'] as const;
 export type CarrierName = (typeof CARRIERS)[number];
@@ -18,7 +18,7 @@ const DISPLAY: Record<CarrierName, string> = {
   exotel: 'Exotel',
 };
 
-/** Media on the wire of each carrier's stream (protocols.md section 4); informational for the unsupported ones. */
+/** Media on the wire of each carrier's stream (docs/protocols.md section 4); informational for the unsupported ones. */
 const MEDIA: Record<CarrierName, { encoding: string; sampleRateHz: number }> = {
   twilio: { encoding: 'mulaw', sampleRateHz: 8000 },
   telnyx: { encoding: 'mulaw', sampleRateHz: 8000 },

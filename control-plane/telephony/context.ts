@@ -7,7 +7,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Config } from '../../shared/config.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import type { SessionRegistry } from '../../shared/registry/index.js';
+import type { Registry } from '../../shared/registry/index.js';
 import type { LiveAgentConfig } from '../agents/index.js';
 import type { Auth } from '../http/auth.js';
 import type { VoiceDomain } from '../voice/index.js';
@@ -32,7 +32,7 @@ export interface TelephonyDeps {
   config: Config;
   logger: Logger;
   clock: Clock;
-  registry: SessionRegistry;
+  registry: Registry;
   auth: Auth;
   /** The agents domain's published configuration (secrets decrypted). */
   liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig>;
@@ -126,7 +126,7 @@ export function verifyWebhook(ctx: Ctx, hc: HandlerContext, params: Record<strin
 /** Runs `fn` in the background, tracked so `close()` can wait for it. */
 export function inBackground(ctx: Ctx, fn: () => Promise<void>): void {
   const p = fn()
-    .catch((err: unknown) => ctx.log.warn({ err: (err as Error)?.message }, 'telephony background task failed'))
+    .catch((err: unknown) => ctx.log.warn({ err }, 'telephony background task failed'))
     .finally(() => ctx.background.delete(p));
   ctx.background.add(p);
 }
@@ -135,7 +135,7 @@ export function emit(ctx: Ctx, ev: CallEvent): void {
   try {
     ctx.deps.onCallEvent?.(ev);
   } catch (err) {
-    ctx.log.warn({ err: (err as Error).message }, 'call event hook failed');
+    ctx.log.warn({ err }, 'call event hook failed');
   }
 }
 

@@ -12,6 +12,7 @@ import type { HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import type { LiveAgentConfig } from '../agents/index.js';
+import type { StartedSession, StartRequest } from '../voice/index.js';
 import { toE164 } from '../agents/telephony/phone.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount, verifyWebhook } from './context.js';
 import { newCallRecord } from './live-calls.js';
@@ -79,7 +80,8 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
 
   let session;
   try {
-    session = await deps.voice.startSession(
+    session = await startCallSession(
+      ctx,
       {
         agent_id: agent.agent_id,
         user_id: agent.user_id,
@@ -92,10 +94,9 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
       hc.signal,
     );
   } catch (err) {
-    await ctx.calls.remove(callId);
     // No engine capacity is a seat shortage too: hold rather than refuse.
     if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') return holdTwiml(ctx, base, req.hold, agent);
-    log.warn({ agentId: agent.agent_id, err: (err as Error).message, code: (err as AppError).code }, 'inbound call could not start a voice session');
+    log.warn({ agentId: agent.agent_id, err, code: (err as AppError).code }, 'inbound call could not start a voice session');
     return twiml.sayAndHangup(MESSAGES.unavailable);
   }
   // The path names the carrier's CallSid; the engine trusts only the `start` frame's parameters.
@@ -133,6 +134,16 @@ export async function takeSeat(ctx: Ctx, rec: Parameters<Ctx['calls']['put']>[0]
     }
   }
   return freed > 0 && ctx.calls.put(rec, limit);
+}
+
+/** Starts the call's voice session; when it does not start, the call record (its seat) is given back and the error rethrown. */
+export async function startCallSession(ctx: Ctx, req: StartRequest & { call_id: string }, signal?: AbortSignal): Promise<StartedSession> {
+  try {
+    return await ctx.deps.voice.startSession(req, signal);
+  } catch (err) {
+    await ctx.calls.remove(req.call_id);
+    throw err;
+  }
 }
 
 function holdTwiml(ctx: Ctx, base: string, round: number, agent: LiveAgentConfig): string {

@@ -13,13 +13,17 @@ import { telephonyRoutes } from './routes.js';
 import { createTelephonyService } from './service.js';
 import { createTwilioClient } from './twilio-client.js';
 import type { LiveCalls } from './live-calls.js';
+import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
 
 export type { TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CallEvent, CallRecord } from './live-calls.js';
+export type { DialAs, OutboundInput, OutboundResult } from './outbound.js';
 export { computeSignature, verifySignature } from './signature.js';
 
 export interface TelephonyDomain extends Domain {
   calls: LiveCalls;
+  /** The outbound dial path of `POST /telephony/calls/outbound`, for callers without a request (campaigns). */
+  dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
 }
 
 export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Partial<Pick<TelephonyDeps, 'twilio'>>): TelephonyDomain {
@@ -29,6 +33,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Part
     services: [{ service: TelephonyService, impl: createTelephonyService(ctx) }] as ServiceBinding[],
     routes: telephonyRoutes,
     calls: ctx.calls,
+    dial: (req, as) => dialOutbound(ctx, req, as),
     async close() {
       if (closed) return;
       closed = true;

@@ -9,7 +9,7 @@
  * such a stale record is dropped the next time anyone reads it (`sweep`).
  */
 import type { Clock } from '../../shared/clock.js';
-import type { SessionRegistry, StoredCall } from '../../shared/registry/index.js';
+import type { Registry, StoredCall } from '../../shared/registry/index.js';
 
 export type CallStatus = 'initiated' | 'ringing' | 'in_progress';
 export type CallDirection = 'inbound' | 'outbound';
@@ -39,6 +39,8 @@ export interface CallRecord {
   last_sequence: number;
   /** The engine socket the TwiML points at (a redirected inbound webhook answers the same). */
   stream_url: string;
+  /** The campaign that placed the call ('' for other calls). */
+  campaign_id: string;
 }
 
 export interface CallEvent {
@@ -72,6 +74,7 @@ export function newCallRecord(fields: Partial<CallRecord> & Pick<CallRecord, 'ca
     recording_sid: '',
     last_sequence: -1,
     stream_url: '',
+    campaign_id: '',
     ...fields,
   };
 }
@@ -105,7 +108,8 @@ export function mapCarrierStatus(s: string): CallStatus | 'ended' | undefined {
 
 export class LiveCalls {
   constructor(
-    private readonly registry: SessionRegistry,
+    /** Calls and seats; sessions to tell whether a call's voice session is gone. */
+    private readonly registry: Pick<Registry, 'calls' | 'sessions'>,
     private readonly clock: Clock,
   ) {}
 
@@ -121,28 +125,28 @@ export class LiveCalls {
       expiresAtMs: now + CALL_TTL_MS,
     };
     if (rec.provider_call_sid) stored.providerCallSid = rec.provider_call_sid;
-    return this.registry.putCall(stored, { seatLimit });
+    return this.registry.calls.putCall(stored, { seatLimit });
   }
 
   async get(callId: string): Promise<CallRecord | undefined> {
-    return recordOf(await this.registry.getCall(callId));
+    return recordOf(await this.registry.calls.getCall(callId));
   }
 
   async bySid(sid: string): Promise<CallRecord | undefined> {
-    return recordOf(await this.registry.findCallBySid(sid));
+    return recordOf(await this.registry.calls.findCallBySid(sid));
   }
 
   async patch(callId: string, fields: Partial<CallRecord>): Promise<CallRecord | undefined> {
-    return recordOf(await this.registry.patchCall(callId, fields, fields.provider_call_sid || undefined));
+    return recordOf(await this.registry.calls.patchCall(callId, fields, fields.provider_call_sid || undefined));
   }
 
   /** Removes the call; only the caller that removed it gets the record (so end effects run once). */
   async remove(callId: string): Promise<CallRecord | undefined> {
-    return recordOf(await this.registry.deleteCall(callId));
+    return recordOf(await this.registry.calls.deleteCall(callId));
   }
 
   async list(by: { userId: string } | { poolId: string }): Promise<CallRecord[]> {
-    return (await this.registry.listCalls(by)).map((c) => recordOf(c)!);
+    return (await this.registry.calls.listCalls(by)).map((c) => recordOf(c)!);
   }
 
   /**
@@ -151,8 +155,13 @@ export class LiveCalls {
    */
   async isStale(rec: CallRecord): Promise<boolean> {
     if (rec.status !== 'in_progress' || rec.transferred_to || !rec.session_id) return false;
-    if (await this.registry.sessionOwner(rec.session_id)) return false;
-    return (await this.registry.getSession(rec.session_id)) === undefined;
+    if (await this.registry.sessions.sessionOwner(rec.session_id)) return false;
+    return (await this.registry.sessions.getSession(rec.session_id)) === undefined;
+  }
+
+  /** Live calls a campaign has placed in a workspace (its `max_concurrent_calls` is counted here). */
+  async countCampaign(workspaceId: string, campaignId: string): Promise<number> {
+    return (await this.list({ poolId: workspaceId })).filter((c) => c.campaign_id === campaignId).length;
   }
 
   durationS(rec: CallRecord): number {

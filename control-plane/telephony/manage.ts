@@ -10,6 +10,7 @@ import { type Ctx, emit, publicBase, resolveAccount } from './context.js';
 import type { CallRecord } from './live-calls.js';
 import { carrierFailure } from './outbound.js';
 import * as twiml from './twiml.js';
+import { pageMeta, type Page } from '../http/pagination.js';
 
 export interface LiveCallView {
   call_id: string;
@@ -68,11 +69,12 @@ async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
   return true;
 }
 
-export async function listCalls(ctx: Ctx, hc: HandlerContext) {
+/** The caller's live calls, one page of them; `count` is all of them (the spec's field), `meta` the page. */
+export async function listCalls(ctx: Ctx, hc: HandlerContext, pg: Page) {
   const p = await ctx.deps.auth.principal(hc);
   const out: LiveCallView[] = [];
   for (const c of await ctx.calls.list({ userId: p.userId })) if (!(await dropIfStale(ctx, c))) out.push(view(ctx, c));
-  return { count: out.length, calls: out };
+  return { count: out.length, calls: out.slice(pg.offset, pg.offset + pg.limit), meta: pageMeta(pg, out.length) };
 }
 
 export async function getCall(ctx: Ctx, hc: HandlerContext, callId: string): Promise<LiveCallView> {
@@ -94,8 +96,8 @@ export async function endCall(ctx: Ctx, hc: HandlerContext, callId: string) {
     if (account) {
       // Best effort: closing the engine socket below hangs up too (the TwiML after <Connect> is <Hangup/>).
       await ctx.deps.twilio
-        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }), hc.signal)
-        .catch((err: unknown) => ctx.log.warn({ callId, err: (err as Error).message }, 'carrier hangup failed'));
+        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }))
+        .catch((err: unknown) => ctx.log.warn({ callId, err }, 'carrier hangup failed'));
     }
   }
   await endSession(ctx, gone.session_id, 'ended_by_api');
@@ -121,7 +123,8 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   // Marked first: the stream stops as soon as the carrier swaps the TwiML, and a transferred call is not stale.
   await ctx.calls.patch(c.call_id, { transferred_to: to, status: 'in_progress' });
   try {
-    await ctx.deps.twilio.updateCall(account, c.provider_call_sid, new URLSearchParams({ Twiml: body }), hc.signal);
+    // No client abort: a half-applied transfer is worse than a slow answer (the carrier client has its own timeout).
+    await ctx.deps.twilio.updateCall(account, c.provider_call_sid, new URLSearchParams({ Twiml: body }));
   } catch (err) {
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
     throw carrierFailure(err);
@@ -138,12 +141,12 @@ export async function endSession(ctx: Ctx, sessionId: string, reason: 'ended_by_
   if (!sessionId) return;
   const { registry } = ctx.deps;
   try {
-    const owner = await registry.sessionOwner(sessionId);
-    if (owner) await registry.sendCommand(owner, { kind: 'end', sessionId, payload: { reason } }, ctx.opts.commandTimeoutMs);
-    else await registry.deleteSession(sessionId);
+    const owner = await registry.sessions.sessionOwner(sessionId);
+    if (owner) await registry.commands.sendCommand(owner, { kind: 'end', sessionId, payload: { reason } }, ctx.opts.commandTimeoutMs);
+    else await registry.sessions.deleteSession(sessionId);
   } catch (err) {
     if (!(err instanceof RegistryTimeoutError) && (err as { code?: string }).code !== 'NOT_FOUND') {
-      ctx.log.warn({ err: (err as Error).message }, 'ending the voice session failed');
+      ctx.log.warn({ err }, 'ending the voice session failed');
     }
   }
 }

@@ -8,12 +8,12 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { amdSettings } from '../../media-engine/session/amd.js';
+import { amdSettings } from '../../shared/voice/amd.js';
 import type { StartRequest } from '../voice/index.js';
 import { requireE164 } from '../agents/telephony/phone.js';
 import { CARRIERS, detectCarrier, isCarrierName, SUPPORTED_CARRIERS } from './carriers.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount } from './context.js';
-import { seatLimit, takeSeat } from './inbound.js';
+import { seatLimit, startCallSession, takeSeat } from './inbound.js';
 import { newCallRecord } from './live-calls.js';
 import * as twiml from './twiml.js';
 import { CarrierError } from './twilio-client.js';
@@ -46,9 +46,36 @@ export interface OutboundResult {
 /** A started session waits this much beyond the ring timeout for the carrier's stream. */
 const ANSWER_MARGIN_MS = 30_000;
 
+/** Who places a call and from where its callbacks come back (the route: the request's caller). */
+export interface DialAs {
+  userId: string;
+  /** Whether the caller may use an agent of this workspace (no: 404 agent). */
+  mayUse(workspaceId: string): Promise<boolean>;
+  /** Base URL the carrier's callbacks reach this service at. */
+  publicBase: string;
+  signal?: AbortSignal;
+  /** The call id to use (campaigns choose it before dialing so early callbacks find their contact). Default: a new id. */
+  callId?: string;
+  /** Stored on the live call record (campaigns count their live calls by it). */
+  campaignId?: string;
+}
+
 export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundInput): Promise<OutboundResult> {
+  const principal = await ctx.deps.auth.principal(hc);
+  return dialOutbound(ctx, req, {
+    userId: principal.userId,
+    mayUse: async (ws) => (await ctx.deps.auth.roleIn(principal, ws)) !== undefined,
+    publicBase: publicBase(ctx, hc),
+    signal: hc.signal,
+  });
+}
+
+/**
+ * The outbound dial path itself, shared by the route and the campaign dialer: validation, seat,
+ * session start, carrier create call. Errors are the route's (400, 404, 502, 503 with Retry-After).
+ */
+export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Promise<OutboundResult> {
   const { deps, log } = ctx;
-  const principal = await deps.auth.principal(hc);
   const agentId = req.agent_id.trim();
   if (!agentId) throw invalid('agent_id', 'is required');
   if (!req.to_number.trim()) throw invalid('to_number', 'is required');
@@ -56,8 +83,8 @@ export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundI
   const requested = req.telephony_provider.trim().toLowerCase();
   if (requested && !isCarrierName(requested)) throw invalid('telephony_provider', `must be one of ${CARRIERS.join(', ')}`);
 
-  const live = await deps.liveConfig(agentId, hc.signal);
-  if (!(await deps.auth.roleIn(principal, live.workspace_id))) throw notFound('agent');
+  const live = await deps.liveConfig(agentId, as.signal);
+  if (!(await as.mayUse(live.workspace_id))) throw notFound('agent');
   const binding = live.telephony;
   if ((binding?.call_direction ?? 'both') === 'inbound') throw invalid('agent_id', "the agent's call_direction is inbound: it places no outbound calls");
   const from = req.from_number.trim() ? requireE164('from_number', req.from_number) : (binding?.carrier_phone_number ?? '');
@@ -69,54 +96,49 @@ export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundI
   }
   if (!account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
 
-  const callId = newId();
+  const callId = as.callId ?? newId();
   const now = deps.clock.now();
   const rec = newCallRecord({
     call_id: callId,
     agent_id: live.agent_id,
     workspace_id: live.workspace_id,
-    user_id: principal.userId,
+    user_id: as.userId,
     direction: 'outbound',
     status: 'initiated',
     to_number: to,
     from_number: from,
     telephony_provider: provider,
     created_at_ms: now,
+    campaign_id: as.campaignId ?? '',
   });
   if (!(await takeSeat(ctx, rec, seatLimit(live)))) {
     throw new AppError('SERVICE_UNAVAILABLE', 'voice capacity exhausted: no free seat in the workspace', { retryAfterS: 5 });
   }
 
-  let session;
-  try {
-    session = await deps.voice.startSession(
-      {
-        agent_id: live.agent_id,
-        user_id: principal.userId,
-        call_id: callId,
-        call_direction: 'outbound',
-        connection_type: 'twilio',
-        telephony_provider: provider,
-        dynamic_variables: req.dynamic_variables,
-        context: req.context,
-        user_background: req.user_background,
-        call_details: req.call_details,
-        system_message_override: req.system_message_override,
-        welcome_message_override: req.welcome_message_override,
-        session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from },
-      } satisfies StartRequest,
-      hc.signal,
-    );
-  } catch (err) {
-    await ctx.calls.remove(callId);
-    throw err;
-  }
+  const session = await startCallSession(
+    ctx,
+    {
+      agent_id: live.agent_id,
+      user_id: as.userId,
+      call_id: callId,
+      call_direction: 'outbound',
+      connection_type: 'twilio',
+      telephony_provider: provider,
+      dynamic_variables: req.dynamic_variables,
+      context: req.context,
+      user_background: req.user_background,
+      call_details: req.call_details,
+      system_message_override: req.system_message_override,
+      welcome_message_override: req.welcome_message_override,
+      session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from },
+    } satisfies StartRequest,
+    as.signal,
+  );
   const ringMs = ctx.opts.ringTimeoutS * 1000;
   await extendConnectWindow(ctx, session.session_id, now + ringMs + ANSWER_MARGIN_MS);
   await ctx.calls.patch(callId, { session_id: session.session_id });
 
-  const base = publicBase(ctx, hc);
-  const callbacks = `${base}/api/v1/telephony/calls/${callId}`;
+  const callbacks = `${as.publicBase}/api/v1/telephony/calls/${callId}`;
   const streamUrl = `${session.node_ws_url}/api/v1/voice/ws/twilio/${callId}`;
   const params = new URLSearchParams({
     To: to,
@@ -145,7 +167,9 @@ export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundI
 
   let created;
   try {
-    created = await deps.twilio.createCall(account, params, hc.signal);
+    // No client abort here: once the carrier may have placed the call, a client that hangs up
+    // must not make us drop it (a phone would ring with no agent). The carrier client has its own timeout.
+    created = await deps.twilio.createCall(account, params);
   } catch (err) {
     await ctx.calls.remove(callId);
     await deps.voice.sessions.end(session.session_id).catch(() => {});
@@ -168,8 +192,8 @@ export async function placeOutbound(ctx: Ctx, hc: HandlerContext, req: OutboundI
 
 /** The callee may take longer to answer than the 30 s a browser session gets to connect. */
 async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: number): Promise<void> {
-  const stored = await ctx.deps.registry.getSession(sessionId);
-  if (stored && stored.connectDeadlineMs < deadlineMs) await ctx.deps.registry.putSession({ ...stored, connectDeadlineMs: deadlineMs });
+  const stored = await ctx.deps.registry.sessions.getSession(sessionId);
+  if (stored && stored.connectDeadlineMs < deadlineMs) await ctx.deps.registry.sessions.putSession({ ...stored, connectDeadlineMs: deadlineMs });
 }
 
 /** Carrier refusals are 502 (with the carrier's code); an unreachable carrier is 503 (retry). */

@@ -12,6 +12,7 @@ import type { Ctx } from './context.js';
 import { answerInbound } from './inbound.js';
 import { endCall, getCall, listCalls, transferCall, type LiveCallView } from './manage.js';
 import { placeOutbound } from './outbound.js';
+import { pageOf } from '../http/pagination.js';
 
 export function createTelephonyService(ctx: Ctx): ServiceImpl<typeof TelephonyService> {
   return {
@@ -51,9 +52,9 @@ export function createTelephonyService(ctx: Ctx): ServiceImpl<typeof TelephonySe
         agentId: r.agent_id,
       };
     },
-    async listCalls(_req, hc) {
-      const r = await listCalls(ctx, hc);
-      return { count: r.count, calls: r.calls.map(toProto) };
+    async listCalls(req, hc) {
+      const r = await listCalls(ctx, hc, pageOf(req));
+      return { count: r.count, calls: r.calls.map(toProto), meta: r.meta };
     },
     async getCall(req, hc) {
       return toProto(await getCall(ctx, hc, req.callId));

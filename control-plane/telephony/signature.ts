@@ -1,5 +1,5 @@
 /**
- * `X-Twilio-Signature` (protocols.md section 3, as twilio-node computes it):
+ * `X-Twilio-Signature` (docs/protocols.md section 3, as twilio-node computes it):
  * base64(HMAC-SHA1(authToken, url + for each param in sorted name order: name + value)).
  * Verification is constant-time and tries the URL as given, with the default port added and with
  * it removed, because Twilio is inconsistent about `:443` / `:80`.

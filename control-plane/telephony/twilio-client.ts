@@ -1,5 +1,5 @@
 /**
- * Twilio REST client (protocols.md section 3): create a call and update a live one, basic auth,
+ * Twilio REST client (docs/protocols.md section 3): create a call and update a live one, basic auth,
  * form bodies with PascalCase keys (a key repeated once per value, e.g. StatusCallbackEvent).
  * The base URL is configurable (`TWILIO_API_BASE_URL`) so tests talk to the carrier simulator.
  */

@@ -1,5 +1,5 @@
 /**
- * The TwiML this service answers with (protocols.md section 2). Pure builders; every attribute and
+ * The TwiML this service answers with (docs/protocols.md section 2). Pure builders; every attribute and
  * text is XML-escaped. Stream URLs never carry a query string (Twilio refuses it): values travel as
  * `<Parameter>`s and come back in the `start` frame's customParameters.
  */

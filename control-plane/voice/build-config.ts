@@ -252,6 +252,15 @@ function oneOf(field: string, v: string | undefined | null, allowed: readonly st
   if (given(v) && !allowed.includes(v!.trim())) throw invalid(field, `must be one of ${allowed.join(', ')}`);
 }
 
+/**
+ * The most a free-form object of the start request may weigh as JSON. It travels with the session
+ * config into the registry (and each replica's replay journal) for the life of the call, and the
+ * start route needs no login: the body limit alone would let a caller park 1 MB per session.
+ */
+export const MAX_START_OBJECT_BYTES = 16 * 1024;
+
 function plainObject(field: string, v: unknown): void {
-  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw invalid(field, 'must be an object');
+  if (v === undefined || v === null) return;
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalid(field, 'must be an object');
+  if (Buffer.byteLength(JSON.stringify(v)) > MAX_START_OBJECT_BYTES) throw invalid(field, `must be at most ${MAX_START_OBJECT_BYTES} bytes as JSON`);
 }

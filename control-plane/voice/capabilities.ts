@@ -2,7 +2,7 @@
  * The static capability map of `GET /voice/capabilities`. Provider names come from the engine's
  * provider registry so the two cannot drift.
  */
-import { SUPPORTED_PROVIDER_NAMES } from '../../media-engine/providers/registry.js';
+import { SUPPORTED_PROVIDER_NAMES } from '../../shared/providers/registry.js';
 import { CALL_DIRECTIONS, KB_MODES, WELCOME_MODES } from './build-config.js';
 
 /** A started session waits this long for its socket, then its config is purged (spec Limits). */

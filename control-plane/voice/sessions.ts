@@ -1,19 +1,19 @@
 /**
  * Session start and control routing: the registry is the only shared state, so every operation
- * works from whichever control-plane replica receives it (DESIGN.md section 3, steps 1 and 7).
+ * works from whichever control-plane replica receives it.
  */
 import { AppError, type ErrorCode, invalid, notFound } from '../../shared/errors.js';
-import { newSecretId } from '../../shared/ids.js';
+import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { type EngineNode, pickNode, RegistryTimeoutError, type SessionRegistry } from '../../shared/registry/index.js';
+import { type EngineNode, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { type LiveAgentConfig, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
 import { CONNECT_WINDOW_MS, MAX_TEXT_CHARS } from './capabilities.js';
 
 export interface VoiceSessionsDeps {
-  registry: SessionRegistry;
+  registry: Registry;
   clock: Clock;
   logger: Logger;
   /** The agents domain's published snapshot (secrets decrypted). Throws NOT_FOUND for an unknown agent. */
@@ -38,7 +38,6 @@ export interface StartedSession {
   config: SessionConfig;
 }
 
-export type TextRole = 'user' | 'system';
 
 export interface VoiceSessions {
   /** Resolves the published agent, picks a node, stores the config with a connect deadline, prewarms. */
@@ -56,7 +55,7 @@ export interface VoiceSessions {
 /** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
 const MAX_SESSION_ID_CHARS = 128;
 /** Remote error codes passed through as they are; anything else from a node is a 500. */
-const PASSED_CODES = new Set<ErrorCode>(['NOT_FOUND', 'CONFLICT', 'INVALID_REQUEST', 'SERVICE_UNAVAILABLE']);
+const PASSED_CODES = new Set<ErrorCode>(['NOT_FOUND', 'CONFLICT', 'INVALID_REQUEST', 'SERVICE_UNAVAILABLE', 'RATE_LIMITED']);
 
 export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   const connectWindowMs = deps.connectWindowMs ?? CONNECT_WINDOW_MS;
@@ -91,18 +90,18 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const nowMs = deps.clock.now();
     const config = buildSessionConfig(toAgentLiveView(live), { ...req, agent_id: agentId }, { sessionId, nowMs });
 
-    const nodes = await registryCall(() => deps.registry.listNodes());
+    const nodes = await registryCall(() => deps.registry.nodes.listNodes());
     for (const [id] of placed) if (!nodes.some((n) => n.nodeId === id)) placed.delete(id);
     const node = pickNode(nodes.map(effectiveLoad));
     if (!node) {
       throw new AppError('SERVICE_UNAVAILABLE', nodes.length ? 'all voice engine nodes are at capacity' : 'no voice engine node is available', { retryAfterS: 1 });
     }
     await registryCall(() =>
-      deps.registry.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
+      deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
     );
     notePlaced(node);
     prewarm(node.nodeId, sessionId);
-    log.info({ session: shortId(sessionId), agentId: config.agent_id, nodeId: node.nodeId, direction: config.call_direction }, 'voice session started');
+    log.info({ session: maskSessionId(sessionId), agentId: config.agent_id, nodeId: node.nodeId, direction: config.call_direction }, 'voice session started');
     const nodeWsUrl = node.wsUrl.replace(/\/+$/, '');
     return {
       session_id: sessionId,
@@ -118,11 +117,11 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
 
   /** Fire and forget: a slow or absent node only loses the head start, never the session. */
   function prewarm(nodeId: string, sessionId: string): void {
-    const p = deps.registry
+    const p = deps.registry.commands
       .sendCommand(nodeId, { kind: 'prewarm', sessionId }, prewarmTimeoutMs)
       .then(
         () => undefined,
-        (err: unknown) => log.warn({ session: shortId(sessionId), nodeId, err: (err as Error)?.message }, 'prewarm failed'),
+        (err: unknown) => log.warn({ session: maskSessionId(sessionId), nodeId, err }, 'prewarm failed'),
       )
       .finally(() => prewarms.delete(p));
     prewarms.add(p);
@@ -131,9 +130,9 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   /** The node owning a session; 409 when it was started but no socket claimed it yet; 404 when unknown. */
   async function ownerOf(sessionId: string, purgeUnclaimed: boolean): Promise<string | undefined> {
     if (!sessionId || sessionId.length > MAX_SESSION_ID_CHARS) throw notFound('session');
-    const owner = await registryCall(() => deps.registry.sessionOwner(sessionId));
+    const owner = await registryCall(() => deps.registry.sessions.sessionOwner(sessionId));
     if (owner) return owner;
-    const stored = await registryCall(() => deps.registry.getSession(sessionId));
+    const stored = await registryCall(() => deps.registry.sessions.getSession(sessionId));
     if (!stored) throw notFound('session');
     if (!purgeUnclaimed) throw new AppError('CONFLICT', 'no socket connected to this session yet');
     return undefined;
@@ -146,7 +145,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     if (r !== 'user' && r !== 'system') throw invalid('role', 'must be one of user, system');
     const owner = (await ownerOf(sessionId, false))!;
     try {
-      await deps.registry.sendCommand(owner, { kind: 'text', sessionId, payload: { text, role: r } }, commandTimeoutMs);
+      await deps.registry.commands.sendCommand(owner, { kind: 'text', sessionId, payload: { text, role: r } }, commandTimeoutMs);
     } catch (err) {
       throw commandError(err, owner, sessionId);
     }
@@ -157,16 +156,16 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const owner = await ownerOf(sessionId, true);
     if (!owner) {
       // Started but never connected: purge now instead of waiting out the connect window.
-      await registryCall(() => deps.registry.deleteSession(sessionId));
-      log.info({ session: shortId(sessionId) }, 'unconnected voice session purged');
+      await registryCall(() => deps.registry.sessions.deleteSession(sessionId));
+      log.info({ session: maskSessionId(sessionId) }, 'unconnected voice session purged');
       return { session_id: sessionId, status: 'ended' as const };
     }
     try {
-      await deps.registry.sendCommand(owner, { kind: 'end', sessionId }, commandTimeoutMs);
+      await deps.registry.commands.sendCommand(owner, { kind: 'end', sessionId }, commandTimeoutMs);
     } catch (err) {
       const mapped = commandError(err, owner, sessionId);
       // The owner no longer knows the session: the registry entry is stale.
-      if (mapped.code === 'NOT_FOUND' && !(err instanceof RegistryTimeoutError)) await deps.registry.deleteSession(sessionId).catch(() => {});
+      if (mapped.code === 'NOT_FOUND' && !(err instanceof RegistryTimeoutError)) await deps.registry.sessions.deleteSession(sessionId).catch(() => {});
       throw mapped;
     }
     return { session_id: sessionId, status: 'ended' as const };
@@ -175,12 +174,19 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   function commandError(err: unknown, nodeId: string, sessionId: string): AppError {
     // The owner did not answer: it died or is wedged; for the caller the live session is gone.
     if (err instanceof RegistryTimeoutError) {
-      log.warn({ session: shortId(sessionId), nodeId }, 'session owner did not answer');
+      log.warn({ session: maskSessionId(sessionId), nodeId }, 'session owner did not answer');
       return notFound('session');
     }
+    // Our own errors (a registry outage is already a 503 with Retry-After) pass unchanged.
+    if (err instanceof AppError) return err;
     const code = (err as { code?: unknown })?.code;
     const message = (err as Error)?.message ?? 'session command failed';
-    if (typeof code === 'string' && PASSED_CODES.has(code as ErrorCode)) return code === 'NOT_FOUND' ? notFound('session') : new AppError(code as ErrorCode, message);
+    if (typeof code === 'string' && PASSED_CODES.has(code as ErrorCode)) {
+      if (code === 'NOT_FOUND') return notFound('session');
+      // The owning actor refused injected text: its per-call budget refills at one per second.
+      const retryAfterS = code === 'RATE_LIMITED' || code === 'SERVICE_UNAVAILABLE' ? 1 : undefined;
+      return new AppError(code as ErrorCode, message, retryAfterS ? { retryAfterS } : undefined);
+    }
     return new AppError('INTERNAL', 'session command failed', { cause: err });
   }
 
@@ -188,7 +194,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     start,
     injectText,
     end,
-    engineNodes: () => registryCall(() => deps.registry.listNodes()),
+    engineNodes: () => registryCall(() => deps.registry.nodes.listNodes()),
     async close() {
       closed = true;
       await Promise.allSettled([...prewarms]);
@@ -204,9 +210,4 @@ async function registryCall<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof AppError) throw err;
     throw new AppError('SERVICE_UNAVAILABLE', 'session registry unavailable', { cause: err, retryAfterS: 1 });
   }
-}
-
-/** Session ids are credentials: logs carry a prefix only. */
-function shortId(sessionId: string): string {
-  return `${sessionId.slice(0, 6)}…`;
 }

@@ -2,7 +2,7 @@
  * G.711 mu-law and A-law codecs as table lookups into caller-provided arrays.
  *
  * Tables are built once at module load from alawmulaw's per-sample functions (the Sun reference
- * algorithm, see protocols.md section 10), so per-frame work is one indexed load per sample and
+ * algorithm, see docs/protocols.md section 10), so per-frame work is one indexed load per sample and
  * allocates nothing. Memory: 2 x 65536 bytes (encode) + 2 x 256 x 2 bytes (decode).
  */
 import alawmulaw from 'alawmulaw';

@@ -7,7 +7,9 @@
  *
  * Policy (bounded queue, rule 10: realtime audio drops the oldest):
  * - Playout starts once targetDepthMs of frames are buffered.
- * - Seq numbers are non-negative integers without wrap (carriers send chunk counters).
+ * - Seq numbers are non-negative safe integers without wrap (carriers send chunk counters). Every
+ *   loop runs over the ring's slots, never over a range of seq numbers, so no input value can
+ *   make push or pop cost more than O(slots) (issue 11: a chunk of 1e300 froze the node).
  * - A frame older than the next one to play is 'late' and dropped; a frame already buffered is a
  *   'duplicate'; a frame arriving after a higher seq is placed in order ('reordered').
  * - A frame that would make the buffer span more than maxDepthMs drops the oldest ('overflow').
@@ -25,6 +27,7 @@
  */
 import { realClock, type Clock } from '../../shared/clock.js';
 import { MULAW_SILENCE, mulawDecodeSample, mulawEncodeSample } from './g711.js';
+import { JitterTarget } from './jitter-target.js';
 
 export interface JitterBufferOptions {
   /** Duration of one frame. Default 20 ms. */
@@ -45,7 +48,8 @@ export type PushResult = 'accepted' | 'late' | 'duplicate' | 'overflow';
 
 export type PopResult =
   | { readonly kind: 'frame'; readonly seq: number; readonly payload: Uint8Array }
-  | { readonly kind: 'concealed'; readonly seq: number }
+  /** `skipped`: the frame was given up as lost (false: still waited for, e.g. an underrun). */
+  | { readonly kind: 'concealed'; readonly seq: number; readonly skipped: boolean }
   | { readonly kind: 'empty' };
 
 export interface JitterBufferStats {
@@ -65,10 +69,6 @@ export interface JitterBufferStats {
   jitterMs: number;
 }
 
-/** 3x the mean deviation covers most of a jitter distribution without a huge delay. */
-const JITTER_MULTIPLIER = 3;
-/** The target shrinks by one frame per this interval once the jitter calms. */
-const SHRINK_INTERVAL_MS = 1000;
 /** Excess depth must persist this long before a frame is trimmed. */
 const TRIM_AFTER_MS = 200;
 
@@ -97,15 +97,12 @@ export class JitterBuffer {
   private held = false;
   private underrunTicks = 0;
   private excessPops = 0;
-  private targetDepthMs: number;
-  private lastTargetChangeMs = Number.NEGATIVE_INFINITY;
-  private jitterMs = 0;
-  private lastArrivalMs = Number.NaN;
-  private lastTimestampMs = Number.NaN;
+  /** Target depth from the arrival jitter (jitter-target.ts). */
+  private readonly target: JitterTarget;
   private readonly st = { received: 0, played: 0, lost: 0, late: 0, reordered: 0, duplicate: 0, overflow: 0, trimmed: 0 };
 
   private readonly frameOut: { kind: 'frame'; seq: number; payload: Uint8Array };
-  private readonly concealedOut = { kind: 'concealed' as const, seq: 0 };
+  private readonly concealedOut = { kind: 'concealed' as const, seq: 0, skipped: false };
   private readonly emptyOut = { kind: 'empty' as const };
 
   constructor(opts: JitterBufferOptions = {}) {
@@ -125,18 +122,20 @@ export class JitterBuffer {
     for (let i = 0; i < this.slots; i++) this.slotViews.push(this.ring.subarray(i * this.frameBytes, (i + 1) * this.frameBytes));
     this.slotSeq = new Float64Array(this.slots);
     this.slotFull = new Uint8Array(this.slots);
-    this.targetDepthMs = this.minDepthMs;
+    this.target = new JitterTarget(this.frameMs, this.minDepthMs, this.maxDepthMs);
     this.frameOut = { kind: 'frame', seq: 0, payload: this.slotViews[0]! };
   }
 
   push(seq: number, timestampMs: number, payload: Uint8Array, arrivalMs: number = this.clock.monotonicMs()): PushResult {
-    if (!Number.isInteger(seq) || seq < 0) throw new RangeError(`JitterBuffer: seq must be a non-negative integer, got ${seq}`);
+    // Safe integers only: above 2^53, seq + 1 === seq and the slot arithmetic stops meaning anything.
+    if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`JitterBuffer: seq must be a non-negative safe integer, got ${seq}`);
+    if (!Number.isFinite(timestampMs)) throw new RangeError(`JitterBuffer: timestampMs must be finite, got ${timestampMs}`);
     this.st.received++;
     if (this.has(seq)) {
       this.st.duplicate++;
       return 'duplicate';
     }
-    this.updateJitter(timestampMs, arrivalMs);
+    this.target.onArrival(timestampMs, arrivalMs);
     if (this.everStarted && seq < this.nextSeq) {
       this.st.late++;
       return 'late';
@@ -172,9 +171,9 @@ export class JitterBuffer {
    * ring: read or copy it before the next push or pop.
    */
   pop(nowMs: number = this.clock.monotonicMs()): PopResult {
-    this.adaptTarget(nowMs);
+    this.target.onPop(nowMs);
     if (!this.started) {
-      if (this.count === 0 || this.count * this.frameMs < this.targetDepthMs) return this.emptyOut;
+      if (this.count === 0 || this.count * this.frameMs < this.target.depthMs) return this.emptyOut;
       this.started = true;
       this.everStarted = true;
       this.nextSeq = this.oldestSeq;
@@ -195,7 +194,7 @@ export class JitterBuffer {
     this.underrunTicks = 0;
 
     const depthFrames = this.newestSeq - this.nextSeq + 1;
-    const targetFrames = Math.ceil(this.targetDepthMs / this.frameMs);
+    const targetFrames = Math.ceil(this.target.depthMs / this.frameMs);
     this.excessPops = depthFrames > targetFrames ? this.excessPops + 1 : 0;
     if (this.excessPops >= this.trimAfterPops && this.has(this.nextSeq)) {
       this.take(this.nextSeq);
@@ -221,12 +220,20 @@ export class JitterBuffer {
     return out;
   }
 
+  /**
+   * The payload of `seq` if it is buffered and not yet played, else undefined; the buffer is not
+   * changed. A view into the ring, like pop's: read it before the next push or pop.
+   */
+  peek(seq: number): Uint8Array | undefined {
+    return this.has(seq) ? this.slotViews[seq % this.slots] : undefined;
+  }
+
   stats(): JitterBufferStats {
     return {
       ...this.st,
       depthMs: this.depthFrames() * this.frameMs,
-      targetDepthMs: this.targetDepthMs,
-      jitterMs: this.jitterMs,
+      targetDepthMs: this.target.depthMs,
+      jitterMs: this.target.jitterMs,
     };
   }
 
@@ -237,10 +244,7 @@ export class JitterBuffer {
     this.newestSeq = this.oldestSeq = -1;
     this.started = this.everStarted = this.held = false;
     this.nextSeq = this.underrunTicks = this.excessPops = 0;
-    this.targetDepthMs = this.minDepthMs;
-    this.lastTargetChangeMs = Number.NEGATIVE_INFINITY;
-    this.jitterMs = 0;
-    this.lastArrivalMs = this.lastTimestampMs = Number.NaN;
+    this.target.reset();
     for (const key of Object.keys(this.st) as (keyof typeof this.st)[]) this.st[key] = 0;
   }
 
@@ -248,6 +252,7 @@ export class JitterBuffer {
   private conceal(skip: boolean): PopResult {
     const out = this.concealedOut;
     out.seq = this.nextSeq;
+    out.skipped = skip;
     this.st.lost++;
     if (skip) {
       this.nextSeq++;
@@ -256,33 +261,6 @@ export class JitterBuffer {
       this.held = true;
     }
     return out;
-  }
-
-  /** RFC 3550 section 6.4.1 interarrival jitter, in ms, over frames in arrival order. */
-  private updateJitter(timestampMs: number, arrivalMs: number): void {
-    if (!Number.isNaN(this.lastArrivalMs)) {
-      const d = arrivalMs - this.lastArrivalMs - (timestampMs - this.lastTimestampMs);
-      this.jitterMs += (Math.abs(d) - this.jitterMs) / 16;
-      const wantedMs = this.clampDepth(Math.ceil((JITTER_MULTIPLIER * this.jitterMs) / this.frameMs) * this.frameMs);
-      if (wantedMs > this.targetDepthMs) {
-        this.targetDepthMs = wantedMs; // grow at once: a stall is already hurting
-        this.lastTargetChangeMs = arrivalMs;
-      }
-    }
-    this.lastArrivalMs = arrivalMs;
-    this.lastTimestampMs = timestampMs;
-  }
-
-  private adaptTarget(nowMs: number): void {
-    const wantedMs = this.clampDepth(Math.ceil((JITTER_MULTIPLIER * this.jitterMs) / this.frameMs) * this.frameMs);
-    if (wantedMs < this.targetDepthMs && nowMs - this.lastTargetChangeMs >= SHRINK_INTERVAL_MS) {
-      this.targetDepthMs -= this.frameMs;
-      this.lastTargetChangeMs = nowMs;
-    }
-  }
-
-  private clampDepth(ms: number): number {
-    return Math.min(this.maxDepthMs, Math.max(this.minDepthMs, ms));
   }
 
   private frontSeq(): number {
@@ -307,11 +285,16 @@ export class JitterBuffer {
     return this.slotViews[slot]!;
   }
 
-  /** Drops every frame below `seq` (counted as overflow) and moves the front there. */
+  /**
+   * Drops every frame below `seq` (counted as overflow) and moves the front there. Walks the ring's
+   * slots, never the seq range: a jump from 0 to 2e8 (or 1e300) used to loop once per number in
+   * between and froze the node (issue 11). O(slots) whatever `seq` is.
+   */
   private dropBefore(seq: number): void {
-    for (let s = this.frontSeq(); s < seq; s++) {
-      if (this.has(s)) {
-        this.take(s);
+    for (let slot = 0; slot < this.slots; slot++) {
+      if (this.slotFull[slot] === 1 && this.slotSeq[slot]! < seq) {
+        this.slotFull[slot] = 0;
+        this.count--;
         this.st.overflow++;
       }
     }
@@ -320,9 +303,14 @@ export class JitterBuffer {
     if (this.count > 0 && this.oldestSeq < seq) this.oldestSeq = this.findOldestFrom(seq);
   }
 
+  /** The lowest buffered seq >= `seq` (newestSeq if none): a scan of the slots, O(slots). */
   private findOldestFrom(seq: number): number {
-    for (let s = seq; s <= this.newestSeq; s++) if (this.has(s)) return s;
-    return this.newestSeq;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (let slot = 0; slot < this.slots; slot++) {
+      const s = this.slotSeq[slot]!;
+      if (this.slotFull[slot] === 1 && s >= seq && s < oldest) oldest = s;
+    }
+    return oldest === Number.POSITIVE_INFINITY ? this.newestSeq : oldest;
   }
 }
 

@@ -6,95 +6,46 @@
  * never multiplies the stuffed zeros: output m sits at t = m*M on the L*inRate grid, uses
  * sub-filter (t mod L) and input samples up to floor(t / L).
  *
+ * Design (see NOTES.md for the measured response): passband to 0.85 x the lower Nyquist, stopband
+ * from 1.15 x (the mirror image, so aliases of 1.0-1.15 land above the passband), cutoff exactly
+ * at the lower Nyquist. That cutoff makes the prototype a Nyquist(max(L, M)) filter: every
+ * max(L, M)-th tap from the centre is zero. With an odd prototype length every sub-filter that
+ * holds the centre (all of them for L <= 2) is also symmetric. Each sub-filter is therefore stored
+ * as runs of its non-zero symmetric pairs, each pair multiplied once. Multiplies per output (was):
+ *   16k->8k 16 (64); 8k->16k 15 and 1 (32); 24k->8k 31 (96); 24k->16k 16 and 15 (48).
+ * Decimation (L = 1) and 2x interpolation have their own loops with everything hoisted; other
+ * pairs run the general loop, and sub-filters that are not symmetric run dense.
+ *
  * Filter state (the last K-1 input samples, the phase and the input offset) carries across calls,
  * so 20 ms frames produce exactly the same samples as one long call: no click per frame.
- * Call reset() on barge-in (protocols.md section 10: pre-clear audio must not leak).
- *
- * Design numbers (measured, see NOTES.md): with the default 32 taps at the lower rate, the
- * passband is flat to ~0.85 x lower Nyquist and the stopband starts by ~1.1 x lower Nyquist at
- * over 70 dB of attenuation.
+ * Call reset() on barge-in (docs/protocols.md section 10: pre-clear audio must not leak).
  */
 
 export interface ResamplerOptions {
   /**
-   * Filter span measured in samples of the lower of the two rates (default 32: 64 taps at
-   * 16 kHz for 16k<->8k, 96 taps at 24 kHz for 24k->8k). More taps: sharper transition, more CPU.
+   * Filter span in samples of the lower of the two rates (default 30: 60 taps at 16 kHz for
+   * 16k<->8k, 90 at 24 kHz for 24k->8k). More taps: deeper stopband, more CPU.
    */
   taps?: number;
 }
 
-const DEFAULT_TAPS = 32;
-/** Kaiser beta for about 75 dB of stopband attenuation (beta = 0.1102 * (A - 8.7)). */
-const KAISER_BETA = 7.5;
-/**
- * Cutoff (-6 dB point) as a fraction of the lower Nyquist. Slightly below 1 so the transition
- * band sits mostly above the telephone band (3.4 kHz) and the alias region above Nyquist is
- * already well attenuated.
- */
-const CUTOFF_RATIO = 0.98;
+import { DEFAULT_TAPS, KERNEL_FIELDS, design, gcd, type Design } from './resampler-design.js';
 
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
+export { designPrototype } from './resampler-design.js';
 
-/** Zeroth-order modified Bessel function of the first kind (series; converges fast for beta < 20). */
-function besselI0(x: number): number {
-  let sum = 1;
-  let term = 1;
-  const halfXSquared = (x * x) / 4;
-  for (let k = 1; k < 50; k++) {
-    term *= halfXSquared / (k * k);
-    sum += term;
-    if (term < sum * 1e-12) break;
+/** One output of a symmetric sub-filter with a single run of step 1 (small: V8 inlines it). */
+function symmetricRun(work: Float64Array, n: number, c0: number, ctr: number, lo: number, mir: number, start: number, end: number, coef: Float64Array): number {
+  let acc0 = c0 * work[n + ctr]!;
+  let acc1 = 0;
+  let i = n + lo;
+  let j = n + mir;
+  let c = start;
+  for (; c + 1 < end; c += 2, i += 2, j -= 2) {
+    acc0 += coef[c]! * (work[i]! + work[j]!);
+    acc1 += coef[c + 1]! * (work[i + 1]! + work[j - 1]!);
   }
-  return sum;
-}
-
-/**
- * Builds the polyphase table: phase p holds taps h[p + j*L] for j = K-1..0 (reversed, so the inner
- * loop walks the input forward). Each phase is normalised to a DC gain of exactly 1; otherwise
- * the small per-phase gain differences would modulate DC into a tone at the input rate.
- */
-function designPolyphase(up: number, tapsPerPhase: number, cutoffCyclesPerSample: number): Float64Array {
-  const length = up * tapsPerPhase;
-  const center = (length - 1) / 2;
-  const prototype = new Float64Array(length);
-  const i0Beta = besselI0(KAISER_BETA);
-  for (let n = 0; n < length; n++) {
-    const x = n - center;
-    const sinc = x === 0 ? 2 * cutoffCyclesPerSample : Math.sin(2 * Math.PI * cutoffCyclesPerSample * x) / (Math.PI * x);
-    const r = (2 * n) / (length - 1) - 1;
-    const window = besselI0(KAISER_BETA * Math.sqrt(Math.max(0, 1 - r * r))) / i0Beta;
-    prototype[n] = sinc * window;
-  }
-  const table = new Float64Array(length);
-  for (let p = 0; p < up; p++) {
-    let sum = 0;
-    for (let j = 0; j < tapsPerPhase; j++) sum += prototype[p + j * up]!;
-    for (let j = 0; j < tapsPerPhase; j++) {
-      table[p * tapsPerPhase + (tapsPerPhase - 1 - j)] = prototype[p + j * up]! / sum;
-    }
-  }
-  return table;
-}
-
-/**
- * Coefficient tables are immutable and depend only on (L, M, K), so calls share them: one actor per
- * call would otherwise design (and hold ~115 kB for 44.1 kHz) the same filter thousands of times.
- */
-const tableCache = new Map<string, Float64Array>();
-
-function polyphaseTable(up: number, down: number, tapsPerPhase: number): Float64Array {
-  const key = `${up}/${down}/${tapsPerPhase}`;
-  let table = tableCache.get(key);
-  if (table === undefined) {
-    // On the L*inRate grid the lower Nyquist is 0.5 / max(L, M) cycles per sample.
-    const cutoff = (0.5 * CUTOFF_RATIO) / Math.max(up, down);
-    table = designPolyphase(up, tapsPerPhase, cutoff);
-    tableCache.set(key, table);
-  }
-  return table;
+  if (c < end) acc0 += coef[c]! * (work[i]! + work[j]!);
+  return acc0 + acc1;
 }
 
 export class Resampler {
@@ -105,11 +56,11 @@ export class Resampler {
   private readonly up: number;
   private readonly down: number;
   private readonly tapsPerPhase: number;
-  private readonly table: Float64Array;
+  private readonly d: Design | undefined;
   private readonly identity: boolean;
   /**
    * [K-1 samples of history | current input]; grows only when a bigger input arrives. Float64 so
-   * the inner loop multiplies doubles without an int-to-double conversion per tap (~10 % faster).
+   * the inner loop multiplies doubles without an int-to-double conversion per tap.
    */
   private work: Float64Array;
   private out: Int16Array;
@@ -133,8 +84,8 @@ export class Resampler {
     this.identity = this.up === this.down;
     // Span `taps` lower-rate samples; expressed in input samples that is taps * in / lower.
     this.tapsPerPhase = this.identity ? 1 : Math.ceil((taps * inRateHz) / Math.min(inRateHz, outRateHz));
-    this.table = this.identity ? new Float64Array(0) : polyphaseTable(this.up, this.down, this.tapsPerPhase);
-    this.delaySamples = this.identity ? 0 : (this.up * this.tapsPerPhase - 1) / (2 * this.down);
+    this.d = this.identity ? undefined : design(this.up, this.down, this.tapsPerPhase);
+    this.delaySamples = this.d ? this.d.center / this.down : 0;
     this.work = new Float64Array(this.tapsPerPhase - 1 + 1024);
     this.out = new Int16Array(0);
     this.outView = this.out;
@@ -169,7 +120,8 @@ export class Resampler {
     if (out.length < this.maxOutputFor(inputLength)) {
       throw new RangeError(`Resampler: output holds ${out.length} samples, need ${this.maxOutputFor(inputLength)}`);
     }
-    if (this.identity) {
+    const d = this.d;
+    if (d === undefined) {
       out.set(input);
       return inputLength;
     }
@@ -183,36 +135,124 @@ export class Resampler {
       this.work = grown;
     }
     const work = this.work;
-    const table = this.table;
     work.set(input, history);
+    const { mode, kernel, runCoef, centerCoef, dense } = d;
 
     let n = this.inputOffset;
     let phase = this.phase;
     let written = 0;
-    while (n < inputLength) {
-      const base = phase * K;
-      // Four partial sums break the add dependency chain: ~20 % faster in V8 than one accumulator.
-      let acc0 = 0;
-      let acc1 = 0;
-      let acc2 = 0;
-      let acc3 = 0;
-      let k = 0;
-      for (; k + 3 < K; k += 4) {
-        const t = base + k;
-        const x = n + k;
-        acc0 += table[t]! * work[x]!;
-        acc1 += table[t + 1]! * work[x + 1]!;
-        acc2 += table[t + 2]! * work[x + 2]!;
-        acc3 += table[t + 3]! * work[x + 3]!;
+    if (L === 1 && mode[0] === 1) {
+      // Integer decimation (16k->8k, 24k->8k, 48k->16k): one symmetric sub-filter, its values
+      // hoisted out of the loop (~20 % faster than the general loop below).
+      const k = 0;
+      const st = kernel[k + 1]!;
+      const st2 = 2 * st;
+      const c0 = centerCoef[0]!;
+      const ctr = kernel[k]!;
+      const loA = kernel[k + 2]!;
+      const mirA = kernel[k + 3]!;
+      const aStart = kernel[k + 4]!;
+      const aEnd = kernel[k + 5]!;
+      const loB = kernel[k + 6]!;
+      const mirB = kernel[k + 7]!;
+      const bStart = kernel[k + 8]!;
+      const bEnd = kernel[k + 9]!;
+      for (; n < inputLength; n += M) {
+        let acc0 = c0 * work[n + ctr]!;
+        let acc1 = 0;
+        let i = n + loA;
+        let j = n + mirA;
+        let c = aStart;
+        for (; c + 1 < aEnd; c += 2, i += st2, j -= st2) {
+          acc0 += runCoef[c]! * (work[i]! + work[j]!);
+          acc1 += runCoef[c + 1]! * (work[i + st]! + work[j - st]!);
+        }
+        if (c < aEnd) acc0 += runCoef[c]! * (work[i]! + work[j]!);
+        i = n + loB;
+        j = n + mirB;
+        for (c = bStart; c + 1 < bEnd; c += 2, i += st2, j -= st2) {
+          acc0 += runCoef[c]! * (work[i]! + work[j]!);
+          acc1 += runCoef[c + 1]! * (work[i + st]! + work[j - st]!);
+        }
+        if (c < bEnd) acc0 += runCoef[c]! * (work[i]! + work[j]!);
+        const rounded = Math.round(acc0 + acc1);
+        out[written++] = rounded > 32767 ? 32767 : rounded < -32768 ? -32768 : rounded;
       }
-      for (; k < K; k++) acc0 += table[base + k]! * work[n + k]!;
-      const rounded = Math.round(acc0 + acc1 + (acc2 + acc3));
+    }
+    if (L === 2 && M === 1 && mode[0] === 1 && mode[1] === 1 && kernel[1] === 1 && kernel[KERNEL_FIELDS + 1] === 1) {
+      // Interpolation by 2 (8k->16k, 24k->48k): two symmetric sub-filters of one run of step 1
+      // each (one of them only the centre tap), hoisted out of the loop.
+      const c0a = centerCoef[0]!;
+      const ctrA = kernel[0]!;
+      const loA = kernel[2]!;
+      const mirA = kernel[3]!;
+      const sA = kernel[4]!;
+      const eA = kernel[5]!;
+      const b = KERNEL_FIELDS;
+      const c0b = centerCoef[1]!;
+      const ctrB = kernel[b]!;
+      const loB = kernel[b + 2]!;
+      const mirB = kernel[b + 3]!;
+      const sB = kernel[b + 4]!;
+      const eB = kernel[b + 5]!;
+      while (n < inputLength) {
+        const acc = phase === 0 ? symmetricRun(work, n, c0a, ctrA, loA, mirA, sA, eA, runCoef) : symmetricRun(work, n, c0b, ctrB, loB, mirB, sB, eB, runCoef);
+        const rounded = Math.round(acc);
+        out[written++] = rounded > 32767 ? 32767 : rounded < -32768 ? -32768 : rounded;
+        if (phase === 0) phase = 1;
+        else {
+          phase = 0;
+          n++;
+        }
+      }
+    }
+    while (n < inputLength) {
+      let acc: number;
+      if (mode[phase] === 1) {
+        // Symmetric sub-filter: one multiply per pair of taps, zero taps skipped by the runs.
+        const k = phase * KERNEL_FIELDS;
+        const st = kernel[k + 1]!;
+        const st2 = 2 * st;
+        let acc0 = centerCoef[phase]! * work[n + kernel[k]!]!;
+        let acc1 = 0;
+        for (let r = k + 2; r < k + KERNEL_FIELDS; r += 4) {
+          let i = n + kernel[r]!;
+          let j = n + kernel[r + 1]!;
+          let c = kernel[r + 2]!;
+          const end = kernel[r + 3]!;
+          for (; c + 1 < end; c += 2, i += st2, j -= st2) {
+            acc0 += runCoef[c]! * (work[i]! + work[j]!);
+            acc1 += runCoef[c + 1]! * (work[i + st]! + work[j - st]!);
+          }
+          if (c < end) acc0 += runCoef[c]! * (work[i]! + work[j]!);
+        }
+        acc = acc0 + acc1;
+      } else {
+        // Four partial sums break the add dependency chain: ~20 % faster in V8 than one accumulator.
+        const base = phase * K;
+        let acc0 = 0;
+        let acc1 = 0;
+        let acc2 = 0;
+        let acc3 = 0;
+        let k = 0;
+        for (; k + 3 < K; k += 4) {
+          const t = base + k;
+          const x = n + k;
+          acc0 += dense[t]! * work[x]!;
+          acc1 += dense[t + 1]! * work[x + 1]!;
+          acc2 += dense[t + 2]! * work[x + 2]!;
+          acc3 += dense[t + 3]! * work[x + 3]!;
+        }
+        for (; k < K; k++) acc0 += dense[base + k]! * work[n + k]!;
+        acc = acc0 + acc1 + (acc2 + acc3);
+      }
+      const rounded = Math.round(acc);
       out[written++] = rounded > 32767 ? 32767 : rounded < -32768 ? -32768 : rounded;
+      // Next output: M grid steps on, without division or modulo (M < L: at most one input step).
       phase += M;
-      if (phase >= L) {
-        const steps = (phase / L) | 0;
-        n += steps;
-        phase -= steps * L;
+      while (phase >= L) {
+        phase -= L;
+        n++;
       }
     }
     this.inputOffset = n - inputLength;

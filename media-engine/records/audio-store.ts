@@ -102,7 +102,7 @@ export function createAudioStore(opts: AudioStoreOptions): AudioStore {
       })
     : undefined;
   // A worker that dies (or fails to load) must not crash the process: its tasks reject and are logged.
-  pool?.on('error', (err: Error) => opts.logger.error({ err: err.message }, 'opus worker error'));
+  pool?.on('error', (err: Error) => opts.logger.error({ err }, 'opus worker error'));
   if (!pool) opts.logger.info('opus worker not compiled (running from sources): encoding turn audio inline');
 
   const waiting: Pending[] = [];
@@ -149,7 +149,7 @@ export function createAudioStore(opts: AudioStoreOptions): AudioStore {
       files = unpackBytesBatch(out);
     } catch (err) {
       failed += batch.length;
-      opts.logger.error({ err: (err as Error).message, turns: batch.length }, 'turn audio encoding failed');
+      opts.logger.error({ err, turns: batch.length }, 'turn audio encoding failed');
       for (const p of batch) p.done(undefined);
       return;
     }
@@ -166,7 +166,7 @@ export function createAudioStore(opts: AudioStoreOptions): AudioStore {
           p.done(rel);
         } catch (err) {
           failed++;
-          opts.logger.error({ err: (err as Error).message, messageId: p.job.messageId }, 'turn audio write failed');
+          opts.logger.error({ err, messageId: p.job.messageId }, 'turn audio write failed');
           p.done(undefined);
         }
       }),

@@ -1,22 +1,24 @@
 /**
  * One batch of queued record operations -> a few multi-row statements in one transaction, in
- * dependency order (conversations, messages, tool calls, audio paths, call ends). Every statement
+ * dependency order (conversations, messages, tool calls, pipeline events, audio paths, call ends). Every statement
  * is idempotent, so a batch whose commit was lost in transit is safely retried:
  * inserts are `on conflict (id) do nothing`, the call end is an upsert of the final row state,
  * audio paths are plain updates.
  */
 import type postgres from 'postgres';
-import type { ConversationRow, MessageRow, ToolCallRow } from './rows.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { ConversationRecordRow, MessageRow, PipelineEventRow, ToolCallRow } from '../../shared/records/rows.js';
 
 export type RecordOp =
-  | { kind: 'start'; seq: number; row: ConversationRow }
+  | { kind: 'start'; seq: number; row: ConversationRecordRow }
   | { kind: 'message'; seq: number; row: MessageRow }
   | { kind: 'tool_call'; seq: number; row: ToolCallRow }
+  /** A turn's pipeline events: one op (one queue slot) per turn, rows inserted together. */
+  | { kind: 'pipeline_events'; seq: number; rows: PipelineEventRow[] }
   | { kind: 'audio'; seq: number; messageId: string; path: string }
-  | { kind: 'end'; seq: number; row: ConversationRow };
+  | { kind: 'end'; seq: number; row: ConversationRecordRow };
 
-/** A postgres.js pool (the control plane's `createSql` returns one). */
-export type Sql = postgres.Sql<Record<string, unknown>>;
+export type { Sql };
 /** The pool or a transaction. */
 type AnySqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
@@ -30,16 +32,18 @@ export async function writeBatch(sql: Sql, ops: RecordOp[]): Promise<BatchResult
   const starts = dedupe(ops.flatMap((o) => (o.kind === 'start' ? [o.row] : [])));
   const messages = dedupe(ops.flatMap((o) => (o.kind === 'message' ? [o.row] : [])));
   const toolCalls = dedupe(ops.flatMap((o) => (o.kind === 'tool_call' ? [o.row] : [])));
+  const events = dedupe(ops.flatMap((o) => (o.kind === 'pipeline_events' ? o.rows : [])));
   const audio = ops.flatMap((o) => (o.kind === 'audio' ? [[o.messageId, o.path]] : []));
   const ends = dedupe(ops.flatMap((o) => (o.kind === 'end' ? [o.row] : [])));
   await sql.begin(async (tx) => {
     if (starts.length) await insertConversations(tx, starts);
     if (messages.length) await insertMessages(tx, messages);
     if (toolCalls.length) await insertToolCalls(tx, toolCalls);
+    if (events.length) await insertPipelineEvents(tx, events);
     if (audio.length) await setAudioPaths(tx, audio as Array<[string, string]>);
     if (ends.length) await upsertEnds(tx, ends);
   });
-  return { rows: starts.length + messages.length + toolCalls.length + audio.length + ends.length };
+  return { rows: starts.length + messages.length + toolCalls.length + events.length + audio.length + ends.length };
 }
 
 /** Writes one operation on its own (used to isolate a batch the database rejected). */
@@ -47,11 +51,14 @@ export async function writeOne(sql: Sql, op: RecordOp): Promise<void> {
   if (op.kind === 'start') await insertConversations(sql, [op.row]);
   else if (op.kind === 'message') await insertMessages(sql, [op.row]);
   else if (op.kind === 'tool_call') await insertToolCalls(sql, [op.row]);
+  else if (op.kind === 'pipeline_events') {
+    if (op.rows.length) await insertPipelineEvents(sql, op.rows);
+  }
   else if (op.kind === 'audio') await setAudioPaths(sql, [[op.messageId, op.path]]);
   else await upsertEnds(sql, [op.row]);
 }
 
-function insertConversations(sql: AnySqlOrTx, rows: ConversationRow[]) {
+function insertConversations(sql: AnySqlOrTx, rows: ConversationRecordRow[]) {
   return sql`insert into conversations ${sql(rows as never)} on conflict (id) do nothing`;
 }
 
@@ -63,6 +70,10 @@ function insertToolCalls(sql: AnySqlOrTx, rows: ToolCallRow[]) {
   return sql`insert into tool_calls ${sql(rows as never)} on conflict (id) do nothing`;
 }
 
+function insertPipelineEvents(sql: AnySqlOrTx, rows: PipelineEventRow[]) {
+  return sql`insert into pipeline_events ${sql(rows as never)} on conflict (id) do nothing`;
+}
+
 function setAudioPaths(sql: AnySqlOrTx, pairs: Array<[string, string]>) {
   return sql`
     update messages m set audio_path = v.path
@@ -70,7 +81,7 @@ function setAudioPaths(sql: AnySqlOrTx, pairs: Array<[string, string]>) {
     where m.id = v.id::uuid`;
 }
 
-function upsertEnds(sql: AnySqlOrTx, rows: ConversationRow[]) {
+function upsertEnds(sql: AnySqlOrTx, rows: ConversationRecordRow[]) {
   return sql`
     insert into conversations ${sql(rows as never)}
     on conflict (id) do update set
@@ -106,4 +117,11 @@ export function isRetryable(err: unknown): boolean {
     return cls !== '22' && cls !== '23';
   }
   return true;
+}
+
+/** The ids of one op, for the log line when the database rejects it (never the row contents). */
+export function describeOp(op: RecordOp): Record<string, unknown> {
+  if (op.kind === 'audio') return { kind: op.kind, messageId: op.messageId };
+  if (op.kind === 'pipeline_events') return { kind: op.kind, conversationId: op.rows[0]?.conversation_id, rows: op.rows.length };
+  return { kind: op.kind, id: op.row.id };
 }

@@ -6,7 +6,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/logger.js';
 import { createAudioStore } from './audio-store.js';
-import { createTranscriptBus, type TranscriptBus } from './bus.js';
+import { createTranscriptBus, type TranscriptBus } from '../../shared/records/bus.js';
 import { createConversationWriter, type ConversationWriter } from './writer.js';
 import type { Sql } from './batch-sql.js';
 

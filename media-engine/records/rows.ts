@@ -1,70 +1,12 @@
 /**
- * Row shapes of the durable record (migration 0003) and how a call's recorder callbacks turn into
- * them. Every row carries its final id (UUID v7, chosen here) so a retried insert is a no-op.
+ * How a call's recorder callbacks turn into rows of the durable record (the row types are in
+ * `shared/records/rows.ts`). Every row carries its final id (UUID v7, chosen here) so a retried insert is a no-op.
  * Every builder sets every column (postgres.js multi-row inserts take the first row's keys).
  */
 import { newId } from '../../shared/ids.js';
 import type { CallEndRecord, TurnRecord } from '../session/recorder.js';
-import type { TranscriptMessage } from './bus.js';
-
-export interface ConversationRow {
-  id: string;
-  session_id: string;
-  user_id: string | null;
-  agent_id: string;
-  workspace_id: string;
-  call_id: string | null;
-  segment_kind: 'ai' | 'human';
-  status: 'active' | 'completed' | 'failed';
-  total_turns: number;
-  total_duration_ms: number;
-  avg_response_latency_ms: number;
-  metadata: Record<string, unknown>;
-  started_at: Date;
-  ended_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface MessageRow {
-  id: string;
-  conversation_id: string;
-  turn_number: number;
-  role: 'user' | 'assistant';
-  content: string;
-  tool_calls: Array<{ id: string; name: string }>;
-  tool_call_id: string | null;
-  reasoning_content: string | null;
-  audio_path: string | null;
-  asr_provider: string | null;
-  asr_model: string | null;
-  asr_latency_ms: number | null;
-  asr_confidence: number | null;
-  llm_provider: string | null;
-  llm_model: string | null;
-  llm_latency_ms: number | null;
-  tokens_input: number | null;
-  tokens_output: number | null;
-  tts_provider: string | null;
-  tts_latency_ms: number | null;
-  total_latency_ms: number | null;
-  internal_overhead_ms: number | null;
-  metadata: Record<string, unknown>;
-  created_at: Date;
-}
-
-export interface ToolCallRow {
-  id: string;
-  message_id: string;
-  conversation_id: string;
-  tool_name: string;
-  tool_input: unknown;
-  tool_output: unknown;
-  status: string;
-  latency_ms: number;
-  error_message: string | null;
-  created_at: Date;
-}
+import type { TranscriptMessage } from '../../shared/records/bus.js';
+import type { ConversationRecordRow, MessageRow, ToolCallRow } from '../../shared/records/rows.js';
 
 export interface StartInfo {
   session_id: string;
@@ -76,7 +18,7 @@ export interface StartInfo {
   started_at_ms: number;
 }
 
-export function conversationStartRow(id: string, info: StartInfo, nowMs: number, segmentKind: 'ai' | 'human' = 'ai'): ConversationRow {
+export function conversationStartRow(id: string, info: StartInfo, nowMs: number, segmentKind: 'ai' | 'human' = 'ai'): ConversationRecordRow {
   return {
     id,
     session_id: info.session_id,
@@ -98,7 +40,7 @@ export function conversationStartRow(id: string, info: StartInfo, nowMs: number,
 }
 
 /** The whole row in its final state: the end is an upsert, so it lands even if the start was lost. */
-export function conversationEndRow(start: ConversationRow, rec: CallEndRecord): ConversationRow {
+export function conversationEndRow(start: ConversationRecordRow, rec: CallEndRecord): ConversationRecordRow {
   return {
     ...start,
     status: rec.status,
@@ -211,9 +153,16 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
   return { user, assistant, toolCalls };
 }
 
-/** Postgres text and jsonb refuse U+0000; a stray NUL must not cost the whole row. */
+/** NUL, or a UTF-16 surrogate without its partner (jsonb refuses the `\\ud800` escape). */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * Postgres text and jsonb refuse U+0000 and jsonb refuses lone surrogates; caller speech, injected
+ * text and tool output come from outside, and a stray character must not cost the whole row.
+ */
 function noNul(s: string): string {
-  return s.includes('\u0000') ? s.replaceAll('\u0000', '') : s;
+  UNSTORABLE.lastIndex = 0;
+  return UNSTORABLE.test(s) ? s.replace(UNSTORABLE, (c) => (c === '\u0000' ? '' : '\uFFFD')) : s;
 }
 
 /**

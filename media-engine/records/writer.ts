@@ -11,91 +11,28 @@
  *   keeps accepting up to its bound. Data errors (SQLSTATE 22/23) never block the queue: the batch
  *   is written op by op and the rejected op is dropped with an error log (`rejected` in stats).
  *
- * QUEUE BOUND AND OVERFLOW POLICY (house style rule 10): at most `maxQueue` operations. When a
+ * QUEUE BOUND AND OVERFLOW POLICY (every queue has a bound and an overflow policy written next to it): at most `maxQueue` operations. When a
  * turn does not fit, the whole turn is REFUSED (never a silent drop, never an older record
  * evicted): `refusedTurns`/`refusedOps` are counted and an error line `records queue full` is
  * logged (at most every 5 s, with totals). A call's start and end may use a reserve of 10% above
  * the bound, so conversation rows and their final state survive a full queue; beyond that they
  * are refused the same loud way. Audio is refused separately by the audio store (its own bound).
  */
-import type { Clock, TimerHandle } from '../../shared/clock.js';
-import type { Logger } from '../../shared/logger.js';
+import { backoffDelayMs } from '../../shared/backoff.js';
+import type { TimerHandle } from '../../shared/clock.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
-import type { CallEndRecord, CallRecorder, TurnRecord } from '../session/recorder.js';
-import type { AudioStore } from './audio-store.js';
-import { isRetryable, type RecordOp, type Sql, writeBatch, writeOne } from './batch-sql.js';
-import type { TranscriptBus, TranscriptEvent } from './bus.js';
-import { type ConversationRow, conversationEndRow, conversationStartRow, messageEventJson, type StartInfo, toolCallEventJson, turnRows } from './rows.js';
+import type { CallEndRecord, TurnRecord } from '../session/recorder.js';
+import { describeOp, isRetryable, type RecordOp, writeBatch, writeOne } from './batch-sql.js';
+import type { TranscriptEvent } from '../../shared/records/bus.js';
+import type { ConversationRecordRow } from '../../shared/records/rows.js';
+import { pipelineEventRows } from './pipeline-events.js';
+import { conversationEndRow, conversationStartRow, messageEventJson, type StartInfo, toolCallEventJson, turnRows } from './rows.js';
+import { type ConversationRecorder, type ConversationWriter, type ConversationWriterOptions, type NewOp, WriterClosedError, type WriterStats } from './writer-types.js';
 
-export interface ConversationWriterOptions {
-  sql: Sql;
-  logger: Logger;
-  clock: Clock;
-  /** Operations queued on this node before turns are refused. Default 10 000. */
-  maxQueue?: number;
-  /** Operations per transaction. Default 200. */
-  batchSize?: number;
-  /** Longest a record waits before a flush. Default 100 ms. */
-  flushMs?: number;
-  /** Per-turn audio (Ogg/Opus files). Default: none kept. Owned: `close()` finishes and closes it. */
-  audio?: AudioStore;
-  /** Live transcript events for SSE clients. Default: none published. Not owned (shared with the control plane; the caller closes it). */
-  bus?: TranscriptBus;
-  /** First retry delay; doubles per failed attempt. Default 100 ms. */
-  retryBaseMs?: number;
-  /** Retry delay cap. Default 5000 ms. */
-  retryMaxMs?: number;
-  /** Period of the `records queue` log line. Default 30 000 ms. */
-  statsLogMs?: number;
-  /** How long `close()` keeps trying to write what is queued. Default 10 000 ms. */
-  closeTimeoutMs?: number;
-}
-
-export interface WriterStats {
-  queued: number;
-  /** Rows written (inserts and updates). */
-  written: number;
-  batches: number;
-  /** Failed batch attempts that were retried. */
-  retries: number;
-  refusedTurns: number;
-  refusedOps: number;
-  /** Operations the database rejected as invalid (logged with their ids). */
-  rejected: number;
-  audioRefused: number;
-  backingOff: boolean;
-  /** How long the batch being written has been in flight (0: none). A database that accepts connections but never answers shows here. */
-  writeInFlightMs: number;
-  lastError?: string;
-  audio?: ReturnType<AudioStore['stats']>;
-}
-
-export interface ConversationRecorder extends CallRecorder {
-  /** The conversation row id (chosen when the recorder is created). */
-  readonly conversationId: string;
-}
-
-export interface ConversationWriter {
-  recorderFor(config: SessionConfig): ConversationRecorder;
-  queued(): number;
-  /** Resolves when everything queued before the call (including pending audio) is written. Retries while Postgres is down. */
-  flush(): Promise<void>;
-  /** Stops accepting, writes what it can within `closeTimeoutMs`, logs anything left. Idempotent. */
-  close(): Promise<void>;
-  stats(): WriterStats;
-  readonly closed: boolean;
-}
-
-export class WriterClosedError extends Error {
-  constructor() {
-    super('conversation writer closed');
-    this.name = 'WriterClosedError';
-  }
-}
-
-/** An operation before it gets its queue sequence number. */
-type NewOp = RecordOp extends infer T ? (T extends RecordOp ? Omit<T, 'seq'> : never) : never;
+// The public shapes live in writer-types.ts; re-exported so callers keep importing from here.
+export { WriterClosedError } from './writer-types.js';
+export type { ConversationRecorder, ConversationWriter, ConversationWriterOptions, WriterStats } from './writer-types.js';
 
 const REFUSAL_LOG_EVERY_MS = 5000;
 /** A batch in flight longer than this turns the periodic line into a warning. */
@@ -210,7 +147,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           return false;
         }
         s.rejected++;
-        logger.error({ err: (err as Error).message, code: (err as { code?: string }).code, op: describe(op) }, 'conversation record rejected by the database');
+        logger.error({ err, code: (err as { code?: string }).code, op: describeOp(op) }, 'conversation record rejected by the database');
       }
     }
     s.batches++;
@@ -222,8 +159,9 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
     s.retries++;
     const e = err as { message?: string; code?: string };
     s.lastError = `${e.code ?? 'ERROR'}: ${e.message ?? String(err)}`;
-    const delayMs = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(attempt - 1, 20));
-    logger.warn({ attempt, delayMs, batchOps, queued: queue.length, err: s.lastError }, 'records write failed; retrying');
+    // Full jitter: every engine node's writer saw the same outage; they must not retry in step.
+    const delayMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, maxMs: retryMaxMs, random: opts.random });
+    logger.warn({ attempt, delayMs, batchOps, queued: queue.length, err }, 'records write failed; retrying');
     backoff = clock.setTimeout(() => {
       backoff = undefined;
       kick();
@@ -261,7 +199,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
 
   function recorderFor(config: SessionConfig): ConversationRecorder {
     const conversationId = newId();
-    let startRow: ConversationRow | undefined;
+    let startRow: ConversationRecordRow | undefined;
     let startQueued = false;
     let ended = false;
     const valid = isUuid(config.agent_id) && isUuid(config.workspace_id) && (!config.call_id || isUuid(config.call_id));
@@ -284,6 +222,9 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           { kind: 'message', row: rows.user },
           { kind: 'message', row: rows.assistant },
           ...rows.toolCalls.map((row) => ({ kind: 'tool_call' as const, row })),
+          // Pipeline analytics (docs/analytics.md): one op per turn, same queue and batch as the
+          // turn's messages (so the same overflow policy), never awaited here.
+          ...(startRow ? [{ kind: 'pipeline_events' as const, rows: pipelineEventRows({ conversationId, agentId: startRow.agent_id, workspaceId: startRow.workspace_id }, rec) }] : []),
         ];
         // Without its conversation row a turn cannot be stored (foreign key): refused, loudly.
         if (!startQueued || !enqueue(ops, maxQueue)) {
@@ -292,7 +233,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           return;
         }
         if (audio) {
-          if (rec.user_audio?.length) saveAudio(rows.user.id, rec.user_audio, 16000, rec.started_at_ms);
+          if (rec.user_audio?.length) saveAudio(rows.user.id, rec.user_audio, rec.user_audio_rate_hz ?? 16000, rec.started_at_ms);
           if (rec.agent_audio?.samples.length) saveAudio(rows.assistant.id, rec.agent_audio.samples, rec.agent_audio.sampleRateHz, rec.started_at_ms);
         }
         publish({
@@ -399,9 +340,4 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
       return closed;
     },
   };
-}
-
-function describe(op: RecordOp): Record<string, unknown> {
-  if (op.kind === 'audio') return { kind: op.kind, messageId: op.messageId };
-  return { kind: op.kind, id: op.row.id };
 }

@@ -5,14 +5,20 @@
  * longer turns keep the first 60 s).
  */
 import type { Clock } from '../../shared/clock.js';
+import { INJECT_TEXT_MAX_CHARS } from './limits.js';
 import { Vad, vadOptionsForProfile, type VadProfile, type VadResult } from '../audio/vad.js';
 
-const AUDIO_MAX_SAMPLES = 16000 * 60;
-const AUDIO_INITIAL_SAMPLES = 16000 * 4;
+/** The turn's audio for the record: from 4 s, doubling up to 60 s. */
+const AUDIO_MAX_SECONDS = 60;
+const AUDIO_INITIAL_SECONDS = 4;
+
+/** Longest caller turn text kept (speech and injected text together): two injections' worth. */
+export const TURN_TEXT_MAX_CHARS = 2 * INJECT_TEXT_MAX_CHARS;
 
 export class CallerSpeech {
   private readonly vad: Vad;
-  private audio = new Int16Array(AUDIO_INITIAL_SAMPLES);
+  private audio: Int16Array;
+  private readonly audioMaxSamples: number;
   private audioLen = 0;
   private capturing = false;
   /** Final text of the turn so far. */
@@ -26,22 +32,26 @@ export class CallerSpeech {
     private readonly clock: Clock,
     profile: VadProfile,
     vadThreshold: number,
+    /** The call's inbound rate (8000 carrier, 16000 browser): the VAD runs at it, no resampling. */
+    readonly rateHz = 16000,
   ) {
-    this.vad = new Vad(vadOptionsForProfile(profile, vadThreshold, 16000));
+    this.vad = new Vad(vadOptionsForProfile(profile, vadThreshold, rateHz));
+    this.audio = new Int16Array(rateHz * AUDIO_INITIAL_SECONDS);
+    this.audioMaxSamples = rateHz * AUDIO_MAX_SECONDS;
   }
 
-  /** One 20 ms 16 kHz frame. The result object is reused: read it before the next frame. */
-  frame(pcm16k: Int16Array): VadResult {
-    if (this.capturing && this.audioLen + pcm16k.length <= AUDIO_MAX_SAMPLES) {
-      if (this.audioLen + pcm16k.length > this.audio.length) {
-        const next = new Int16Array(Math.min(AUDIO_MAX_SAMPLES, this.audio.length * 2));
+  /** One 20 ms frame at `rateHz`. The result object is reused: read it before the next frame. */
+  frame(pcm: Int16Array): VadResult {
+    if (this.capturing && this.audioLen + pcm.length <= this.audioMaxSamples) {
+      if (this.audioLen + pcm.length > this.audio.length) {
+        const next = new Int16Array(Math.min(this.audioMaxSamples, this.audio.length * 2));
         next.set(this.audio.subarray(0, this.audioLen));
         this.audio = next;
       }
-      this.audio.set(pcm16k, this.audioLen);
-      this.audioLen += pcm16k.length;
+      this.audio.set(pcm, this.audioLen);
+      this.audioLen += pcm.length;
     }
-    const v = this.vad.process(pcm16k);
+    const v = this.vad.process(pcm);
     if (v.speech) this.speechEndMs = this.clock.monotonicMs();
     if (v.offset) this.speechMs += v.speechMs;
     return v;
@@ -56,12 +66,17 @@ export class CallerSpeech {
   }
 
   addFinal(text: string): void {
-    this.text = this.text ? `${this.text} ${text}` : text;
+    const joined = this.text ? `${this.text} ${text}` : text;
+    // Bounded whatever the ASR or the injections send; the newest words matter most to the reply.
+    this.text = joined.length > TURN_TEXT_MAX_CHARS ? joined.slice(joined.length - TURN_TEXT_MAX_CHARS) : joined;
   }
 
-  /** Text injected instead of spoken: it ends "now". */
+  /**
+   * Text injected instead of spoken: it ends "now". It joins what the caller said and was not
+   * answered yet (e.g. the text of an answer interrupted before the caller heard any of it).
+   */
   inject(text: string): void {
-    this.text = text;
+    this.addFinal(text);
     this.speechEndMs = this.clock.monotonicMs();
   }
 

@@ -22,11 +22,15 @@ export interface TurnRecord {
   interrupted: boolean;
   timing: TurnTiming;
   asr: { provider: string; model?: string; confidence?: number };
-  llm: { provider: string; model?: string; tokens_input: number; tokens_output: number };
-  tts: { provider: string };
+  /** `error`: the model failed in this turn (message of its `llm_error`). */
+  llm: { provider: string; model?: string; tokens_input: number; tokens_output: number; error?: string };
+  /** `failed`: TTS gave up after its retries in this turn. */
+  tts: { provider: string; model?: string; failed?: boolean };
   tool_calls: ToolCallRecord[];
-  /** Caller audio of the turn (16 kHz PCM) and the agent audio actually played (transport rate). */
+  /** Caller audio of the turn (PCM at `user_audio_rate_hz`) and the agent audio actually played (transport rate). */
   user_audio?: Int16Array;
+  /** Rate of `user_audio`: the transport's inbound rate (8000 carrier, 16000 browser). Absent: 16000. */
+  user_audio_rate_hz?: number;
   agent_audio?: { samples: Int16Array; sampleRateHz: number };
   started_at_ms: number;
   /** Extra telemetry of the turn, e.g. `transport` (carrier jitter-buffer counters). */

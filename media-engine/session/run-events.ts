@@ -32,6 +32,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       run.steps.push({ step: m.step, llm_ttfb_ms: m.ttfbMs, llm_total_ms: m.totalMs, tool_ms: 0, tools: [] });
       return m.toolCalls === 0 ? { type: 'llm_end', turn, text: run.llmText, llm_ttfb_ms: Math.max(0, run.llmTtfbMs), llm_total_ms: run.llmTotalMs } : undefined;
     case 'llm_error':
+      run.llmError = m.message;
       return { type: 'llm_error', text: m.message, turn };
     case 'tools_started': {
       const step = run.steps.find((s) => s.step === m.step);
@@ -47,6 +48,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       // Parallel tools overlap: a step's tool time is its slowest tool.
       if (step) step.tool_ms = Math.max(step.tool_ms, r.latencyMs);
       run.toolMs = run.steps.reduce((a, s) => a + s.tool_ms, 0);
+      run.toolSteps.push(m.step);
       run.toolCalls.push({
         id: `${sessionId}:${run.turn}:${m.call.id}`,
         tool_call_id: m.call.id,
@@ -62,6 +64,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
     case 'tts_retry':
       return { type: 'tts_retry', attempt: m.attempt, backoff_ms: m.backoffMs };
     case 'tts_exhausted':
+      run.ttsFailed = true;
       return { type: 'tts_retry_exhausted', attempt: m.attempt };
     case 'tts_done':
       return { type: 'tts_complete', tts_gen_ms: m.genMs, tts_api_ttfb_ms: m.apiTtfbMs, tts_streaming_saved_ms: Math.max(0, m.genMs - m.apiTtfbMs), turn, step: m.step };

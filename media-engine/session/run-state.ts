@@ -12,10 +12,14 @@ export class RunState {
   /** The runner reported `run_done`. */
   runnerDone = false;
   assistantText = '';
-  appended: import('../providers/types.js').LlmMessage[] = [];
+  appended: import('../../shared/providers/types.js').LlmMessage[] = [];
   llmText = '';
   steps: TurnTimingStep[] = [];
+  /** Monotonic start of each LLM step (index 0 = step 1): trace spans are placed from it. */
+  stepStartedAt: number[] = [];
   toolCalls: ToolCallRecord[] = [];
+  /** The LLM step of each entry of `toolCalls`. */
+  toolSteps: number[] = [];
   tokensIn = 0;
   tokensOut = 0;
   llmTtfbMs = -1;
@@ -26,6 +30,12 @@ export class RunState {
   firstFrameSentAt = 0;
   audioStarted = false;
   interrupted = false;
+  /** The caller's text came from speech (ASR), not an injection. */
+  spoken = false;
+  /** The model failed this run (`llm_error`); kept for the turn's pipeline events. */
+  llmError: string | undefined = undefined;
+  /** TTS gave up after its retries in this run (`tts_retry_exhausted`). */
+  ttsFailed = false;
 
   constructor(
     readonly id: number,

@@ -1,8 +1,19 @@
 /**
  * HTTP tools from the agent config. A tool call never throws into the call: every failure
- * (timeout, HTTP error, bad JSON, crashed endpoint) becomes an error result the model can read.
+ * (timeout, HTTP error, bad JSON, crashed endpoint, an address the outbound policy refuses)
+ * becomes an error result the model can read.
+ *
+ * Every request goes through the outbound client (shared/outbound): the tool's URL is tenant
+ * input, so it may only reach public addresses (or OUTBOUND_ALLOW_CIDRS), and the tool's
+ * credentials are never sent anywhere else. Redirects are not followed: a 3xx is an error result
+ * (the tool's URL is configured, so a redirect is a misconfiguration or an attempt to bounce the
+ * credential elsewhere). Retries (`retry_count`, 5xx/429/network only) wait an exponential
+ * backoff with full jitter on the call's clock, so a failing endpoint is not hammered.
  */
 import type { HttpToolConfig } from '../../shared/voice/session-config.js';
+import type { Clock } from '../../shared/clock.js';
+import { sleepBackoff, type BackoffOptions } from '../../shared/backoff.js';
+import { findOutboundRefusal, readBodyCapped, type OutboundClient } from '../../shared/outbound/index.js';
 
 export interface ToolResult {
   status: 'success' | 'error';
@@ -15,9 +26,30 @@ export interface ToolResult {
   attempts: number;
 }
 
-const MAX_RESPONSE_BYTES = 256 * 1024;
+export interface ToolRunDeps {
+  /** Tenant URLs go through it. Absent: every tool call is refused without a request. */
+  outbound?: OutboundClient;
+  /** Timeouts, retry waits and latency. */
+  clock: Clock;
+  /** Waits between attempts. Default: base 200 ms, cap 2000 ms, full jitter. */
+  backoff?: BackoffOptions;
+}
 
-export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal: AbortSignal, now: () => number = () => performance.now()): Promise<ToolResult> {
+const MAX_RESPONSE_BYTES = 256 * 1024;
+const DEFAULT_TIMEOUT_MS = 10_000;
+const TOOL_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 2000 };
+
+class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal: AbortSignal, deps: ToolRunDeps): Promise<ToolResult> {
+  const now = (): number => deps.clock.monotonicMs();
   const started = now();
   let args: Record<string, unknown>;
   try {
@@ -28,24 +60,33 @@ export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal
   }
   const attemptsAllowed = 1 + Math.max(0, Math.min(5, tool.retry_count));
   let lastError = 'not attempted';
+  let attempts = 0;
   for (let attempt = 1; attempt <= attemptsAllowed; attempt++) {
-    if (signal.aborted) return errorResult('cancelled', started, now, attempt - 1);
+    if (attempt > 1) {
+      try {
+        await sleepBackoff(deps.clock, attempt - 1, signal, () => new ToolError('cancelled', false), deps.backoff ?? TOOL_BACKOFF);
+      } catch {
+        return errorResult('cancelled', started, now, attempts);
+      }
+    }
+    if (signal.aborted) return errorResult('cancelled', started, now, attempts);
+    attempts = attempt;
     try {
-      const output = await callOnce(tool, args, signal);
+      const output = await callOnce(tool, args, signal, deps);
       const picked = pickPath(output, tool.response_path);
       return {
         status: 'success',
         content: typeof picked === 'string' ? picked : JSON.stringify(picked ?? null),
         output,
         latencyMs: Math.round(now() - started),
-        attempts: attempt,
+        attempts,
       };
     } catch (e) {
       lastError = (e as Error).message;
-      if ((e as { retryable?: boolean }).retryable === false) break;
+      if (!(e instanceof ToolError) || !e.retryable) break;
     }
   }
-  return errorResult(lastError, started, now, attemptsAllowed);
+  return errorResult(lastError, started, now, attempts);
 }
 
 function errorResult(message: string, started: number, now: () => number, attempts: number): ToolResult {
@@ -59,9 +100,15 @@ function errorResult(message: string, started: number, now: () => number, attemp
   };
 }
 
-async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, outer: AbortSignal): Promise<unknown> {
+async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, outer: AbortSignal, deps: ToolRunDeps): Promise<unknown> {
+  if (!deps.outbound) throw new ToolError('outbound requests are not configured on this engine', false);
   const method = (tool.http_method || 'POST').toUpperCase();
-  const url = new URL(fillString(tool.endpoint_url, args, true));
+  let url: URL;
+  try {
+    url = new URL(fillString(tool.endpoint_url, args, true));
+  } catch {
+    throw new ToolError('the tool URL is not a valid URL', false);
+  }
   const headers: Record<string, string> = { accept: 'application/json', ...tool.headers };
   if (tool.auth_token) {
     if (tool.auth_type === 'api_key') headers['x-api-key'] = tool.auth_token;
@@ -76,43 +123,42 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
     body = typeof payload === 'string' ? payload : JSON.stringify(payload);
     headers['content-type'] ??= 'application/json';
   }
-  const timeout = AbortSignal.timeout(Math.max(1, tool.timeout_ms || 10_000));
-  const signal = AbortSignal.any([outer, timeout]);
-  let res: Response;
+  const timeoutMs = Math.max(1, tool.timeout_ms || DEFAULT_TIMEOUT_MS);
+  const timeout = new AbortController();
+  const timer = deps.clock.setTimeout(() => timeout.abort(), timeoutMs);
+  const signal = AbortSignal.any([outer, timeout.signal]);
   try {
-    res = await fetch(url, { method, headers, body, signal });
+    // The timeout covers the whole exchange: connect, headers and the (bounded) body.
+    const res = await deps.outbound.fetch(url, { method, headers, body, signal, maxRedirects: 0 });
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new ToolError(`HTTP ${res.status}: redirects are not followed (configure the final URL)`, false);
+    }
+    const text = (await readBodyCapped(res, MAX_RESPONSE_BYTES)).toString('utf8');
+    if (!res.ok) throw new ToolError(`HTTP ${res.status}: ${text.slice(0, 200)}`, res.status >= 500 || res.status === 429);
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch {
+      return text;
+    }
   } catch (e) {
-    if (timeout.aborted) throw Object.assign(new Error(`timed out after ${tool.timeout_ms} ms`), { retryable: true });
-    if (outer.aborted) throw Object.assign(new Error('cancelled'), { retryable: false });
-    throw Object.assign(new Error(`request failed: ${(e as Error).message}`), { retryable: true });
-  }
-  const text = await readLimited(res);
-  if (!res.ok) {
-    throw Object.assign(new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`), { retryable: res.status >= 500 || res.status === 429 });
-  }
-  try {
-    return text ? JSON.parse(text) : null;
-  } catch {
-    return text;
+    if (e instanceof ToolError) throw e;
+    const refused = findOutboundRefusal(e);
+    if (refused) throw new ToolError(refused.message, false);
+    if (timeout.signal.aborted) throw new ToolError(`timed out after ${timeoutMs} ms`, true);
+    if (outer.aborted) throw new ToolError('cancelled', false);
+    if ((e as { code?: string }).code === 'BAD_GATEWAY') throw new ToolError((e as Error).message, false);
+    throw new ToolError(`request failed: ${describeNetworkError(e)}`, true);
+  } finally {
+    deps.clock.clearTimeout(timer);
   }
 }
 
-async function readLimited(res: Response): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw Object.assign(new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`), { retryable: false });
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** `fetch failed` says nothing: the cause's code (ECONNREFUSED, ENOTFOUND, ...) does. */
+function describeNetworkError(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  const message = (e as Error)?.message ?? String(e);
+  return cause?.code ? `${message} (${cause.code})` : message;
 }
 
 /** Replaces `{{arg}}` in a template (object, array or string) with the model's arguments. */

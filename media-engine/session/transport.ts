@@ -6,6 +6,11 @@ import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 
 export interface CallTransport {
   readonly kind: 'browser' | 'twilio';
+  /**
+   * Sample rate of the inbound frames the transport hands to `CallActor.onAudio`: the call's native
+   * rate (16000 browser, 8000 carrier), so nothing is resampled on the way in.
+   */
+  readonly inRateHz: number;
   /** Sample rate of outbound audio frames (16000 browser, 8000 carrier). */
   readonly outRateHz: number;
   /** Audio sent ahead of real time, so playback never starves; bounds barge-in reaction. */

@@ -4,11 +4,11 @@
  * result to the actor's mailbox tagged with its turn, and stops at once when its signal aborts.
  */
 import type { HttpToolConfig } from '../../shared/voice/session-config.js';
-import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../providers/types.js';
-import { AsyncQueue } from '../providers/async-queue.js';
+import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../../shared/providers/types.js';
+import { AsyncQueue } from '../../shared/providers/async-queue.js';
 import { SentenceChunker } from './chunker.js';
 import type { TurnMsg } from './messages.js';
-import { runHttpTool, type ToolResult } from './tools.js';
+import { runHttpTool, type ToolResult, type ToolRunDeps } from './tools.js';
 
 /** Tool-using turns may loop model -> tools -> model; this bounds it. */
 export const MAX_LLM_STEPS = 5;
@@ -32,6 +32,8 @@ export interface TurnRunInput {
   signal: AbortSignal;
   post: (msg: TurnMsg) => void;
   now: () => number;
+  /** HTTP tools: the outbound client (tenant URLs) and the call's clock. */
+  toolDeps: ToolRunDeps;
 }
 
 export async function runTurn(input: TurnRunInput): Promise<void> {
@@ -63,8 +65,8 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
   let spoken = '';
   for (let step = 1; step <= MAX_LLM_STEPS; step++) {
     if (signal.aborted) return spoken;
-    post({ kind: 'llm_started', step });
     const started = now();
+    post({ kind: 'llm_started', step, atMs: started });
     let firstTokenAt = 0;
     let stepText = '';
     let calls: LlmToolCall[] = [];
@@ -131,7 +133,7 @@ async function runOneTool(input: TurnRunInput, step: number, call: LlmToolCall):
     result = { status: 'error', content: JSON.stringify({ error: `unknown tool ${call.name}` }), output: { error: `unknown tool ${call.name}` }, error: `unknown tool ${call.name}`, latencyMs: 0, attempts: 0 };
   } else {
     try {
-      result = await runHttpTool(tool, call.arguments, input.signal, input.now);
+      result = await runHttpTool(tool, call.arguments, input.signal, input.toolDeps);
     } catch (e) {
       // runHttpTool reports failures as results; this guards against bugs so a tool never kills a call.
       const message = (e as Error).message;

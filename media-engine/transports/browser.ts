@@ -6,6 +6,7 @@
 import type { Clock } from '../../shared/clock.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 import type { CallTransport } from '../session/transport.js';
+import { endSocket } from './socket-end.js';
 
 export interface BrowserSocket {
   send(message: ArrayBufferView | string, isBinary?: boolean): number;
@@ -17,12 +18,27 @@ export interface BrowserSocket {
 export const MIN_FRAME_BYTES = 10;
 /** Past this much unsent data we drop audio frames instead of growing memory (slow client). */
 export const MAX_BUFFERED_BYTES = 512 * 1024;
+/**
+ * Inbound audio is accepted at real time plus this much burst (a tab throttled in the background
+ * catches up; a stalled connection delivers late). Beyond it whole messages are dropped and
+ * counted: a client pushing 64 KiB (2 s) messages as fast as it can would otherwise make the node
+ * run VAD and ASR for hundreds of seconds of audio per second (issue 11: no input may freeze
+ * the node; the carrier transport bounds its rate by the chunk window).
+ */
+export const INBOUND_BURST_MS = 3000;
+const IN_RATE_HZ = 16000;
 
 export class BrowserTransport implements CallTransport {
   readonly kind = 'browser' as const;
+  readonly inRateHz = 16000;
   readonly outRateHz = 16000;
   readonly leadMs: number;
   droppedFrames = 0;
+  /** Inbound messages dropped: smaller than MIN_FRAME_BYTES, or beyond real time plus the burst. */
+  droppedInMessages = 0;
+  /** Inbound audio budget in samples (token bucket refilled at 16 kHz of the clock's time). */
+  private inBudget = IN_RATE_HZ * (INBOUND_BURST_MS / 1000);
+  private inBudgetAtMs: number;
   private closed = false;
   private view?: Uint8Array;
   private viewOf?: ArrayBufferLike;
@@ -36,6 +52,7 @@ export class BrowserTransport implements CallTransport {
     opts: { leadMs?: number } = {},
   ) {
     this.leadMs = opts.leadMs ?? 100;
+    this.inBudgetAtMs = clock.monotonicMs();
   }
 
   sendEvent(ev: ServerEvent): void {
@@ -67,11 +84,7 @@ export class BrowserTransport implements CallTransport {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    try {
-      this.ws.end(code, reason.slice(0, 120));
-    } catch {
-      // already closed by the peer
-    }
+    endSocket(this.ws, code, reason);
   }
 
   markClosed(): void {
@@ -83,7 +96,10 @@ export class BrowserTransport implements CallTransport {
    * (the frame buffer is reused: consume it synchronously).
    */
   receive(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
-    if (data.byteLength < MIN_FRAME_BYTES) return;
+    if (data.byteLength < MIN_FRAME_BYTES || !this.takeBudget(data.byteLength >> 1)) {
+      this.droppedInMessages++;
+      return;
+    }
     const bytes = new Uint8Array(data);
     let i = 0;
     if (this.oddByte >= 0) {
@@ -93,6 +109,17 @@ export class BrowserTransport implements CallTransport {
     }
     for (; i + 1 < bytes.length; i += 2) this.pushSample((bytes[i + 1] << 8) | bytes[i], onFrame);
     if (i < bytes.length) this.oddByte = bytes[i];
+  }
+
+  /** True if `samples` fit in the inbound budget (and takes them). */
+  private takeBudget(samples: number): boolean {
+    const now = this.clock.monotonicMs();
+    const max = IN_RATE_HZ * (INBOUND_BURST_MS / 1000);
+    this.inBudget = Math.min(max, this.inBudget + ((now - this.inBudgetAtMs) * IN_RATE_HZ) / 1000);
+    this.inBudgetAtMs = now;
+    if (samples > this.inBudget) return false;
+    this.inBudget -= samples;
+    return true;
   }
 
   private pushSample(u16: number, onFrame: (frame: Int16Array) => void): void {

@@ -82,4 +82,8 @@ export function parseClientMessage(text: string): ClientMessage | undefined {
 export const SOCKET_ERRORS = {
   sessionNotFound: 'session not found, start a session first',
   atCapacity: 'server at capacity',
+  insufficientBalance: 'insufficient credit balance: top up the workspace to call',
 } as const;
+
+/** `code` of the failure frame for an empty credit balance (spec doc 2, socket failure frames). */
+export const INSUFFICIENT_BALANCE = 'insufficient_balance';

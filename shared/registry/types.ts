@@ -1,8 +1,12 @@
 /**
- * The session registry: where control planes and media-engine nodes meet. Two implementations with
- * one contract (tested by the same suite): Redis for many replicas, in-process for the single-node
- * embedded default. Nothing here is touched per audio frame.
+ * The registry: where control planes and media-engine nodes meet. Six small parts (node presence,
+ * session claims, command RPC, live calls and seats, rate-limit windows, cache invalidations), each with two
+ * implementations under one contract (tested by the same suites): Redis for many replicas,
+ * in-process for the single-node embedded default. Nothing here is touched per audio frame.
  */
+
+import { AppError } from '../errors.js';
+import type { HealthReport } from '../process-health.js';
 
 export interface EngineNode {
   nodeId: string;
@@ -14,6 +18,11 @@ export interface EngineNode {
   load: number;
   /** Epoch ms of the last heartbeat. */
   updatedAtMs: number;
+  /**
+   * The node's process health at this heartbeat (issue 17): the control plane's collector job
+   * copies it into `system_health`, so the engine never writes Postgres. Absent from older nodes.
+   */
+  health?: HealthReport;
 }
 
 export interface StoredSession {
@@ -58,15 +67,17 @@ export interface StoredCall {
   expiresAtMs: number;
 }
 
-export interface SessionRegistry {
-  readonly kind: 'redis' | 'memory';
-
+/** Engine node presence: heartbeats with a TTL, read by the control plane to place sessions. */
+export interface NodeDirectory {
   /** Registers or refreshes a node; its entry expires `ttlMs` after the last call. */
   heartbeat(node: EngineNode, ttlMs: number): Promise<void>;
   removeNode(nodeId: string): Promise<void>;
   /** Live (unexpired) nodes. */
   listNodes(): Promise<EngineNode[]>;
+}
 
+/** Started voice sessions (config until the connect deadline) and the owner claim of each. */
+export interface SessionStore {
   /** Stores a started session until its connect deadline. */
   putSession(session: StoredSession): Promise<void>;
   getSession(sessionId: string): Promise<StoredSession | undefined>;
@@ -76,12 +87,18 @@ export interface SessionRegistry {
   sessionOwner(sessionId: string): Promise<string | undefined>;
   /** Forgets a session (ended). */
   deleteSession(sessionId: string): Promise<void>;
+}
 
+/** Request/reply commands to the node that owns a session (`/text`, `/end`, AMD verdicts, ...). */
+export interface CommandBus {
   /** Serves commands addressed to `nodeId` (one handler per node). */
   serveCommands(nodeId: string, handler: CommandHandler): Promise<() => Promise<void>>;
   /** Sends a command to a node and waits for its reply (rejects with RegistryTimeoutError). */
   sendCommand(nodeId: string, cmd: NodeCommand, timeoutMs: number): Promise<unknown>;
+}
 
+/** Live carrier calls for every replica, with their seats (concurrency per pool) and sid index. */
+export interface LiveCallStore {
   /**
    * Stores a live call. With `seatLimit` > 0 the call takes a seat in its pool atomically and the
    * put is refused (false) when the pool already holds that many live calls.
@@ -95,11 +112,80 @@ export interface SessionRegistry {
   deleteCall(callId: string): Promise<StoredCall | undefined>;
   /** Live calls of an owner (`userId`) or of a seat pool (`poolId`), oldest first. */
   listCalls(by: { userId: string } | { poolId: string }): Promise<StoredCall[]>;
+}
 
-  /** Fixed-window counter for rate limits: returns the count within the window. */
+/** Fixed-window counters for rate limits shared by every replica. */
+export interface RateLimitWindows {
+  /** Counts one hit in the window of `key`: returns the count within the window. */
   incrWindow(key: string, windowMs: number): Promise<number>;
+}
 
+/** `topic` names the kind of thing that changed (`agent`, `session`, ...), `key` which one. */
+export type InvalidationHandler = (topic: string, key: string) => void;
+
+/**
+ * Topic (and key) of the notice a subscriber gets when notices may have been lost (its Redis
+ * subscription came back after a disconnect): drop everything cached.
+ */
+export const FLUSH_ALL = '*';
+
+/**
+ * Change notices for the control plane's in-process read caches, to every replica. At most once,
+ * best effort: a notice sent while Redis is unreachable is lost, so every cache keeps a TTL as the
+ * bound (docs/caching.md). The publishing instance's own subscribers get the notice at once,
+ * before `publish` resolves, whether or not it could be sent.
+ */
+export interface InvalidationBus {
+  /** Resolves true once sent to every replica, false when it could not be sent (logged); never rejects. */
+  publish(topic: string, key: string): Promise<boolean>;
+  /** Calls `handler` for every notice of every instance (own included; FLUSH_ALL after a lost subscription). */
+  subscribe(handler: InvalidationHandler): Promise<() => Promise<void>>;
+}
+
+/**
+ * A workspace's credit state as the control plane last published it (docs/billing.md): what an
+ * engine node reads, once, when a socket connects (it never queries Postgres).
+ */
+export interface BillingState {
+  /** Ledger balance in micro-credits (the sum of the workspace's ledger rows). */
+  balanceMicros: number;
+  /** Price of one second of call audio in micro-credits; 0: calls are not priced by time. */
+  perSecondMicros: number;
+  /** Epoch ms of the publication. */
+  updatedAtMs: number;
+}
+
+/** Published credit states per workspace (BILLING_ENABLED). No expiry: the last publication stands. */
+export interface BillingStates {
+  putBillingState(workspaceId: string, state: BillingState): Promise<void>;
+  /** Undefined: never published (treated as an empty balance). */
+  getBillingState(workspaceId: string): Promise<BillingState | undefined>;
+}
+
+/**
+ * The parts bundled for wiring, over one connection (Redis: one client pair and one replay
+ * journal; in-process: one clock and one sweep). Consumers take the part they need.
+ */
+export interface Registry {
+  readonly kind: 'redis' | 'memory';
+  readonly nodes: NodeDirectory;
+  readonly sessions: SessionStore;
+  readonly commands: CommandBus;
+  readonly calls: LiveCallStore;
+  readonly windows: RateLimitWindows;
+  readonly invalidations: InvalidationBus;
+  readonly billing: BillingStates;
   close(): Promise<void>;
+}
+
+/**
+ * The registry store (Redis) is down, reconnecting or too slow: a retryable 503 with Retry-After
+ * wherever it surfaces (it is an AppError, so every edge maps it without knowing the registry).
+ */
+export class RegistryUnavailableError extends AppError {
+  constructor(reason: string, cause?: unknown) {
+    super('SERVICE_UNAVAILABLE', `session registry unavailable: ${reason}`, { cause, retryAfterS: 1 });
+  }
 }
 
 export class RegistryTimeoutError extends Error {

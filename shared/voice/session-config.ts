@@ -36,6 +36,21 @@ export interface HttpToolConfig {
 
 export type WelcomeMode = 'auto' | 'tts' | 'none';
 
+/**
+ * Per-call bounds that differ from the engine defaults (`media-engine/session/limits.ts`, which
+ * documents each one and clamps out-of-range values). Absent keys keep the defaults.
+ */
+export interface CallLimitsOverrides {
+  /** Injections accepted at once (token bucket size). Default 5. */
+  inject_burst?: number;
+  /** Injections refilled per second. Default 1. */
+  inject_refill_per_s?: number;
+  /** Estimated tokens of history sent to the LLM. Default 8000. */
+  history_token_budget?: number;
+  /** Messages kept in the call's history. Default 200. */
+  history_max_messages?: number;
+}
+
 export interface SessionConfig {
   session_id: string;
   agent_id: string;
@@ -66,5 +81,7 @@ export interface SessionConfig {
   telephony_provider?: string;
   /** Set for carrier calls: the live call id (telephony issue). */
   call_id?: string;
+  /** Per-call bounds (injection rate, LLM history budget); absent: engine defaults. */
+  call_limits?: CallLimitsOverrides;
   created_at_ms: number;
 }

@@ -1,5 +1,5 @@
 /**
- * A Twilio-faithful carrier simulator (protocols.md sections 1-3) for tests and benchmarks:
+ * A Twilio-faithful carrier simulator (docs/protocols.md sections 1-3) for tests and benchmarks:
  *
  * - REST: `POST /2010-04-01/Accounts/{sid}/Calls.json` (basic auth, form body; 201 + Call JSON with
  *   `sid` CA + 32 hex) and `POST .../Calls/{CallSid}.json` (`Status=completed|canceled`, `Twiml`),

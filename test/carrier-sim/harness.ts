@@ -6,11 +6,11 @@
  * Agents are made over REST like a customer would: create, providers, telephony, publish.
  */
 import { randomBytes } from 'node:crypto';
-import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../control-plane/app.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm, type SimLlmScript } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
+import { createSimAsr } from '../../shared/providers/asr/sim.js';
+import { createSimLlm, type SimLlmOptions, type SimLlmScript } from '../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../shared/providers/tts/sim.js';
 import { createConversationWriter, type ConversationWriter } from '../../media-engine/records/writer.js';
 import type { CallEndRecord, CallRecorder, TurnRecord } from '../../media-engine/session/recorder.js';
 import { api, createTestUser, type ApiResponse, type TestUser } from '../helpers/accounts.js';
@@ -59,14 +59,16 @@ export interface AgentSpec {
   owner?: TestUser;
 }
 
-export async function startTelephonyHarness(o: { script?: SimLlmScript; env?: Record<string, string> } = {}): Promise<TelephonyHarness> {
+export async function startTelephonyHarness(
+  o: { script?: SimLlmScript; env?: Record<string, string>; app?: ControlPlaneOptions; /** Read at each call's start: e.g. a slow LLM for some calls. */ llm?: () => Partial<SimLlmOptions> } = {},
+): Promise<TelephonyHarness> {
   const accountSid = simAccountSid();
   const authToken = randomBytes(16).toString('hex');
   const callees = new Map<string, CalleeBehaviour>();
   const sim = new CarrierSim({ accounts: { [accountSid]: authToken }, callee: (to) => callees.get(to) ?? {} });
   await sim.start();
   const infra = await startTestInfra({}, { TWILIO_API_BASE_URL: sim.url, ...o.env });
-  const app = await startControlPlane(infra, { port: 0, host: '127.0.0.1' });
+  const app = await startControlPlane(infra, { ...o.app, port: 0, host: '127.0.0.1' });
   const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 50 });
   const captured = new Map<string, CapturedCall>();
   const engine = await startEngineNode({
@@ -76,7 +78,7 @@ export async function startTelephonyHarness(o: { script?: SimLlmScript; env?: Re
     registry: infra.registry,
     port: 0,
     heartbeatMs: 500,
-    providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400, script: o.script }), tts: createSimTts({ ttfbMs: 10 }) }),
+    providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400, script: o.script, ...o.llm?.() }), tts: createSimTts({ ttfbMs: 10 }) }),
     recorderFactory: (c) => both(writer.recorderFor(c), capture(captured, c.session_id, c.call_id)),
   });
   const user = await createTestUser(app);

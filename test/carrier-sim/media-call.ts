@@ -1,5 +1,5 @@
 /**
- * The carrier's side of one Twilio Media Stream (protocols.md section 1), as a WebSocket client of
+ * The carrier's side of one Twilio Media Stream (docs/protocols.md section 1), as a WebSocket client of
  * the engine: `connected`, `start` (customParameters from the TwiML), then a `media` frame every
  * 20 ms (string counters) carrying the caller's voice: `sim`-coded speech from `say()` encoded to
  * mu-law, else mu-law silence, through an `ImpairedLink`. What the engine sends is played on a
@@ -9,7 +9,7 @@
  */
 import WebSocket from 'ws';
 import { mulawDecode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
-import { encodeText, SimDecoder } from '../../media-engine/providers/sim/codec.js';
+import { encodeText, SimDecoder } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink, type LinkOptions } from './link.js';
 import { sharedTicker, type Ticker } from './ticker.js';
 

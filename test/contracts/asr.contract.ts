@@ -5,8 +5,8 @@
  */
 import alawmulaw from 'alawmulaw';
 import { describe, expect, it } from 'vitest';
-import { encodeText, normalizeSimText } from '../../media-engine/providers/sim/codec.js';
-import type { AsrEvent, AsrProvider, AsrStream } from '../../media-engine/providers/types.js';
+import { encodeText, normalizeSimText } from '../../shared/providers/sim/codec.js';
+import type { AsrEvent, AsrProvider, AsrStream } from '../../shared/providers/types.js';
 import { collect } from '../unit/providers/adapters/helpers.js';
 
 export interface AsrContractSetup {

@@ -1,10 +1,10 @@
 /**
- * The LLM contract (house style rule 5): the same assertions against any LlmProvider, sim or real
+ * The LLM contract (one contract suite per provider kind): the same assertions against any LlmProvider, sim or real
  * (against its fake, or the vendor when a key is set). Every assertion can fail: each checks a
  * value the provider produced, awaited inside the test.
  */
 import { describe, expect, it } from 'vitest';
-import type { LlmEvent, LlmProvider, LlmToolSpec } from '../../media-engine/providers/types.js';
+import type { LlmEvent, LlmProvider, LlmToolSpec } from '../../shared/providers/types.js';
 
 export interface LlmContractSetup {
   provider: LlmProvider;

@@ -4,8 +4,8 @@
  * the bytes went through the real path (format choice, byte splitting, decoding) intact.
  */
 import { describe, expect, it } from 'vitest';
-import { normalizeSimText } from '../../media-engine/providers/sim/codec.js';
-import type { PcmChunk, TtsProvider } from '../../media-engine/providers/types.js';
+import { normalizeSimText } from '../../shared/providers/sim/codec.js';
+import type { PcmChunk, TtsProvider } from '../../shared/providers/types.js';
 import { concatPcm, decodeSimPcm } from '../unit/providers/adapters/helpers.js';
 
 export interface TtsContractSetup {

@@ -10,8 +10,8 @@
  * generation request (slow first chunk, in-band 429/500 errors, malformed message, socket drop).
  */
 import type { WebSocket } from 'ws';
-import { encodeText } from '../../media-engine/providers/sim/codec.js';
-import { int16ToBytes } from '../../media-engine/providers/tts/pcm-bytes.js';
+import { encodeText } from '../../shared/providers/sim/codec.js';
+import { int16ToBytes } from '../../shared/providers/tts/pcm-bytes.js';
 import { FaultInjector, delay, type Faults } from './faults.js';
 import { WsFake, type WsRecord } from './ws-fake.js';
 

@@ -1,5 +1,5 @@
 /**
- * Wire-faithful fake of Deepgram live ASR (protocols.md section 5) at `/v1/listen`:
+ * Wire-faithful fake of Deepgram live ASR (docs/protocols.md section 5) at `/v1/listen`:
  * `Authorization: Token <key>`, `encoding` + `sample_rate` query params, binary audio in, text
  * control (KeepAlive / Finalize / CloseStream) in; `Results` (interim is_final:false; finals with
  * is_final and speech_final true), `SpeechStarted`, `UtteranceEnd` and a closing `Metadata` out.
@@ -8,7 +8,7 @@
  */
 import alawmulaw from 'alawmulaw';
 import type { WebSocket } from 'ws';
-import { SimDecoder } from '../../media-engine/providers/sim/codec.js';
+import { SimDecoder } from '../../shared/providers/sim/codec.js';
 import { WsFake, type WsRecord } from './ws-fake.js';
 
 export interface DeepgramFakeOptions {

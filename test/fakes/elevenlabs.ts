@@ -3,12 +3,12 @@
  * `POST /v1/text-to-speech/{voice_id}/stream?output_format=pcm_16000|pcm_24000|ulaw_8000` with
  * `xi-api-key`. The body is raw audio (S16LE, or one mu-law byte per sample) in chunks, sim-coded
  * so the text can be read back. Errors use a FastAPI-style `{"detail":{"status","message"}}`
- * (the exact shape is [unverified], see protocols.md).
+ * (the exact shape is [unverified], see docs/protocols.md).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import alawmulaw from 'alawmulaw';
-import { encodeText } from '../../media-engine/providers/sim/codec.js';
-import { int16ToBytes } from '../../media-engine/providers/tts/pcm-bytes.js';
+import { encodeText } from '../../shared/providers/sim/codec.js';
+import { int16ToBytes } from '../../shared/providers/tts/pcm-bytes.js';
 import { delay } from './faults.js';
 import { HttpFake, type HttpRecord } from './http-fake.js';
 

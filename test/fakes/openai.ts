@@ -1,5 +1,5 @@
 /**
- * Wire-faithful fake of the OpenAI API (protocols.md sections 6 and 7):
+ * Wire-faithful fake of the OpenAI API (docs/protocols.md sections 6 and 7):
  * - `POST /v1/chat/completions` streaming SSE chunks (`data: <json>` + blank line, `: comment`
  *   keep-alives, tool-call fragments by index, finish chunk, usage chunk, `data: [DONE]`);
  * - `POST /v1/audio/speech` with `response_format:'pcm'`: 24 kHz S16LE, sim-coded so the sim
@@ -7,8 +7,8 @@
  * - error bodies `{"error":{message,type,param,code}}`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeText } from '../../media-engine/providers/sim/codec.js';
-import { int16ToBytes } from '../../media-engine/providers/tts/pcm-bytes.js';
+import { encodeText } from '../../shared/providers/sim/codec.js';
+import { int16ToBytes } from '../../shared/providers/tts/pcm-bytes.js';
 import { delay } from './faults.js';
 import { HttpFake, type HttpRecord } from './http-fake.js';
 import { fragments, scriptReply, textPieces, type ScriptRule } from './script.js';

@@ -4,7 +4,7 @@
  * the agent's audio with the sim decoder so tests can assert what the caller actually heard.
  */
 import WebSocket from 'ws';
-import { encodeText, SimDecoder } from '../../media-engine/providers/sim/codec.js';
+import { encodeText, SimDecoder } from '../../shared/providers/sim/codec.js';
 
 export interface ReceivedEvent {
   type: string;

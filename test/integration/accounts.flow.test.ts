@@ -172,11 +172,13 @@ describe('API keys (REST)', () => {
     const c = await api(app, 'POST', '/api/v1/auth/api-keys', { token: alice.token, body: { name: 'usage', scopes: [] } });
     secrets.add(c.body.data.key);
     for (let i = 0; i < 3; i++) await api(app, 'GET', '/api/v1/auth/me', { token: c.body.data.key });
-    await new Promise((r) => setTimeout(r, 100));
+    // The write is fire-and-forget for the request; wait for it rather than for a guessed delay.
+    await app.accounts.auth.usageWritten();
     const [row] = await infra.sql`select last_used_at from api_keys where id = ${c.body.data.api_key}`;
     expect(row.last_used_at).toBeInstanceOf(Date);
     const first = (row.last_used_at as Date).getTime();
     await api(app, 'GET', '/api/v1/auth/me', { token: c.body.data.key });
+    await app.accounts.auth.usageWritten();
     const [again] = await infra.sql`select last_used_at from api_keys where id = ${c.body.data.api_key}`;
     expect((again.last_used_at as Date).getTime()).toBe(first);
   });
@@ -321,7 +323,7 @@ describe('the same implementation over gRPC (@grpc/grpc-js)', () => {
     expect(validated).toMatchObject({ id: alice.userId });
 
     const keys = client('ApiKeyService');
-    const k = await keys.call<{ api_key: string; key: string }>('CreateApiKey', { name: 'grpc', scopes: ['agents:read'] }, login.access_token);
+    const k = await keys.call<{ api_key: string; key: string }>('CreateApiKey', { name: 'grpc', scopes: ['api_keys:read', 'workspaces:write', 'memory:write'] }, login.access_token);
     expect(k.key).toMatch(/^vpk_/);
     secrets.add(k.key);
     expect(await authSvc.call('Me', {}, k.key)).toMatchObject({ id: alice.userId });

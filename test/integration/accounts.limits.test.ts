@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../shared/clock.js';
+import { MemoryRegistry } from '../../shared/registry/index.js';
 import { createAccountsDomain } from '../../control-plane/accounts/index.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { api, readCode, startAccountsServer } from '../helpers/accounts.js';
@@ -198,12 +199,31 @@ describe('ORG_API_KEY seeding', () => {
 });
 
 describe('revocation across replicas (injected time)', () => {
-  it('another replica serves a revoked key from its cache for at most 4 s', async () => {
+  it('another replica sharing the registry drops a revoked key at once (change notice)', async () => {
     const email = unique();
     await register(email);
     const v = await api(app, 'POST', '/api/v1/auth/verify-otp', { body: { email, code: await readCode(app, email) } });
     const token = v.body.data.access_token;
     const b = await startAccountsServer({ ...infra, clock });
+    try {
+      const c = await api(app, 'POST', '/api/v1/auth/api-keys', { token, body: { name: 'k', scopes: [] } });
+      const key = c.body.data.key;
+      expect((await api(b, 'GET', '/api/v1/auth/me', { token: key })).status).toBe(200);
+      await api(app, 'DELETE', `/api/v1/auth/api-keys/${c.body.data.api_key}`, { token });
+      // Both servers share one registry object here: the notice reaches b before the DELETE answers.
+      expect((await api(b, 'GET', '/api/v1/auth/me', { token: key })).status).toBe(401);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a replica that never hears the notice serves a revoked key from its cache for at most 4 s', async () => {
+    const email = unique();
+    await register(email);
+    const v = await api(app, 'POST', '/api/v1/auth/verify-otp', { body: { email, code: await readCode(app, email) } });
+    const token = v.body.data.access_token;
+    // Its own registry: notices from `app` never reach it (as when Redis lost them).
+    const b = await startAccountsServer({ ...infra, clock, registry: new MemoryRegistry(clock) });
     try {
       const c = await api(app, 'POST', '/api/v1/auth/api-keys', { token, body: { name: 'k', scopes: [] } });
       const key = c.body.data.key;

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotPublishedError } from '../../control-plane/agents/index.js';
 import { AppError } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
 import { createMemoryItem, createTestUser, leaked, restClient, startAgentsApp, type AgentsApp, type TestUser } from '../unit/agents/support.js';
 
 const LLM_KEY = 'sk-llm-SECRET-1111-aaaa-9876';
@@ -234,7 +235,11 @@ describe('agent lifecycle over REST', () => {
     expect((await call('PUT', `/agents/${agentId}/knowledge-bases/${alwaysKb}`, owner.token, { is_active: false })).status).toBe(200);
     expect((await call('PUT', `/agents/${agentId}/telephony`, owner.token, { carrier_phone_number: '+12025550181', call_direction: 'both' })).status).toBe(200);
     expect((await call('PUT', `/agents/${agentId}/mode`, owner.token, { mode: 'flow' })).body.data).toEqual({ mode: 'flow' });
-    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['calendar'] })).body.data.connectors).toEqual(['calendar']);
+    // `connectors` needs a live connection (issue 18): one seeded row, as a key connect leaves it.
+    await h.infra.sql`
+      insert into connector_connections (id, workspace_id, provider_id, account_label, auth_mode, enabled_products, secret_enc)
+      values (${newId()}, ${owner.workspaceId}, 'calcom', 'lee@clinic.example', 'api_key', '{scheduling}', ${h.infra.secrets.encrypt('{"api_key":"cal_test_x"}')})`;
+    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['Cal.com'] })).body.data.connectors).toEqual(['Cal.com']);
 
     const after = await h.app.agents.liveConfig(agentId);
     expect(after).toEqual(before);
@@ -249,10 +254,10 @@ describe('agent lifecycle over REST', () => {
     const pub = await call('POST', `/agents/${agentId}/versions/publish`, owner.token);
     expect(pub.body.data.version_number).toBe(2);
     const v2 = await h.app.agents.liveConfig(agentId);
-    expect(v2).toMatchObject({ version_number: 2, system_prompt: 'You are v2.', max_turns: 7, mode: 'flow', connectors: ['calendar'] });
+    expect(v2).toMatchObject({ version_number: 2, system_prompt: 'You are v2.', max_turns: 7, mode: 'flow', connectors: ['Cal.com'] });
     expect(v2.providers.llm?.api_key).toBe(LLM_KEY_2);
     expect(v2.providers.asr).toBeNull();
-    expect(v2.tools).toEqual([]);
+    expect(v2.tools.map((t) => [t.name, t.connector_binding?.actions.length])).toEqual([['calcom', 3]]);
     expect(v2.knowledge.always).toEqual([]);
     expect(v2.telephony?.carrier_phone_number).toBe('+12025550181');
     expect(await h.app.agents.findAgentByNumber('+12025550181')).toMatchObject({ version_number: 2 });

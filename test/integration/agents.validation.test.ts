@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api } from '../helpers/accounts.js';
+import { newId } from '../../shared/ids.js';
 import {
   createMemoryItem,
   createTestUser,
@@ -71,8 +72,16 @@ describe('agent fields', () => {
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [1] }), 'connectors');
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [''] }), 'connectors[0]');
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { name: '' }), 'name');
-    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['crm', 'calendar'] })).body.data.connectors).toEqual(['crm', 'calendar']);
-    expect((await call('PUT', `/agents/${agentId}`, owner.token, { connectors: ['calendar', 'helpdesk'] })).body.data.connectors).toEqual(['crm', 'calendar', 'helpdesk']);
+    // Entries must name catalog providers with a live connection (issue 18): seeded as a key connect leaves them.
+    for (const provider of ['hubspot', 'calcom', 'zendesk']) {
+      await h.infra.sql`
+        insert into connector_connections (id, workspace_id, provider_id, auth_mode, enabled_products, secret_enc)
+        values (${newId()}, ${owner.workspaceId}, ${provider}, 'api_key', ${provider === 'hubspot' ? ['crm'] : provider === 'calcom' ? ['scheduling'] : ['helpdesk']}, ${h.infra.secrets.encrypt('{}')})`;
+    }
+    const id = (await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'C' })).body.data.id;
+    expectError(await call('PUT', `/agents/${id}`, owner.token, { connectors: ['crm'] }), 404, 'UNKNOWN_CONNECTOR');
+    expect((await call('PUT', `/agents/${id}`, owner.token, { connectors: ['hubspot', 'calcom'] })).body.data.connectors).toEqual(['hubspot', 'calcom']);
+    expect((await call('PUT', `/agents/${id}`, owner.token, { connectors: ['calcom', 'zendesk'] })).body.data.connectors).toEqual(['hubspot', 'calcom', 'zendesk']);
   });
 
   it('update changes only the fields sent; nulls are ignored', async () => {
@@ -152,7 +161,7 @@ describe('tools', () => {
     for (const [body, field] of cases) expectInvalid(await call('PUT', `${tools()}/${t.id}`, owner.token, body), field);
   });
 
-  it('connector_binding: shape is validated; a bound tool needs no endpoint', async () => {
+  it('connector_binding: shape is validated, then the connection must exist', async () => {
     const action = { name: 'cal__book', description: 'Book', parameters: { type: 'object' }, fixed: { calendar_id: '{{cal}}' } };
     const bad: Array<[unknown, string]> = [
       [{ actions: [action] }, 'connector_binding.connection_id'],
@@ -168,10 +177,10 @@ describe('tools', () => {
       ['x', 'connector_binding'],
     ];
     for (const [b, field] of bad) expectInvalid(await call('POST', tools(), owner.token, { name: 'bound', connector_binding: b }), field);
+    // A well-formed binding must still name a live connection of the workspace (issue 18; the
+    // stored shape of a bound tool is asserted in connectors.test.ts, against a real connection).
     const res = await call('POST', tools(), owner.token, { name: 'bound', connector_binding: { connection_id: 'c1', actions: [{ ...action, fixed_labels: { calendar_id: 'Main' } }] } });
-    expect(res.status).toBe(201);
-    expect(res.body.data.connector_binding).toEqual({ connection_id: 'c1', actions: [{ ...action, fixed_labels: { calendar_id: 'Main' } }] });
-    expect(res.body.data.endpoint_url).toBe('');
+    expectError(res, 404, 'NOT_FOUND');
   });
 
   it('connector: with connector_binding.connection_id is 400, alone is UNKNOWN_CONNECTOR', async () => {

@@ -95,7 +95,7 @@ describe('create, read, update', () => {
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: a2 })).status).toBe(400);
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'done' })).status).toBe(400);
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: a1 })).status).toBe(200);
-    await h.conversations.summarizer.idle();
+    expect((await h.conversations.summarizer.waitFor(c.id, (o) => o.status !== 'skipped')).status).toBe('completed');
     got = (await as(alice).get(`${C}/${c.id}`)).body.data.conversation;
     expect(got.summary).toContain('book a table');
     expect((await as(bob).put(`${C}/${c.id}`, { status: 'failed' })).status).toBe(404);

@@ -1,12 +1,12 @@
 /**
- * Zero-config mode (embedded PGlite, no Redis): the writer's SQL and the folded list run on the
- * embedded database, and live turns travel on one in-process bus shared by writer and domain.
+ * Zero-config mode (the embedded PostgreSQL, no Redis): the writer's SQL and the folded list run on
+ * the embedded database, and live turns travel on one in-process bus shared by writer and domain.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryTranscriptBus, type TranscriptEvent } from '../../media-engine/records/bus.js';
+import { createMemoryTranscriptBus, type TranscriptEvent } from '../../shared/records/bus.js';
 import { createConversationWriter } from '../../media-engine/records/writer.js';
 import { api, createTestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';

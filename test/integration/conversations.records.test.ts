@@ -182,7 +182,7 @@ describe('post-call summary through the agents domain', () => {
     await api(h, 'POST', `${C}/messages`, { token: alice.token, body: { conversation_id: conv.id, turn_number: 1, role: 'user', content: 'my parcel never arrived' } });
     const put = await api(h, 'PUT', `${C}/${conv.id}`, { token: alice.token, body: { status: 'completed', agent_id: pub } });
     expect(put.body.data).toEqual({ id: conv.id, status: 'completed' });
-    await h.conversations.summarizer.idle();
+    expect((await h.conversations.summarizer.waitFor(conv.id, (o) => o.status === 'completed')).status).toBe('completed');
     const got = (await get(`${C}/${conv.id}`)).body.data.conversation;
     expect(got.summary).toContain('parcel never arrived');
     // Never published: no summary, and the PUT itself still succeeds.
@@ -190,7 +190,7 @@ describe('post-call summary through the agents domain', () => {
     const c2 = (await api(h, 'POST', C, { token: alice.token, body: { session_id: `s-${newId()}`, agent_id: draft } })).body.data;
     await api(h, 'POST', `${C}/messages`, { token: alice.token, body: { conversation_id: c2.id, role: 'user', content: 'hello' } });
     expect((await api(h, 'PUT', `${C}/${c2.id}`, { token: alice.token, body: { status: 'completed', agent_id: draft } })).status).toBe(200);
-    await h.conversations.summarizer.idle();
+    expect((await h.conversations.summarizer.waitFor(c2.id)).status).toBe('skipped');
     expect((await get(`${C}/${c2.id}`)).body.data.conversation).not.toHaveProperty('summary');
   });
 });

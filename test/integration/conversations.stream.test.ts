@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
 import { newId } from '../../shared/ids.js';
-import { createRedisTranscriptBus, type TranscriptBus } from '../../media-engine/records/bus.js';
+import { createRedisTranscriptBus, type TranscriptBus } from '../../shared/records/bus.js';
 import { createConversationWriter, type ConversationWriter } from '../../media-engine/records/writer.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
+import { createSimAsr } from '../../shared/providers/asr/sim.js';
+import { createSimLlm } from '../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../shared/providers/tts/sim.js';
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
@@ -221,7 +221,7 @@ describe('a real engine call', () => {
       },
     });
     const sc = sessionConfig({ agent_id: agent, workspace_id: alice.workspaceId, user_id: alice.userId, welcome_message: '' });
-    await registry.putSession({ sessionId: sc.session_id, agentId: agent, nodeId: node.nodeId, config: sc, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+    await registry.sessions.putSession({ sessionId: sc.session_id, agentId: agent, nodeId: node.nodeId, config: sc, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
     const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${sc.session_id}`);
     try {
       await c.waitForType('pipeline_ready');

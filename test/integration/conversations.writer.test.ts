@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import type { Sql } from '../../control-plane/db/client.js';
+import type { Sql } from '../../shared/db/client.js';
 import { createAudioStore } from '../../media-engine/records/audio-store.js';
-import { createRedisTranscriptBus, type TranscriptEvent } from '../../media-engine/records/bus.js';
+import { createRedisTranscriptBus, type TranscriptEvent } from '../../shared/records/bus.js';
 import { createConversationWriter, type ConversationWriter } from '../../media-engine/records/writer.js';
 import { newId } from '../../shared/ids.js';
 import { captureLogger, startTestInfra, TEST_DATABASE_URL, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
@@ -115,9 +115,9 @@ describe('conversation writer', () => {
 
     await proxy.pause();
     for (let t = 4; t <= 9; t++) recs.forEach((r) => r.turn(turnRecord(t, { tool: t % 3 === 0, startedAtMs: t0 + t * 1000 })));
-    await until(() => writer.stats().retries >= 2);
+    // Retry waits are fully jittered (0 to the ceiling): wait for a moment between attempts.
+    await until(() => writer.stats().retries >= 2 && writer.stats().backingOff);
     expect(writer.queued()).toBeGreaterThan(0);
-    expect(writer.stats().backingOff).toBe(true);
     const [{ n: during }] = await infra.sql`select count(*)::int as n from messages where conversation_id = any(${recs.map((r) => r.conversationId)}::uuid[])`;
     expect(during).toBe(3 * 3 * 2);
 
@@ -154,7 +154,7 @@ describe('conversation writer', () => {
   it('a full queue refuses whole turns loudly; starts and ends use the reserve', async () => {
     const { logger, lines } = captureLogger();
     await proxy.pause();
-    const writer = createConversationWriter({ sql: proxiedSql, logger, clock: infra.clock, maxQueue: 10, retryBaseMs: 20, retryMaxMs: 50 });
+    const writer = createConversationWriter({ sql: proxiedSql, logger, clock: infra.clock, maxQueue: 13, retryBaseMs: 20, retryMaxMs: 50 });
     const sc = sessionConfig(ids());
     const rec = writer.recorderFor(sc);
     const t0 = Date.now();
@@ -162,10 +162,11 @@ describe('conversation writer', () => {
     for (let t = 1; t <= 6; t++) rec.turn(turnRecord(t, { startedAtMs: t0 + t }));
     rec.end(endRecord(6, t0));
     const st = writer.stats();
-    // 1 start + 4 turns x 2 messages = 9; the 5th turn would need 11 > 10; the end fits the reserve.
+    // 1 start + 4 turns x (2 messages + 1 pipeline-events op) = 13; the 5th turn would need 16 > 13;
+    // the end fits the reserve (14 queued).
     expect(st.refusedTurns).toBe(2);
-    expect(st.refusedOps).toBe(4);
-    expect(writer.queued()).toBe(10);
+    expect(st.refusedOps).toBe(6);
+    expect(writer.queued()).toBe(14);
     expect(lines.some((l) => l.includes('records queue full'))).toBe(true);
     await proxy.resume();
     await writer.flush();

@@ -9,15 +9,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
-import { realClock } from '../../shared/clock.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
-import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm, simDemoScript } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
-import { parseWav, pcm16FromBytes } from '../../media-engine/audio/wav.js';
-import { captureLogger } from '../helpers/infra.js';
+import type { EngineNode } from '../../media-engine/node.js';
+import { startSimEngine } from '../helpers/sim-engine.js';
+import { simDemoScript } from '../../shared/providers/llm/sim.js';
+import { parseWav, pcm16FromBytes } from '../helpers/wav.js';
+import { captureLogger, TEST_OUTBOUND_ALLOW_CIDRS } from '../helpers/infra.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 import { sessionConfig, weatherTool } from '../helpers/session-config.js';
 
@@ -40,28 +38,23 @@ beforeAll(async () => {
   await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
   toolUrl = `http://127.0.0.1:${(toolServer.address() as { port: number }).port}/weather`;
   registry = new MemoryRegistry();
-  const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10, maxSockets: 10 });
-  node = await startEngineNode({
+  const config = loadConfig({ OUTBOUND_ALLOW_CIDRS: TEST_OUTBOUND_ALLOW_CIDRS }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10, maxSockets: 10 });
+  node = await startSimEngine({
     config,
     logger: captureLogger().logger,
-    clock: realClock,
     registry,
-    port: 0,
-    providerFactory: () => ({
-      asr: createSimAsr(),
-      llm: createSimLlm({
-        ttftMs: 30,
-        tokensPerSecond: 200,
-        script: {
-          rules: [
-            { when: 'again', reply: 'Of course. We open at noon, we close at eleven, and the terrace opens in good weather.' },
-            { when: 'weather', toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }], afterTool: 'It is {{result}} today.' },
-            ...simDemoScript.rules.filter((r) => r.when !== 'weather'),
-          ],
-        },
-      }),
-      tts: createSimTts({ ttfbMs: 20 }),
-    }),
+    llm: {
+      ttftMs: 30,
+      tokensPerSecond: 200,
+      script: {
+        rules: [
+          { when: 'again', reply: 'Of course. We open at noon, we close at eleven, and the terrace opens in good weather.' },
+          { when: 'weather', toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }], afterTool: 'It is {{result}} today.' },
+          ...simDemoScript.rules.filter((r) => r.when !== 'weather'),
+        ],
+      },
+    },
+    tts: { ttfbMs: 20 },
   });
 });
 
@@ -79,7 +72,7 @@ async function startSession(overrides: Partial<SessionConfig> = {}): Promise<str
     tools: [weatherTool(toolUrl)],
     ...overrides,
   });
-  await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+  await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
   return cfg.session_id;
 }
 

@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../shared/config.js';
 import { realClock, SimulatedClock } from '../../shared/clock.js';
 import { notFound } from '../../shared/errors.js';
+import { ProviderError } from '../../shared/providers/errors.js';
 import { MemoryRegistry, RedisRegistry } from '../../shared/registry/index.js';
 import { HealthService } from '../../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from '../../control-plane/health/service.js';
@@ -15,10 +16,10 @@ import { healthRoutes } from '../../control-plane/health/routes.js';
 import { startControlPlaneServer, type RunningServer } from '../../control-plane/http/server.js';
 import { createVoiceDomain, type LiveAgentConfig, type VoiceDomain } from '../../control-plane/voice/index.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
-import type { LlmProvider } from '../../media-engine/providers/types.js';
+import { createSimAsr } from '../../shared/providers/asr/sim.js';
+import { createSimLlm } from '../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../shared/providers/tts/sim.js';
+import type { LlmProvider } from '../../shared/providers/types.js';
 import { captureLogger, startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 import { sessionConfig } from '../helpers/session-config.js';
@@ -90,7 +91,7 @@ describe('sessions across two engine nodes on one Redis', () => {
           nodeId: id,
           port: 0,
           providerFactory: (c) => {
-            if (c.providers.llm.provider_name !== 'sim') throw Object.assign(new Error(`missing LLM provider key (${c.providers.llm.provider_name})`), { code: 'MISSING_API_KEY' });
+            if (c.providers.llm.provider_name !== 'sim') throw new ProviderError({ provider: c.providers.llm.provider_name, code: 'MISSING_API_KEY', message: `missing LLM provider key (${c.providers.llm.provider_name})` });
             return { asr: createSimAsr(), llm: brokenLlm ? throwingLlm() : createSimLlm({}), tts: createSimTts() };
           },
         }),
@@ -127,7 +128,7 @@ describe('sessions across two engine nodes on one Redis', () => {
     const s1 = await start();
     const c1 = await VoiceClient.connect(s1.ws_url);
     await c1.waitForType('pipeline_ready');
-    await waitFor(async () => (await infra.registry.listNodes()).some((n) => n.load === 1));
+    await waitFor(async () => (await infra.registry.nodes.listNodes()).some((n) => n.load === 1));
     const s2 = await start();
     expect(new URL(s2.ws_url).port).not.toBe(new URL(s1.ws_url).port);
     const c2 = await VoiceClient.connect(s2.ws_url);
@@ -217,7 +218,7 @@ describe('one engine node alone', () => {
     });
     try {
       const cfg = sessionConfig();
-      await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+      await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
       const held = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}`);
       await held.waitForType('pipeline_ready');
       const refused = await new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -255,11 +256,11 @@ describe('the 30 s connect deadline', () => {
     });
     try {
       const cfg = sessionConfig();
-      await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: clock.now(), connectDeadlineMs: clock.now() + 30_000 });
+      await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: clock.now(), connectDeadlineMs: clock.now() + 30_000 });
       clock.advance(29_000);
-      expect(await registry.getSession(cfg.session_id)).toBeDefined();
+      expect(await registry.sessions.getSession(cfg.session_id)).toBeDefined();
       clock.advance(1_001);
-      expect(await registry.getSession(cfg.session_id)).toBeUndefined();
+      expect(await registry.sessions.getSession(cfg.session_id)).toBeUndefined();
       const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}`, { sendAudio: false });
       expect((await c.waitForType('error')).message).toBe('session not found, start a session first');
       await c.closed();

@@ -10,11 +10,11 @@ import { realClock } from '../../shared/clock.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { normalizeSimText } from '../../media-engine/providers/sim/codec.js';
+import { normalizeSimText } from '../../shared/providers/sim/codec.js';
 import { CartesiaFake } from '../fakes/cartesia.js';
 import { DeepgramFake } from '../fakes/deepgram.js';
 import { OpenAiFake } from '../fakes/openai.js';
-import { captureLogger } from '../helpers/infra.js';
+import { captureLogger, TEST_OUTBOUND_ALLOW_CIDRS } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 
@@ -29,7 +29,7 @@ const clients: VoiceClient[] = [];
 
 beforeAll(async () => {
   registry = new MemoryRegistry();
-  const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10, maxSockets: 20 });
+  const config = loadConfig({ OUTBOUND_ALLOW_CIDRS: TEST_OUTBOUND_ALLOW_CIDRS }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10, maxSockets: 20 });
   const base = { config, logger: captureLogger('warn').logger, clock: realClock, registry, port: 0 };
   node = await startEngineNode({ ...base, nodeId: 'prewarm-default' });
   shortNode = await startEngineNode({ ...base, nodeId: 'prewarm-short', prewarmTtlMs: EXPIRY_MS });
@@ -69,11 +69,11 @@ function providers(f: Fakes): SessionConfig['providers'] {
 
 async function putSession(on: EngineNode, f: Fakes, overrides: Partial<SessionConfig> = {}): Promise<SessionConfig> {
   const cfg = sessionConfig({ providers: providers(f), welcome_message: 'hi there', silence_timeout_ms: 60_000, ...overrides });
-  await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: on.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+  await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: on.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
   return cfg;
 }
 
-const prewarm = (on: EngineNode, sessionId: string) => registry.sendCommand(on.nodeId, { kind: 'prewarm', sessionId }, 5000);
+const prewarm = (on: EngineNode, sessionId: string) => registry.commands.sendCommand(on.nodeId, { kind: 'prewarm', sessionId }, 5000);
 
 async function connect(on: EngineNode, sessionId: string): Promise<VoiceClient> {
   const c = await VoiceClient.connect(`ws://127.0.0.1:${on.port}/api/v1/voice/ws/${sessionId}`);

@@ -19,7 +19,7 @@ import { realClock } from '../../shared/clock.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
 import type { ProviderSettings, SessionConfig } from '../../shared/voice/session-config.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { normalizeSimText, type SimDecoder } from '../../media-engine/providers/sim/codec.js';
+import { normalizeSimText, type SimDecoder } from '../../shared/providers/sim/codec.js';
 import { AnthropicFake } from '../fakes/anthropic.js';
 import { CartesiaFake } from '../fakes/cartesia.js';
 import { DeepgramFake } from '../fakes/deepgram.js';
@@ -27,7 +27,7 @@ import { ElevenLabsFake } from '../fakes/elevenlabs.js';
 import { OpenAiFake } from '../fakes/openai.js';
 import type { ScriptRule } from '../fakes/script.js';
 import { MediaStreamCall } from '../carrier-sim/index.js';
-import { captureLogger } from '../helpers/infra.js';
+import { captureLogger, TEST_OUTBOUND_ALLOW_CIDRS } from '../helpers/infra.js';
 import { sessionConfig, weatherTool } from '../helpers/session-config.js';
 import { VoiceClient, type ReceivedEvent } from '../helpers/voice-client.js';
 
@@ -120,7 +120,7 @@ beforeAll(async () => {
   toolUrl = `http://127.0.0.1:${(toolServer.address() as { port: number }).port}/weather`;
   registry = new MemoryRegistry();
   node = await startEngineNode({
-    config: loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 20, maxSockets: 50 }),
+    config: loadConfig({ OUTBOUND_ALLOW_CIDRS: TEST_OUTBOUND_ALLOW_CIDRS }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 20, maxSockets: 50 }),
     logger: captureLogger('warn').logger,
     clock: realClock,
     registry,
@@ -145,7 +145,7 @@ async function newStack(): Promise<Stack> {
 /** Stores a session for the node (as the control plane would) and connects a caller to it. */
 async function call(providers: SessionConfig['providers'], overrides: Partial<SessionConfig> = {}): Promise<{ c: VoiceClient; sessionId: string }> {
   const cfg = sessionConfig({ providers, silence_timeout_ms: 60_000, tools: [weatherTool(toolUrl)], ...overrides });
-  await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+  await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
   const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}?profile=browser_headset`);
   clients.push(c);
   return { c, sessionId: cfg.session_id };
@@ -299,7 +299,7 @@ describe('a carrier call (Twilio media stream) with the real adapters', () => {
     it(`deepgram (mu-law as is) x anthropic x ${tts} (8 kHz): welcome and the answer heard; vendor sockets closed at hang-up`, { timeout: 60_000 }, async () => {
       const stack = await newStack();
       const cfg = sessionConfig({ providers: providerSettings(stack, { asr: 'deepgram', llm: 'anthropic', tts }), welcome_message: 'hello caller', silence_timeout_ms: 60_000, connection_type: 'twilio' });
-      await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+      await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
       const media = new MediaStreamCall({
         url: `ws://127.0.0.1:${node.port}/api/v1/voice/ws/twilio/CA00000000000000000000000000000${tts.length}a`,
         callSid: `CA00000000000000000000000000000${tts.length}a`,
@@ -421,13 +421,15 @@ describe('vendor faults at the engine level: documented behaviour, the node and 
       stack.openai.faults.once({ status500: true });
       const t = await turn(c, 1, 'hello there');
       const retry = await c.waitFor((e) => e.type === 'tts_retry', 5000, t.from);
-      expect(retry).toMatchObject({ attempt: 1, backoff_ms: 200 });
+      // Full jitter (shared/backoff.ts): the first wait is drawn from [0, 200] ms.
+      expect(retry).toMatchObject({ attempt: 1, backoff_ms: expect.any(Number) });
+      expect(retry.backoff_ms as number).toBeLessThanOrEqual(200);
       const types = c.events.slice(t.from).map((e) => e.type);
       expect(types.indexOf('tts_retry')).toBeLessThan(types.indexOf('tts_audio_start'));
       expect(types).not.toContain('tts_retry_exhausted');
       expect(t.tc.assistant_text).toBe(HELLO_REPLY);
       // The backoff is part of the TTS first-byte time the turn reports.
-      expect((t.tc.timing as { tts_ttfb_ms: number }).tts_ttfb_ms).toBeGreaterThanOrEqual(200);
+      expect((t.tc.timing as { tts_ttfb_ms: number }).tts_ttfb_ms).toBeGreaterThanOrEqual(retry.backoff_ms as number);
       await heard(c, HELLO_REPLY);
       expect(stack.openai.requests.filter((r) => r.path === '/v1/audio/speech').map((r) => r.status)).toEqual([500, 200]);
       c.close();
@@ -441,11 +443,15 @@ describe('vendor faults at the engine level: documented behaviour, the node and 
       for (let i = 0; i < 3; i++) stack.cartesia.requestFaults.once({ status500: true });
       const t = await turn(c, 1, 'hello there');
       const retries = c.events.slice(t.from).filter((e) => e.type === 'tts_retry' || e.type === 'tts_retry_exhausted');
-      expect(retries.map(({ type, attempt, backoff_ms }) => ({ type, attempt, backoff_ms }))).toEqual([
-        { type: 'tts_retry', attempt: 1, backoff_ms: 200 },
-        { type: 'tts_retry', attempt: 2, backoff_ms: 400 },
-        { type: 'tts_retry_exhausted', attempt: 3, backoff_ms: undefined },
+      expect(retries.map(({ type, attempt }) => ({ type, attempt }))).toEqual([
+        { type: 'tts_retry', attempt: 1 },
+        { type: 'tts_retry', attempt: 2 },
+        { type: 'tts_retry_exhausted', attempt: 3 },
       ]);
+      // Full jitter under doubling ceilings (200, 400 ms); exhaustion reports no wait.
+      expect(retries.map((e) => e.backoff_ms)).toEqual([expect.any(Number), expect.any(Number), undefined]);
+      expect(retries[0]!.backoff_ms as number).toBeLessThanOrEqual(200);
+      expect(retries[1]!.backoff_ms as number).toBeLessThanOrEqual(400);
       // Nothing was spoken for that turn, but the turn completes with the model's text.
       expect(c.events.slice(t.from).some(turnEvent('tts_audio_start', 1))).toBe(false);
       expect(t.tc.assistant_text).toBe(HELLO_REPLY);
@@ -463,7 +469,8 @@ describe('vendor faults at the engine level: documented behaviour, the node and 
       const from = c.events.length;
       await c.say('hello there');
       const retry = await c.waitFor((e) => e.type === 'tts_retry', 15_000, from);
-      expect(retry).toMatchObject({ attempt: 1, backoff_ms: 200 });
+      expect(retry).toMatchObject({ attempt: 1, backoff_ms: expect.any(Number) });
+      expect(retry.backoff_ms as number).toBeLessThanOrEqual(200);
       const tc = await c.waitFor(turnEvent('turn_complete', 1), 10_000, from);
       expect(tc.assistant_text).toBe(HELLO_REPLY);
       const tts = (tc.timing as { tts_ttfb_ms: number }).tts_ttfb_ms;

@@ -3,7 +3,7 @@
  * same time. Both succeed and each version is applied exactly once (advisory lock).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSql, type Sql } from '../../control-plane/db/client.js';
+import { createSql, type Sql } from '../../shared/db/client.js';
 import { migrate } from '../../control-plane/db/migrate.js';
 import { MIGRATIONS } from '../../control-plane/db/migrations/index.js';
 import { dropSchema, TEST_DATABASE_URL, uniqueName } from '../helpers/infra.js';

@@ -6,7 +6,7 @@
  * the workspace has no free seat.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { simDemoScript } from '../../media-engine/providers/llm/sim.js';
+import { simDemoScript } from '../../shared/providers/llm/sim.js';
 import type { TwilioTransportStats } from '../../media-engine/transports/twilio.js';
 import { parseTwiml, streamOf } from '../carrier-sim/index.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';

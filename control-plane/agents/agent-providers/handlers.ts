@@ -7,7 +7,8 @@ import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
 import { PROVIDER_TYPES, type ProviderType } from '../types.js';
-import { httpUrl, oneOf, optionalText, requiredString } from '../validate.js';
+import { oneOf, optionalText, required, tenantUrl } from '../../http/validate.js';
+import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { providerView } from '../views.js';
 import { deleteProviderRow, getProviderRow, listProviderRows, upsertProviderRow } from './store.js';
 
@@ -21,13 +22,14 @@ export function checkProviderType(value: string): ProviderType {
 
 export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'upsertAgentProvider' | 'listAgentProviders' | 'deleteAgentProvider'> {
   const { sql, secrets } = deps;
+  const outboundPolicy = createOutboundPolicy(deps.config.outboundAllowCidrs);
   return {
     async upsertAgentProvider(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
       const type = checkProviderType(req.providerType);
-      const name = requiredString('provider_name', req.providerName, 100);
+      const name = required('provider_name', req.providerName, 100);
       const model = optionalText('model_name', req.modelName, 200) ?? '';
-      const baseUrl = httpUrl('base_url', req.baseUrl) ?? '';
+      const baseUrl = tenantUrl('base_url', req.baseUrl, outboundPolicy) ?? '';
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
       const existing = await getProviderRow(sql, agent.id, type, ctx.signal);
       // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change).

@@ -1,5 +1,5 @@
 /** SQL of `agent_providers` (one row per agent and provider type; `api_key_enc` encrypted). */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { AgentProviderRow, ProviderType } from '../types.js';
 

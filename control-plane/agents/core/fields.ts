@@ -5,7 +5,7 @@
 import type { JsonObject } from '@bufbuild/protobuf';
 import { invalid } from '../../../shared/errors.js';
 import { AGENT_MODES, type AgentFields } from '../types.js';
-import { intInRange, numberInRange, oneOf, optionalText, requiredString } from '../validate.js';
+import { intInRange, numberInRange, oneOf, optionalText, required } from '../../http/validate.js';
 
 export const AGENT_DEFAULTS: Omit<AgentFields, 'name'> = {
   description: '',
@@ -59,7 +59,7 @@ export interface AgentFieldInput {
 /** Validated subset: only the fields present in the input. */
 export function checkAgentFields(req: AgentFieldInput, opts: { create: boolean }): Partial<AgentFields> {
   const out: Partial<AgentFields> = {};
-  if (opts.create || req.name !== undefined) out.name = requiredString('name', req.name);
+  if (opts.create || req.name !== undefined) out.name = required('name', req.name);
   set(out, 'description', optionalText('description', req.description, LIMITS.descriptionChars));
   set(out, 'system_prompt', optionalText('system_prompt', req.systemPrompt, LIMITS.systemPromptChars));
   set(out, 'welcome_message', optionalText('welcome_message', req.welcomeMessage, LIMITS.welcomeChars));

@@ -16,8 +16,11 @@ import type { AgentFields } from '../types.js';
 import { agentView, kbView, providerView, telephonyView } from '../views.js';
 import { AGENT_DEFAULTS, LIMITS, checkAgentFields, checkConnectors } from './fields.js';
 import { deleteAgentRow, getAgentRow, insertAgentRow, listAgentRows, updateAgentRow } from './store.js';
+import { pathId } from '../../http/validate.js';
+import { upsertConnectorTool } from '../tools/store.js';
+import type { AgentViewCache } from '../view-cache.js';
 
-export function createAgentService(deps: AgentsDeps, access: Access): ServiceImpl<typeof AgentService> {
+export function createAgentService(deps: AgentsDeps, access: Access, views: AgentViewCache<object>): ServiceImpl<typeof AgentService> {
   const { sql, secrets, auth } = deps;
   return {
     async createAgent(req, ctx) {
@@ -48,19 +51,32 @@ export function createAgentService(deps: AgentsDeps, access: Access): ServiceImp
       return { agents: rows.map(agentView), meta: pageMeta(page, total) };
     },
 
+    // Cached per agent (view-cache.ts): an unchanged agent is answered without the database. The
+    // fence (scope, then membership of the agent's workspace, 404 otherwise) runs on every call.
     async getAgent(req, ctx) {
-      const { agent } = await access.agent(ctx, req.id, 'read');
-      const [providers, telephony, kbs] = await Promise.all([
-        listProviderRows(sql, agent.id, ctx.signal),
-        getTelephonyRow(sql, agent.id, ctx.signal),
-        listKbRows(sql, agent.id, ctx.signal),
-      ]);
-      return {
-        agent: agentView(agent),
-        providers: providers.map((r) => providerView(secrets, r)),
-        telephony: telephony ? telephonyView(secrets, agent.id, telephony) : undefined,
-        knowledgeBases: kbs.map(kbView),
-      };
+      const p = await access.principal(ctx);
+      requireAgentScope(p, 'read');
+      const id = pathId('agent', req.id);
+      const entry = await views.load(id, async () => {
+        // One round trip on a miss: the four reads run side by side.
+        const [agent, providers, telephony, kbs] = await Promise.all([
+          getAgentRow(sql, id, ctx.signal),
+          listProviderRows(sql, id, ctx.signal),
+          getTelephonyRow(sql, id, ctx.signal),
+          listKbRows(sql, id, ctx.signal),
+        ]);
+        if (!agent) return undefined;
+        const view = {
+          agent: agentView(agent),
+          providers: providers.map((r) => providerView(secrets, r)),
+          telephony: telephony ? telephonyView(secrets, agent.id, telephony) : undefined,
+          knowledgeBases: kbs.map(kbView),
+        };
+        return { workspaceId: agent.workspace_id, view };
+      });
+      if (!entry) throw notFound('agent');
+      await access.workspace(p, entry.workspaceId, 'read', 'agent');
+      return entry.view as Awaited<ReturnType<ServiceImpl<typeof AgentService>['getAgent']>>;
     },
 
     async updateAgent(req, ctx) {
@@ -68,8 +84,14 @@ export function createAgentService(deps: AgentsDeps, access: Access): ServiceImp
       const patch = checkAgentFields(req, { create: false });
       const add = checkConnectors(req.connectors);
       if (new Set([...agent.connectors, ...add]).size > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
+      // Every entry must resolve (UNKNOWN_CONNECTOR / CONNECTOR_NOT_CONNECTED) before anything is written.
+      const bound = [];
+      for (const c of deps.connectors ? add : []) bound.push(await deps.connectors!.bindingFor(agent.workspace_id, c));
       const row = await updateAgentRow(sql, agent.id, { ...patch, add_connectors: add }, ctx.signal);
       if (!row) throw notFound('agent');
+      for (const b of bound) {
+        await upsertConnectorTool(sql, { id: newId(), agent_id: agent.id, name: b.providerId, description: b.description, connector_binding: b.binding }, ctx.signal);
+      }
       return agentView(row);
     },
 

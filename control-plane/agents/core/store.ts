@@ -1,5 +1,5 @@
 /** SQL of the `agents` table (the draft agent fields). */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { AgentFields, AgentRow } from '../types.js';
 

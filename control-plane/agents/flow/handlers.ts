@@ -7,7 +7,7 @@ import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent, updateAgentRow } from '../core/store.js';
 import { AGENT_MODES, type FlowGraphJson, type FlowVariableJson } from '../types.js';
-import { oneOf } from '../validate.js';
+import { oneOf } from '../../http/validate.js';
 import { flowErrorsView, flowView } from '../views.js';
 import { getFlowRow, putFlowRow } from './store.js';
 import { checkFlowInput, validateFlow } from './validate.js';

@@ -1,5 +1,5 @@
 /** SQL of `agent_flows` (one draft flow per agent; `version` counts saves). */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { FlowGraphJson, FlowRow, FlowVariableJson } from '../types.js';
 

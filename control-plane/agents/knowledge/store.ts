@@ -1,5 +1,5 @@
 /** SQL of `agent_knowledge_bases`: bindings of workspace memory items to an agent. */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { KbBindingRow, KbMode } from '../types.js';
 
@@ -16,11 +16,6 @@ export async function getKbRow(sql: Sql, agentId: string, kbId: string, signal?:
     signal,
   );
   return rows[0];
-}
-
-export async function countKbRows(sql: Sql, agentId: string, signal?: AbortSignal): Promise<number> {
-  const [r] = await run(sql<{ n: number }[]>`select count(*)::int as n from agent_knowledge_bases where agent_id = ${agentId}`, signal);
-  return r.n;
 }
 
 export async function memoryItemInWorkspace(sql: Sql, workspaceId: string, itemId: string, signal?: AbortSignal): Promise<boolean> {

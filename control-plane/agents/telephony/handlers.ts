@@ -9,7 +9,8 @@ import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
 import { isUniqueViolation } from '../db.js';
-import { httpUrl, oneOf, optionalText } from '../validate.js';
+import { oneOf, optionalText, tenantUrl } from '../../http/validate.js';
+import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { telephonyView } from '../views.js';
 import { requireE164 } from './phone.js';
 import { getTelephonyRow, upsertTelephonyRow, type TelephonyWrite } from './store.js';
@@ -22,6 +23,7 @@ const MAX_TOKEN_CHARS = 4096;
 
 export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'putAgentTelephony' | 'getAgentTelephony'> {
   const { sql, secrets } = deps;
+  const outboundPolicy = createOutboundPolicy(deps.config.outboundAllowCidrs);
   return {
     async putAgentTelephony(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
@@ -48,7 +50,7 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
         carrier_auth_token_enc:
           token === undefined || token.startsWith('•') ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : secrets.encrypt(token),
         call_direction: oneOf('call_direction', req.callDirection, CALL_DIRECTIONS) ?? cur?.call_direction ?? 'both',
-        webhook_url: httpUrl('webhook_url', req.webhookUrl) ?? cur?.webhook_url ?? '',
+        webhook_url: tenantUrl('webhook_url', req.webhookUrl, outboundPolicy) ?? cur?.webhook_url ?? '',
         human_transfer_number: transfer,
         human_transfer_mode: oneOf('human_transfer_mode', req.humanTransferMode, TRANSFER_MODES) ?? cur?.human_transfer_mode ?? 'phone',
         panel_project_id: optionalText('panel_project_id', req.panelProjectId, 200) ?? cur?.panel_project_id ?? '',

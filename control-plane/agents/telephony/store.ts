@@ -1,5 +1,5 @@
 /** SQL of `agent_telephony` (the draft binding; the phone number is unique platform-wide). */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { TelephonyRow } from '../types.js';
 

@@ -11,10 +11,11 @@ import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
 import { isUniqueViolation } from '../db.js';
 import type { ToolRow } from '../types.js';
-import { idOf } from '../validate.js';
+import { pathId } from '../../http/validate.js';
+import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { toolView } from '../views.js';
-import { countToolRows, deleteToolRow, getToolRow, insertToolRow, listToolRows, updateToolRow, type ToolWrite } from './store.js';
-import { checkConnectorRequest, checkToolInput, TOOL_DEFAULTS, TOOL_LIMITS, type ToolInput, type ToolPatch } from './validate.js';
+import { deleteToolRow, getToolRow, insertToolRow, listToolRows, updateToolRow, type ToolWrite } from './store.js';
+import { checkConnectorRequest, checkToolInput, TOOL_DEFAULTS, type ToolInput, type ToolPatch } from './validate.js';
 
 type Impl = ServiceImpl<typeof AgentConfigService>;
 
@@ -47,15 +48,31 @@ function withoutTimestamps(r: ToolRow): ToolWrite {
 
 export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'createTool' | 'listTools' | 'getTool' | 'updateTool' | 'deleteTool'> {
   const { sql, secrets } = deps;
+  const outboundPolicy = createOutboundPolicy(deps.config.outboundAllowCidrs);
+
+  /** `{connector}`: name defaults to the provider id, description to provider + account; no function_schema. */
+  async function connectorTool(req: { connector?: string; name?: string; description?: string }, workspaceId: string): Promise<ToolPatch> {
+    const connector = req.connector!.trim();
+    if (!connector) throw invalid('connector', 'must be a provider id or name');
+    if (!deps.connectors) throw new AppError('UNKNOWN_CONNECTOR', `connector ${connector.slice(0, 100)} is not in the catalog`);
+    const named = checkToolInput({ name: req.name, description: req.description } as ToolInput, outboundPolicy);
+    const found = await deps.connectors.bindingFor(workspaceId, connector);
+    return { name: named.name ?? found.providerId, description: named.description ?? found.description, connector_binding: found.binding };
+  }
+
+  /** A hand-written binding must name a live connection of the agent's workspace (404 otherwise). */
+  async function checkConnection(workspaceId: string, patch: ToolPatch): Promise<void> {
+    if (patch.connector_binding && deps.connectors) await deps.connectors.assertLive(workspaceId, patch.connector_binding.connection_id);
+  }
+
   return {
     async createTool(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
       checkConnectorRequest(req.connector, req.connectorBinding);
-      const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput);
+      const patch = req.connector === undefined ? checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy) : await connectorTool(req, agent.workspace_id);
       if (patch.name === undefined) throw invalid('name', 'is required');
-      if ((await countToolRows(sql, agent.id, ctx.signal)) >= TOOL_LIMITS.toolsPerAgent) {
-        throw new AppError('CONFLICT', `an agent has at most ${TOOL_LIMITS.toolsPerAgent} tools`);
-      }
+      if (req.connector === undefined) await checkConnection(agent.workspace_id, patch);
+      // TOOL_LIMITS.toolsPerAgent is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
       const base: ToolWrite = { ...TOOL_DEFAULTS, id: newId(), agent_id: agent.id, name: patch.name, auth_token_enc: null, connector_binding: null };
       const row = merge(base, patch, secrets);
       try {
@@ -76,16 +93,17 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
 
     async getTool(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'read');
-      const row = await getToolRow(sql, agent.id, idOf('tool', req.toolId), ctx.signal);
+      const row = await getToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal);
       if (!row) throw notFound('tool');
       return toolView(secrets, row);
     },
 
     async updateTool(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
-      const existing = await getToolRow(sql, agent.id, idOf('tool', req.toolId), ctx.signal);
+      const existing = await getToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal);
       if (!existing) throw notFound('tool');
-      const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput);
+      const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy);
+      await checkConnection(agent.workspace_id, patch);
       const row = merge(withoutTimestamps(existing), patch, secrets);
       try {
         const saved = await updateToolRow(sql, row, ctx.signal);
@@ -100,7 +118,7 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
 
     async deleteTool(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
-      if (!(await deleteToolRow(sql, agent.id, idOf('tool', req.toolId), ctx.signal))) throw notFound('tool');
+      if (!(await deleteToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal))) throw notFound('tool');
       await touchAgent(sql, agent.id, ctx.signal);
       return { message: 'deleted' };
     },

@@ -1,5 +1,5 @@
 /** SQL of `agent_tools` (name unique per agent; `auth_token_enc` encrypted). */
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { ToolRow } from '../types.js';
 
@@ -15,11 +15,6 @@ export function listToolRows(sql: Sql, agentId: string, signal?: AbortSignal): P
 export async function getToolRow(sql: Sql, agentId: string, toolId: string, signal?: AbortSignal): Promise<ToolRow | undefined> {
   const rows = await run(sql<ToolRow[]>`select * from agent_tools where agent_id = ${agentId} and id = ${toolId}`, signal);
   return rows[0];
-}
-
-export async function countToolRows(sql: Sql, agentId: string, signal?: AbortSignal): Promise<number> {
-  const [r] = await run(sql<{ n: number }[]>`select count(*)::int as n from agent_tools where agent_id = ${agentId}`, signal);
-  return r.n;
 }
 
 
@@ -56,4 +51,23 @@ export async function updateToolRow(sql: Sql, t: ToolWrite, signal?: AbortSignal
 export async function deleteToolRow(sql: Sql, agentId: string, toolId: string, signal?: AbortSignal): Promise<boolean> {
   const rows = await run(sql`delete from agent_tools where agent_id = ${agentId} and id = ${toolId} returning id`, signal);
   return rows.length > 0;
+}
+
+/**
+ * `connectors` on `PUT /agents/{id}` (spec rule 5): a same-named tool, disabled or not, is
+ * re-bound and re-activated; otherwise one is created. Idempotent, so a retried PUT is safe.
+ */
+export async function upsertConnectorTool(
+  sql: Sql,
+  t: { id: string; agent_id: string; name: string; description: string; connector_binding: ToolRow['connector_binding'] },
+  signal?: AbortSignal,
+): Promise<void> {
+  await run(
+    sql`
+      insert into agent_tools (id, agent_id, name, description, connector_binding, is_active)
+      values (${t.id}, ${t.agent_id}, ${t.name}, ${t.description}, ${jsonb(sql, t.connector_binding)}::jsonb, true)
+      on conflict (agent_id, name) do update set
+        connector_binding = excluded.connector_binding, is_active = true, disabled_by_connection = false, updated_at = now()`,
+    signal,
+  );
 }

@@ -5,7 +5,8 @@
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { AppError, invalid } from '../../../shared/errors.js';
 import type { ConnectorActionJson, ConnectorBindingJson } from '../types.js';
-import { httpUrl, intInRange, isPlainObject, oneOf, optionalText } from '../validate.js';
+import { intInRange, isPlainObject, oneOf, optionalText, tenantUrl } from '../../http/validate.js';
+import { createOutboundPolicy, type OutboundPolicy } from '../../../shared/outbound/index.js';
 import { checkJsonSchema } from './json-schema.js';
 
 export const TOOL_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -88,8 +89,7 @@ export function checkToolName(value: string): string {
 
 /**
  * `connector` (connector tools): refused together with a hand-written `connector_binding`
- * (400); otherwise every value is an unknown connector today (404), since no connectors catalog
- * exists yet.
+ * (400). Resolving it to a connection is the connectors domain's (deps.connectors).
  */
 export function checkConnectorRequest(connector: string | undefined, binding: ConnectorBindingInput | undefined): void {
   if (connector === undefined) return;
@@ -98,10 +98,10 @@ export function checkConnectorRequest(connector: string | undefined, binding: Co
       details: [{ field: 'connector', problem: 'cannot be combined with connector_binding.connection_id' }],
     });
   }
-  throw new AppError('UNKNOWN_CONNECTOR', `connector ${connector.slice(0, 100)} is not in the catalog`);
 }
 
-export function checkToolInput(req: ToolInput): ToolPatch {
+/** `policy`: the outbound address policy the endpoint URL must pass (shared/outbound); default: no exceptions. */
+export function checkToolInput(req: ToolInput, policy: OutboundPolicy = createOutboundPolicy()): ToolPatch {
   const out: ToolPatch = {};
   if (req.name !== undefined) out.name = checkToolName(req.name);
   if (req.description !== undefined) out.description = optionalText('description', req.description, TOOL_LIMITS.descriptionChars);
@@ -109,7 +109,7 @@ export function checkToolInput(req: ToolInput): ToolPatch {
     checkJsonSchema('function_schema', req.functionSchema);
     out.function_schema = req.functionSchema;
   }
-  if (req.endpointUrl !== undefined) out.endpoint_url = httpUrl('endpoint_url', req.endpointUrl);
+  if (req.endpointUrl !== undefined) out.endpoint_url = tenantUrl('endpoint_url', req.endpointUrl, policy);
   if (req.httpMethod !== undefined) out.http_method = oneOf('http_method', req.httpMethod.toUpperCase(), HTTP_METHODS);
   if (req.headers !== undefined) out.headers = checkHeaders(req.headers);
   if (req.authType !== undefined) out.auth_type = oneOf('auth_type', req.authType === '' ? 'none' : req.authType, AUTH_TYPES);

@@ -6,7 +6,7 @@
 import { AppError, notFound } from '../../../shared/errors.js';
 import { isUuid } from '../../../shared/ids.js';
 import type { SecretBox } from '../../../shared/secrets.js';
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { iso } from '../db.js';
 import { toE164 } from '../telephony/phone.js';
 import type { LiveAgentConfig } from '../types.js';

@@ -4,7 +4,7 @@
  * concurrent publishers get consecutive numbers and each version is a coherent draft.
  */
 import { AppError, notFound } from '../../../shared/errors.js';
-import type { Sql } from '../../db/client.js';
+import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { AgentSnapshot, SnapshotProvider } from '../types.js';
 import { buildSnapshot, type RawDraft } from './snapshot.js';

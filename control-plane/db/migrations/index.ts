@@ -5,6 +5,16 @@
 import { m0001_accounts } from './0001_accounts.js';
 import { m0002_agents } from './0002_agents.js';
 import { m0003_conversations } from './0003_conversations.js';
+import { m0004_hardening } from './0004_hardening.js';
+import { m0005_post_call } from './0005_post_call.js';
+import { m0006_campaigns } from './0006_campaigns.js';
+import { m0007_analysis } from './0007_analysis.js';
+import { m0008_qa } from './0008_qa.js';
+import { m0009_pipeline_events } from './0009_pipeline_events.js';
+import { m0010_system_analytics } from './0010_system_analytics.js';
+import { m0011_alerts } from './0011_alerts.js';
+import { m0012_billing } from './0012_billing.js';
+import { m0013_connectors } from './0013_connectors.js';
 
 export interface Migration {
   version: number;
@@ -12,4 +22,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations];
+export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors];

@@ -20,7 +20,7 @@ describe('RateLimiter', () => {
   it('allows max per window, then RATE_LIMITED with retry-after = time to the window end', async () => {
     const clock = new SimulatedClock(60_000 * 1000 + 15_000); // 15 s into a minute window
     registry = new MemoryRegistry(clock);
-    const rl = new RateLimiter(registry, clock);
+    const rl = new RateLimiter(registry.windows, clock);
     for (let i = 0; i < 10; i++) await rl.hit(['loginPerEmail', 'a@b.co']);
     const err = await caught(rl.hit(['loginPerEmail', 'a@b.co']));
     expect(err.code).toBe('RATE_LIMITED');
@@ -34,7 +34,7 @@ describe('RateLimiter', () => {
   it('checks every rule and reports the longest wait', async () => {
     const clock = new SimulatedClock(600_000 * 100);
     registry = new MemoryRegistry(clock);
-    const rl = new RateLimiter(registry, clock, { ...DEFAULT_RATE_LIMITS, sendPerIp: { max: 1, windowMs: 60_000 } });
+    const rl = new RateLimiter(registry.windows, clock, { ...DEFAULT_RATE_LIMITS, sendPerIp: { max: 1, windowMs: 60_000 } });
     for (let i = 0; i < 5; i++) await rl.hit(['sendPerEmail', 'x@y.co']).catch(() => {});
     clock.advance(1_000);
     const err = await caught(rl.hit(['sendPerEmail', 'x@y.co'], ['sendPerIp', '10.0.0.1']));

@@ -14,7 +14,7 @@ describe('access tokens', () => {
     expect(h.alg).toBe('HS256');
     expect(p).toMatchObject({ sub: 'u1', sid: 's1', iss: 'voiceplane', typ: 'access', iat: 1_800_000_000, exp: 1_800_000_000 + ACCESS_TOKEN_TTL_S });
     expect(typeof p.jti).toBe('string');
-    expect(await t.verifyAccess(jwt)).toEqual({ userId: 'u1', sessionId: 's1' });
+    expect(await t.verifyAccess(jwt)).toEqual({ userId: 'u1', sessionId: 's1', expiresAtMs: (1_800_000_000 + ACCESS_TOKEN_TTL_S) * 1000 });
     clock.advance(3599_000);
     expect(await t.verifyAccess(jwt)).toBeDefined();
     clock.advance(2_000);
@@ -33,7 +33,7 @@ describe('access tokens', () => {
     expect(await t.verifyAccess(await base({ typ: 'access', sid: 's' }, 'someone-else'))).toBeUndefined();
     expect(await t.verifyAccess(await base({ typ: 'access' }))).toBeUndefined();
     const good = await base({ typ: 'access', sid: 's' });
-    expect(await t.verifyAccess(good)).toEqual({ userId: 'u', sessionId: 's' });
+    expect(await t.verifyAccess(good)).toEqual({ userId: 'u', sessionId: 's', expiresAtMs: (nowS + 60) * 1000 });
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${good.split('.')[1]}.`;
     expect(await t.verifyAccess(none)).toBeUndefined();
   });

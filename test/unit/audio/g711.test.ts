@@ -12,7 +12,7 @@ import {
   mulawEncodeSample,
 } from '../../../media-engine/audio/g711.js';
 
-/** Sun g711.c mu-law decode, written out independently of alawmulaw (protocols.md section 10). */
+/** Sun g711.c mu-law decode, written out independently of alawmulaw (docs/protocols.md section 10). */
 function sunMulawDecode(code: number): number {
   const u = ~code & 0xff;
   const exponent = (u >> 4) & 0x07;

@@ -299,3 +299,82 @@ describe('conceal (mu-law)', () => {
     expect(out.subarray(160).every((b) => b === 0xff)).toBe(true);
   });
 });
+
+/**
+ * Issue 11, "one carrier frame freezes the node": dropBefore looped once per seq number between
+ * the front and an incoming seq, so chunk 2e8 blocked the event loop ~0.4 s and 1e300 forever.
+ * Now every loop walks the ring's slots, whatever the value.
+ */
+describe('one carrier frame freezes the node (jitter buffer with hostile seq values)', () => {
+  const frame = (v: number) => new Uint8Array(160).fill(v);
+  const timed = (fn: () => void): number => {
+    const t0 = performance.now();
+    fn();
+    return performance.now() - t0;
+  };
+
+  it('a jump to 2e8 while playing costs O(ring), drops what it overtakes and plays on from there', { timeout: 2000 }, () => {
+    const jb = new JitterBuffer();
+    for (let s = 0; s < 3; s++) jb.push(s, s * 20, frame(s), s * 20);
+    expect(jb.pop(60)).toMatchObject({ kind: 'frame', seq: 0 });
+    let result: PushResult = 'late';
+    const ms = timed(() => (result = jb.push(2e8, 60, frame(9), 65)));
+    expect(ms).toBeLessThan(20);
+    expect(result).toBe('accepted');
+    expect(jb.stats().overflow).toBe(2); // frames 1 and 2 were overtaken
+    // The front moved to a ring's length below 2e8: the gap counts as loss (one tick per missing
+    // frame, at most the ring's 6 slots), then the new frame plays.
+    const pops: Array<number | string> = [];
+    for (let i = 0; i < 6; i++) {
+      const p = jb.pop(80 + i * 20);
+      pops.push(p.kind === 'frame' ? p.seq : p.kind);
+    }
+    expect(pops).toEqual(['concealed', 'concealed', 'concealed', 'concealed', 'concealed', 2e8]);
+    expect(jb.push(1, 20, frame(1), 105)).toBe('late');
+  });
+
+  it('a jump to the largest safe integer before playout starts is bounded too', { timeout: 2000 }, () => {
+    const jb = new JitterBuffer();
+    jb.push(0, 0, frame(0), 0);
+    const ms = timed(() => {
+      expect(jb.push(Number.MAX_SAFE_INTEGER, 20, frame(1), 20)).toBe('accepted');
+      expect(jb.push(5, 40, frame(2), 40)).toBe('overflow'); // far below the new front
+    });
+    expect(ms).toBeLessThan(20);
+    expect(jb.stats()).toMatchObject({ overflow: 2, depthMs: 20 });
+    expect(jb.pop(60)).toMatchObject({ kind: 'frame', seq: Number.MAX_SAFE_INTEGER });
+  });
+
+  it('refuses seq values that are not non-negative safe integers, and non-finite timestamps', () => {
+    const jb = new JitterBuffer();
+    for (const bad of [1e300, 2 ** 53, 9007199254740993, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => jb.push(bad, 0, frame(0), 0)).toThrow(RangeError);
+    }
+    expect(() => jb.push(1, Number.NaN, frame(0), 0)).toThrow(RangeError);
+    expect(() => jb.push(1, 1e400, frame(0), 0)).toThrow(RangeError);
+    expect(jb.stats().received).toBe(0);
+  });
+
+  it('random hostile sequences keep every push and pop cheap and the depth within the ring', { timeout: 5000 }, () => {
+    let state = 42;
+    const rand = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+    const jb = new JitterBuffer();
+    const costs: number[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const pick = rand();
+      const seq = pick < 0.3 ? Math.floor(rand() * Number.MAX_SAFE_INTEGER) : pick < 0.6 ? Math.floor(rand() * 1000) : i;
+      costs.push(
+        timed(() => {
+          jb.push(seq, i * 20, frame(i & 0xff), i * 20);
+          jb.pop(i * 20);
+        }),
+      );
+      expect(jb.stats().depthMs).toBeLessThanOrEqual(120);
+    }
+    // A walk proportional to a sequence gap (up to 2^53) would never end; a ring walk is microseconds.
+    // The 99th percentile, not the worst: one op may be descheduled on a loaded CI machine.
+    costs.sort((a, b) => a - b);
+    expect(costs[Math.floor(costs.length * 0.99)]).toBeLessThan(2);
+    expect(costs[costs.length - 1]).toBeLessThan(250);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { Resampler } from '../../../media-engine/audio/resampler.js';
+import { designPrototype, Resampler } from '../../../media-engine/audio/resampler.js';
 
 const AMPLITUDE = 16000;
 
@@ -94,6 +94,66 @@ describe('Resampler aliasing and imaging for other pairs', () => {
     const reference = rmsDb(resampleAll(inRateHz, outRateHz, tone(1000, inRateHz, 0.5)), SETTLE);
     const leaked = rmsDb(resampleAll(inRateHz, outRateHz, tone(frequencyHz, inRateHz, 0.5)), SETTLE);
     expect(reference - leaked).toBeGreaterThanOrEqual(60);
+  });
+});
+
+describe('Resampler measured response (tone sweeps through the real filter)', () => {
+  /** Gain in dB of a tone at `frequencyHz` from in to out (settled RMS ratio). */
+  function gainDb(inRateHz: number, outRateHz: number, frequencyHz: number): number {
+    const input = tone(frequencyHz, inRateHz, 0.25);
+    return rmsDb(resampleAll(inRateHz, outRateHz, input), SETTLE) - rmsDb(input, 0);
+  }
+  /**
+   * Level of `at` Hz in the output relative to a 1 kHz tone of the same amplitude, by Goertzel over
+   * exactly 200 ms: every multiple of 5 Hz then has whole cycles in the window, so the strong tone
+   * itself leaks nothing into the bin measured (a ragged window leaks ~-59 dB at 1.2 kHz away).
+   */
+  function imageDb(inRateHz: number, outRateHz: number, frequencyHz: number, at: number): number {
+    const window = (out: Int16Array) => out.subarray(SETTLE, SETTLE + outRateHz / 5);
+    const out = window(resampleAll(inRateHz, outRateHz, tone(frequencyHz, inRateHz, 0.25)));
+    const reference = goertzelDb(window(resampleAll(inRateHz, outRateHz, tone(1000, inRateHz, 0.25))), 1000, outRateHz, 0);
+    return goertzelDb(out, at, outRateHz, 0) - reference;
+  }
+  const sweep = (from: number, to: number, steps: number): number[] => Array.from({ length: steps + 1 }, (_, i) => from + ((to - from) * i) / steps);
+
+  it.each([
+    [16000, 8000],
+    [8000, 16000],
+    [24000, 8000],
+    [24000, 16000],
+    [48000, 16000],
+  ])('%d -> %d: passband ripple under 0.05 dB up to 0.85 x the lower Nyquist', (inRateHz, outRateHz) => {
+    const nyquist = Math.min(inRateHz, outRateHz) / 2;
+    const gains = sweep(0.05, 0.85, 40).map((f) => gainDb(inRateHz, outRateHz, f * nyquist));
+    expect(Math.max(...gains.map(Math.abs))).toBeLessThan(0.05);
+  });
+
+  it.each([
+    [16000, 8000],
+    [24000, 8000],
+    [24000, 16000],
+    [48000, 16000],
+  ])('%d -> %d: every tone from 1.15 x the output Nyquist up is at least 60 dB down', (inRateHz, outRateHz) => {
+    const nyquist = outRateHz / 2;
+    const reference = rmsDb(resampleAll(inRateHz, outRateHz, tone(1000, inRateHz, 0.25)), SETTLE);
+    const top = inRateHz / 2 - 50;
+    const worst = Math.max(...sweep(1.15 * nyquist, top, 40).map((f) => rmsDb(resampleAll(inRateHz, outRateHz, tone(f, inRateHz, 0.25)), SETTLE) - reference));
+    expect(worst).toBeLessThanOrEqual(-60);
+  });
+
+  it('8k -> 16k: images of tones up to 3.4 kHz (at 4.6-7.9 kHz) are at least 60 dB down', () => {
+    const worst = Math.max(...sweep(100, 3400, 33).map((f) => imageDb(8000, 16000, f, 8000 - f))); // 100 Hz steps
+    expect(worst).toBeLessThanOrEqual(-60);
+  });
+
+  it('the prototype is a Nyquist filter: exact zeros every max(L, M) taps from its centre, symmetric', () => {
+    const h = designPrototype(1, 3, 89, 90); // 24k -> 8k
+    const center = 44;
+    for (let k = 3; k <= center; k += 3) expect([h[center - k], h[center + k]]).toEqual([0, 0]);
+    for (let k = 1; k <= center; k++) expect(h[center - k]).toBe(h[center + k]);
+    expect(h[center + 1]).not.toBe(0);
+    expect(h[89]).toBe(0); // padding
+    expect(h[center]).toBeCloseTo(1 / 3, 12); // 2 x cutoff (cycles per sample), window 1 at the centre
   });
 });
 

@@ -1,9 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 import { Vad, vadOptionsForProfile, type VadOptions } from '../../../media-engine/audio/vad.js';
-import { parseWav, pcm16FromBytes } from '../../../media-engine/audio/wav.js';
+import { parseWav, pcm16FromBytes } from '../../helpers/wav.js';
+import { mulawDecode } from '../../../media-engine/audio/g711.js';
 
 const FRAME_MS = 20;
+
+/** A G.711 mu-law 8 kHz fixture, decoded as the carrier transport does. */
+function loadMulaw(name: string): Int16Array {
+  const wav = parseWav(new Uint8Array(readFileSync(new URL(`../../fixtures/audio/${name}`, import.meta.url))));
+  expect(wav).toMatchObject({ format: 'mulaw', sampleRateHz: 8000, channels: 1 });
+  const pcm = new Int16Array(wav.data.length);
+  mulawDecode(wav.data, pcm);
+  return pcm;
+}
 
 function loadPcm(name: string): Int16Array {
   const wav = parseWav(new Uint8Array(readFileSync(new URL(`../../fixtures/audio/${name}`, import.meta.url))));
@@ -219,5 +229,55 @@ describe('vadOptionsForProfile', () => {
     expect(speakers.echoMarginDb!).toBeGreaterThan(headsetOpts.echoMarginDb! + 10);
     expect(speakers).toMatchObject<Partial<VadOptions>>({ threshold: 0.7, sampleRateHz: 16000 });
     expect(vadOptionsForProfile('telephony', undefined, 8000)).toMatchObject({ sampleRateHz: 8000, threshold: 0.5 });
+  });
+});
+
+describe('Vad filter state after speech (denormals)', () => {
+  /** Smallest positive normal double: below it V8 computes with subnormals, ~15x slower per frame. */
+  const MIN_NORMAL = 2.2250738585072014e-308;
+  const subnormal = (v: number): boolean => v !== 0 && Math.abs(v) < MIN_NORMAL;
+
+  it.each([16000, 8000])('%d Hz: digital silence after speech never leaves the biquad state subnormal', (rateHz) => {
+    const vad = new Vad(vadOptionsForProfile('telephony', 0.5, rateHz));
+    const state = vad as unknown as { y1: number; y2: number };
+    const frame = rateHz / 50;
+    const speech = concat(sine(rateHz / 2, 440, 8000, rateHz), sine(rateHz / 2, 1900, 6000, rateHz));
+    for (let i = 0; i + frame <= speech.length; i += frame) vad.process(speech.subarray(i, i + frame));
+    expect(state.y1).not.toBe(0); // the filter is excited: the check below is not vacuous
+    const silence = new Int16Array(frame);
+    // Unflushed, the state reaches the subnormal range after ~30 frames at 16 kHz and stays there.
+    let bad = 0;
+    for (let f = 0; f < 500; f++) {
+      vad.process(silence);
+      if (subnormal(state.y1) || subnormal(state.y2)) bad++;
+    }
+    expect(bad).toBe(0);
+    expect([state.y1, state.y2]).toEqual([0, 0]);
+  });
+});
+
+describe('Vad at 8 kHz on the carrier (mu-law) fixtures: same decisions as at 16 kHz', () => {
+  const telephony = (rateHz: number): Vad => new Vad(vadOptionsForProfile('telephony', 0.5, rateHz));
+
+  it.each(['caller-booking', 'caller-digits', 'caller-hours', 'backchannel-okay'])('%s: onsets and offsets within 40 ms, speech share within 3 %%', (name) => {
+    const narrow = run(telephony(8000), loadMulaw(`${name}.8k-mulaw.wav`));
+    const wide = run(telephony(16000), loadPcm(`${name}.16k.wav`));
+    expect(narrow.onsetsMs.length).toBeGreaterThan(0);
+    expect(narrow.onsetsMs).toHaveLength(wide.onsetsMs.length);
+    expect(narrow.offsetsMs).toHaveLength(wide.offsetsMs.length);
+    narrow.onsetsMs.forEach((t, i) => expect(Math.abs(t - wide.onsetsMs[i]!)).toBeLessThanOrEqual(40));
+    narrow.offsetsMs.forEach((t, i) => expect(Math.abs(t - wide.offsetsMs[i]!)).toBeLessThanOrEqual(40));
+    expect(Math.abs(fraction(narrow.speech) - fraction(wide.speech))).toBeLessThanOrEqual(0.03);
+  });
+
+  it('caller-booking at 8 kHz: onset within 150 ms of the real onset, one segment, offset after the end', () => {
+    const pcm = loadMulaw('caller-booking.8k-mulaw.wav');
+    const real = loudSpanMs(pcm, 160);
+    const r = run(telephony(8000), pcm);
+    expect(r.onsetsMs).toHaveLength(1);
+    expect(r.onsetsMs[0]! - real.startMs).toBeGreaterThanOrEqual(0);
+    expect(r.onsetsMs[0]! - real.startMs).toBeLessThanOrEqual(150);
+    expect(r.offsetsMs).toHaveLength(1);
+    expect(r.offsetsMs[0]!).toBeGreaterThan(real.endMs);
   });
 });

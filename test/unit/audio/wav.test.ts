@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
-import { parseWav, pcm16FromBytes, stripWavHeader, wavHeader } from '../../../media-engine/audio/wav.js';
+import { parseWav, pcm16FromBytes, stripWavHeader, wavHeader } from '../../helpers/wav.js';
 
 const fixture = (name: string): Uint8Array =>
   new Uint8Array(readFileSync(new URL(`../../fixtures/audio/${name}`, import.meta.url)));

@@ -3,11 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
 import { mulawEncode } from '../../../media-engine/audio/g711.js';
 import { Resampler } from '../../../media-engine/audio/resampler.js';
-import { createSimAsr } from '../../../media-engine/providers/asr/sim.js';
-import { createSimLlm, simDemoScript } from '../../../media-engine/providers/llm/sim.js';
-import { encodeText, normalizeSimText, symbolDurationMs } from '../../../media-engine/providers/sim/codec.js';
-import { createSimTts } from '../../../media-engine/providers/tts/sim.js';
-import type { AsrEvent, AsrStream } from '../../../media-engine/providers/types.js';
+import { createSimAsr } from '../../../shared/providers/asr/sim.js';
+import { createSimLlm, simDemoScript } from '../../../shared/providers/llm/sim.js';
+import { encodeText, normalizeSimText, symbolDurationMs } from '../../../shared/providers/sim/codec.js';
+import { createSimTts } from '../../../shared/providers/tts/sim.js';
+import type { AsrEvent, AsrStream } from '../../../shared/providers/types.js';
 
 const never = new AbortController().signal;
 

@@ -7,7 +7,7 @@ import alawmulaw from 'alawmulaw';
 import { describe, expect, it } from 'vitest';
 import { mulawDecode, mulawEncode } from '../../../media-engine/audio/g711.js';
 import { Resampler } from '../../../media-engine/audio/resampler.js';
-import { parseWav, pcm16FromBytes } from '../../../media-engine/audio/wav.js';
+import { parseWav, pcm16FromBytes } from '../../helpers/wav.js';
 import {
   SimDecoder,
   encodeText,
@@ -15,20 +15,10 @@ import {
   simSymbolsOf,
   symbolDurationMs,
   type SimDecoderEvent,
-} from '../../../media-engine/providers/sim/codec.js';
+} from '../../../shared/providers/sim/codec.js';
+import { mulberry32 as prng } from '../../carrier-sim/prng.js';
 
 // ---------------------------------------------------------------- test channel
-/** Deterministic PRNG (mulberry32) so loss patterns and noise are reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function clamp16(v: number): number {
   return Math.max(-32768, Math.min(32767, Math.round(v)));
 }

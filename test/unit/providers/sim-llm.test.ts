@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
-import { createSimLlm, simDemoScript, type SimLlmScript } from '../../../media-engine/providers/llm/sim.js';
-import type { LlmEvent, LlmMessage, LlmRequest, LlmToolSpec } from '../../../media-engine/providers/types.js';
+import { createSimLlm, simDemoScript, type SimLlmScript } from '../../../shared/providers/llm/sim.js';
+import type { LlmEvent, LlmMessage, LlmRequest, LlmToolSpec } from '../../../shared/providers/types.js';
 
 const WEATHER_TOOL: LlmToolSpec = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object' } };
 const TIME_TOOL: LlmToolSpec = { name: 'get_time', description: 'Local time in a city', parameters: { type: 'object' } };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
-import { encodeText } from '../../../media-engine/providers/sim/codec.js';
-import { createSimTts } from '../../../media-engine/providers/tts/sim.js';
-import type { PcmChunk, TtsRequest } from '../../../media-engine/providers/types.js';
+import { encodeText } from '../../../shared/providers/sim/codec.js';
+import { createSimTts } from '../../../shared/providers/tts/sim.js';
+import type { PcmChunk, TtsRequest } from '../../../shared/providers/types.js';
 
 function request(text: string, preferredSampleRateHz: number, signal = new AbortController().signal): TtsRequest {
   return { text, preferredSampleRateHz, signal };

@@ -14,7 +14,9 @@ import { createAgentsDomain } from '../../../control-plane/agents/index.js';
 import { createConversationsDomain, type ConversationsDeps, type ConversationsDomain, type ConversationsOptions } from '../../../control-plane/conversations/index.js';
 import type { ControlPlaneDeps, Domain } from '../../../control-plane/domain.js';
 import { startControlPlaneServer, type RunningServer } from '../../../control-plane/http/server.js';
-import type { TranscriptBus } from '../../../media-engine/records/bus.js';
+import type { TranscriptBus } from '../../../shared/records/bus.js';
+import { startJobs, type Jobs } from '../../../control-plane/jobs/index.js';
+import { createPostCallRelay, type PostCallRelay } from '../../../control-plane/post-call/relay.js';
 import { api, type TestUser } from '../../helpers/accounts.js';
 import type { TestInfra } from '../../helpers/infra.js';
 
@@ -29,18 +31,23 @@ export interface Harness {
   accounts: AccountsDomain;
   conversations: ConversationsDomain;
   server: RunningServer;
+  jobs: Jobs;
+  postCall: PostCallRelay;
   close(): Promise<void>;
 }
 
 export async function startConversationsServer(
   infra: TestInfra,
-  opts: { clock?: Clock; bus?: TranscriptBus; liveConfig?: ConversationsDeps['liveConfig']; options?: ConversationsOptions } = {},
+  opts: { clock?: Clock; bus?: TranscriptBus; liveConfig?: ConversationsDeps['liveConfig']; llmFor?: ConversationsDeps['llmFor']; options?: ConversationsOptions } = {},
 ): Promise<Harness> {
   const deps: ControlPlaneDeps = { config: infra.config, logger: infra.logger, clock: opts.clock ?? infra.clock, sql: infra.sql, registry: infra.registry, secrets: infra.secrets, jwtKey: infra.jwtKey };
+  // Same wiring as control-plane/app.ts: one job queue (fast polling for tests) and the post-call relay.
+  const jobs = await startJobs({ sql: infra.sql, logger: infra.logger, pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1, queues: { 'post-call.summary': { retryDelaySeconds: 1, retryBackoff: false } } });
+  const postCall = await createPostCallRelay({ sql: infra.sql, logger: infra.logger, clock: deps.clock });
   const accounts = await createAccountsDomain(deps);
   const agents = createAgentsDomain({ ...deps, auth: accounts.auth });
   const conversations = await createConversationsDomain(
-    { ...deps, auth: accounts.auth, bus: opts.bus, liveConfig: opts.liveConfig ?? agents.liveConfig },
+    { ...deps, auth: accounts.auth, bus: opts.bus, liveConfig: opts.liveConfig ?? agents.liveConfig, llmFor: opts.llmFor, jobs },
     { busPrefix: infra.registryPrefix, ...opts.options },
   );
   const health: Domain = { services: [{ service: HealthService, impl: createHealthService(deps) }], routes: healthRoutes };
@@ -54,14 +61,20 @@ export async function startConversationsServer(
     routes: domains.flatMap((d) => d.routes),
     rawHandlers: domains.flatMap((d) => d.rawHandlers ?? []),
   });
+  postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));
+  await postCall.start();
   return {
     port: server.port,
     accounts,
     conversations,
     server,
+    jobs,
+    postCall,
     async close() {
       await server.close();
+      await postCall.close();
       for (const d of domains.reverse()) await d.close?.();
+      await jobs.close();
     },
   };
 }

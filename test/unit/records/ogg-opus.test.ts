@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import ts from 'typescript';
 import opus from '@discordjs/opus';
+import { transpileToTemp } from '../../helpers/child-build.js';
 import {
   encodeOggOpus,
   encodePackedBatch,
@@ -167,19 +167,7 @@ describe('audio store with the piscina worker', () => {
   beforeAll(() => {
     // vitest runs sources; piscina needs compiled JS: transpile the worker and its imports to a
     // temp dir whose node_modules points at the project's (what `npm run build` does for dist/).
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-opus-'));
-    const root = path.resolve(import.meta.dirname, '../../..');
-    for (const rel of ['media-engine/workers/opus-encode.ts', 'media-engine/workers/ogg-opus.ts', 'media-engine/audio/resampler.ts']) {
-      const out = ts.transpileModule(fs.readFileSync(path.join(root, rel), 'utf8'), {
-        compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-        fileName: rel,
-      });
-      const dest = path.join(dir, rel.replace(/\.ts$/, '.js'));
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
-      fs.writeFileSync(dest, out.outputText);
-    }
-    fs.writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}');
-    fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+    dir = transpileToTemp(['media-engine/workers/opus-encode.ts', 'media-engine/workers/ogg-opus.ts', 'media-engine/audio/resampler.ts', 'media-engine/audio/resampler-design.ts'], 'vp-opus-');
     workerFile = path.join(dir, 'media-engine/workers/opus-encode.js');
   });
 

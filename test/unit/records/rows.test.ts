@@ -58,4 +58,8 @@ describe('jsonSafe', () => {
     expect(jsonSafe(cyc)).toEqual({ n: '10', s: 'ab', self: '[circular]' });
     expect(jsonSafe(undefined)).toBeNull();
   });
+
+  it('replaces unpaired UTF-16 surrogates (jsonb refuses their escapes) and keeps real pairs', () => {
+    expect(jsonSafe({ s: 'a\uD800b', t: 'x\uDC00', ok: 'emoji \uD83D\uDE00' })).toEqual({ s: 'a\uFFFDb', t: 'x\uFFFD', ok: 'emoji \uD83D\uDE00' });
+  });
 });

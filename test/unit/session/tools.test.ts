@@ -1,7 +1,13 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillTemplate, pickPath, runHttpTool } from '../../../media-engine/session/tools.js';
+import { fillTemplate, pickPath, runHttpTool, type ToolRunDeps } from '../../../media-engine/session/tools.js';
 import type { HttpToolConfig } from '../../../shared/voice/session-config.js';
+import { realClock, type Clock } from '../../../shared/clock.js';
+import { createOutboundClient } from '../../../shared/outbound/index.js';
+
+// The test server is on loopback, which the outbound policy refuses unless listed.
+const outbound = createOutboundClient({ allowCidrs: ['127.0.0.1/32'] });
+const deps: ToolRunDeps = { outbound, clock: realClock };
 
 let server: http.Server;
 let base = '';
@@ -30,6 +36,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 });
 afterAll(async () => {
+  await outbound.close();
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });
@@ -40,7 +47,7 @@ function tool(over: Partial<HttpToolConfig>): HttpToolConfig {
 
 describe('HTTP tools', () => {
   it('fills the body template, authenticates and picks the response path', async () => {
-    const r = await runHttpTool(tool({ request_body: { q: '{{city}}', fixed: 1 }, auth_type: 'api_key', auth_token: 'k1', response_path: 'data.items.0.name' }), '{"city":"Oslo"}', new AbortController().signal);
+    const r = await runHttpTool(tool({ request_body: { q: '{{city}}', fixed: 1 }, auth_type: 'api_key', auth_token: 'k1', response_path: 'data.items.0.name' }), '{"city":"Oslo"}', new AbortController().signal, deps);
     expect(r).toMatchObject({ status: 'success', content: 'first', attempts: 1 });
     const req = seen.at(-1)!;
     expect(JSON.parse(req.body)).toEqual({ q: 'Oslo', fixed: 1 });
@@ -48,25 +55,25 @@ describe('HTTP tools', () => {
   });
 
   it('GET puts arguments in the query and URL placeholders are encoded', async () => {
-    await runHttpTool(tool({ http_method: 'GET', endpoint_url: `${base}/city/{{city}}` }), '{"city":"New York","n":2}', new AbortController().signal);
+    await runHttpTool(tool({ http_method: 'GET', endpoint_url: `${base}/city/{{city}}` }), '{"city":"New York","n":2}', new AbortController().signal, deps);
     expect(seen.at(-1)!.url).toBe('/city/New%20York?n=2');
   });
 
   it('retries 5xx up to retry_count, then reports an error result (never throws)', async () => {
     failures = 5;
-    const r = await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 2 }), '{}', new AbortController().signal);
+    const r = await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 2 }), '{}', new AbortController().signal, deps);
     expect(r.status).toBe('error');
     expect(r.attempts).toBe(3);
     expect(r.error).toMatch(/HTTP 503/);
     failures = 1;
-    expect((await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 1 }), '{}', new AbortController().signal)).status).toBe('success');
+    expect((await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 1 }), '{}', new AbortController().signal, deps)).status).toBe('success');
   });
 
   it('times out, and bad arguments or a dead endpoint become error results', async () => {
-    expect((await runHttpTool(tool({ endpoint_url: `${base}/slow`, timeout_ms: 100 }), '{}', new AbortController().signal)).error).toMatch(/timed out/);
-    expect((await runHttpTool(tool({}), 'not json', new AbortController().signal)).status).toBe('error');
-    expect((await runHttpTool(tool({ endpoint_url: 'http://127.0.0.1:1/x' }), '{}', new AbortController().signal)).error).toMatch(/request failed/);
-    expect((await runHttpTool(tool({ endpoint_url: `${base}/text` }), '{}', new AbortController().signal)).content).toBe('plain words');
+    expect((await runHttpTool(tool({ endpoint_url: `${base}/slow`, timeout_ms: 100 }), '{}', new AbortController().signal, deps)).error).toMatch(/timed out/);
+    expect((await runHttpTool(tool({}), 'not json', new AbortController().signal, deps)).status).toBe('error');
+    expect((await runHttpTool(tool({ endpoint_url: 'http://127.0.0.1:1/x' }), '{}', new AbortController().signal, deps)).error).toMatch(/request failed/);
+    expect((await runHttpTool(tool({ endpoint_url: `${base}/text` }), '{}', new AbortController().signal, deps)).content).toBe('plain words');
   });
 });
 
@@ -78,5 +85,73 @@ describe('templates', () => {
     expect(pickPath({ a: [{ b: 1 }] }, 'a.0.b')).toBe(1);
     expect(pickPath({ a: 1 }, '$.a')).toBe(1);
     expect(pickPath({ a: 1 }, 'x.y')).toBeUndefined();
+  });
+});
+
+describe('tool retries back off with jitter', () => {
+  /** realClock, recording every timer it is asked for. */
+  function recordingClock(): Clock & { timersMs: number[] } {
+    const timersMs: number[] = [];
+    return { ...realClock, timersMs, setTimeout: (fn, ms) => (timersMs.push(ms), realClock.setTimeout(fn, ms)) };
+  }
+
+  it('waits an exponential, jittered, capped backoff on the caller clock between attempts', async () => {
+    failures = 10;
+    const clock = recordingClock();
+    const before = seen.length;
+    const r = await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 4, timeout_ms: 5000 }), '{}', new AbortController().signal, {
+      outbound,
+      clock,
+      backoff: { baseMs: 40, maxMs: 100, random: () => 0.5 },
+    });
+    expect(r).toMatchObject({ status: 'error', attempts: 5 });
+    expect(seen.length - before).toBe(5);
+    // One 5000 ms request timeout per attempt, and between attempts half (random 0.5) of 40, 80, 160->100 (cap), 320->100.
+    expect(clock.timersMs.filter((ms) => ms !== 5000)).toEqual([20, 40, 50, 50]);
+  });
+
+  it('full jitter: a random of 0 retries at once, and no wait is longer than the cap', async () => {
+    failures = 2;
+    const clock = recordingClock();
+    const r = await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 2, timeout_ms: 5000 }), '{}', new AbortController().signal, {
+      outbound,
+      clock,
+      backoff: { baseMs: 1000, maxMs: 1000, random: () => 0 },
+    });
+    expect(r).toMatchObject({ status: 'success', attempts: 3 });
+    expect(clock.timersMs.filter((ms) => ms !== 5000)).toEqual([0, 0]);
+  });
+
+  it('a cancelled call stops waiting at once and makes no further attempt', { timeout: 5000 }, async () => {
+    failures = 10;
+    const ac = new AbortController();
+    const before = seen.length;
+    const clock = recordingClock();
+    const pending = runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 5, timeout_ms: 5000 }), '{}', ac.signal, {
+      outbound,
+      // The call is cancelled (barge-in, hang-up) 20 ms into the 60 s wait.
+      clock: { ...clock, setTimeout: (fn, ms) => (ms === 60_000 && realClock.setTimeout(() => ac.abort(), 20), clock.setTimeout(fn, ms)) },
+      backoff: { baseMs: 60_000, maxMs: 60_000, random: () => 1 },
+    });
+    const r = await pending;
+    expect(r).toMatchObject({ status: 'error', error: 'cancelled', attempts: 1 });
+    expect(seen.length - before).toBe(1);
+  });
+
+  it('not retried: a refused address, or no outbound client at all (no request is made)', async () => {
+    failures = 0;
+    const before = seen.length;
+    const strict = createOutboundClient();
+    try {
+      const refused = await runHttpTool(tool({ retry_count: 3 }), '{}', new AbortController().signal, { outbound: strict, clock: realClock });
+      expect(refused).toMatchObject({ status: 'error', attempts: 1 });
+      expect(refused.error).toMatch(/refused/);
+      expect(seen.length).toBe(before);
+    } finally {
+      await strict.close();
+    }
+    const none = await runHttpTool(tool({ retry_count: 3 }), '{}', new AbortController().signal, { clock: realClock });
+    expect(none).toMatchObject({ status: 'error', attempts: 1 });
+    expect(seen.length).toBe(before);
   });
 });

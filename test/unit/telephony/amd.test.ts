@@ -1,6 +1,7 @@
 /** Answering-machine policy: settings from agent metadata, verdict mapping, and the step table. */
 import { describe, expect, it } from 'vitest';
-import { amdSettings, amdStart, amdStep, clampTimeoutS, verdictFromAnsweredBy, type AmdSettings, type AmdVerdict } from '../../../media-engine/session/amd.js';
+import { amdStart, amdStep } from '../../../media-engine/session/amd.js';
+import { amdSettings, clampTimeoutS, verdictFromAnsweredBy, type AmdSettings, type AmdVerdict } from '../../../shared/voice/amd.js';
 
 describe('amd settings from agent metadata', () => {
   it.each([

@@ -102,14 +102,15 @@ describe('TwilioTransport', () => {
     const { t } = started();
     expect(t.receiveText('{"event":"dtmf","streamSid":"MZ1","dtmf":{"track":"inbound_track","digit":"7"}}')).toEqual({ event: 'dtmf', digit: '7' });
     expect(t.receiveText('{"event":"stop","streamSid":"MZ1","stop":{}}')).toEqual({ event: 'stop' });
-    expect(t.receiveText('not json')).toEqual({ event: 'invalid', reason: 'not JSON' });
-    expect(t.receiveText('{"event":"bogus"}')).toMatchObject({ event: 'invalid' });
-    expect(t.receiveText('{"event":"media","media":{"chunk":"x","timestamp":"0","payload":"AA=="}}')).toBeUndefined();
-    t.receiveBinary();
-    expect(t.stats()).toMatchObject({ badFrames: 1, binaryFramesIgnored: 1, dtmf: 1 });
+    expect(t.receiveText('not json')).toEqual({ event: 'invalid', reason: 'not_json', close: false });
+    // Unknown events are ignored and counted, not invalid (Twilio adds events over time).
+    expect(t.receiveText('{"event":"bogus"}')).toBeUndefined();
+    expect(t.receiveText('{"event":"media","media":{"chunk":"x","timestamp":"0","payload":"AA=="}}')).toEqual({ event: 'invalid', reason: 'bad_chunk', close: false });
+    expect(t.receiveBinary()).toEqual({ event: 'invalid', reason: 'binary_frame', close: false });
+    expect(t.stats()).toMatchObject({ invalidFrames: 3, unknownEvents: 1, binaryFramesIgnored: 1, dtmf: 1, invalidReasons: { not_json: 1, bad_chunk: 1, binary_frame: 1 } });
   });
 
-  it('pops one frame per 20 ms through the jitter buffer, in order, upsampled to 16 kHz', () => {
+  it('pops one frame per 20 ms through the jitter buffer, in order, as 8 kHz PCM (no resampling)', () => {
     const { t, clock } = started({ passRawMulaw: true });
     const got: Array<{ n: number; raw: number }> = [];
     t.attach({ onAudio: (pcm, raw) => got.push({ n: pcm.length, raw: raw![0]! }) });
@@ -125,7 +126,7 @@ describe('TwilioTransport', () => {
       clock.advance(20);
       t.pace(clock.monotonicMs());
     }
-    expect(got.every((g) => g.n === 320)).toBe(true);
+    expect(got.every((g) => g.n === 160)).toBe(true);
     const raws = got.map((g) => g.raw);
     // In order; the lost chunk 5 is concealed from chunk 4 (faded repeat, so not byte 0x15).
     expect(raws.slice(0, 4)).toEqual([0x11, 0x12, 0x13, 0x14]);
@@ -136,7 +137,7 @@ describe('TwilioTransport', () => {
     expect(s.lost).toBeGreaterThanOrEqual(1);
   });
 
-  it('decodes what it pops: a tone survives mu-law and the 8 -> 16 kHz path', () => {
+  it('decodes what it pops: a tone survives mu-law at 8 kHz', () => {
     const { t, clock } = started();
     const out: number[] = [];
     t.attach({ onAudio: (pcm) => out.push(...pcm) });
@@ -148,7 +149,7 @@ describe('TwilioTransport', () => {
       clock.advance(20);
       t.pace(clock.monotonicMs());
     }
-    const steady = out.slice(-1600);
+    const steady = out.slice(-800);
     const rms = Math.sqrt(steady.reduce((a, x) => a + x * x, 0) / steady.length);
     expect(rms).toBeGreaterThan(6000);
     expect(rms).toBeLessThan(8000);
@@ -165,5 +166,116 @@ describe('TwilioTransport', () => {
     t.mark('x');
     expect(ws.ended).toEqual([1000, 'done']);
     expect(ws.sent).toEqual([]);
+  });
+});
+
+/**
+ * Issue 11, "one carrier frame freezes the node": every field of every carrier frame is validated
+ * at the edge, counters must lie in a window of the stream's position, no media is accepted before
+ * `start` and a claimed session, and a stream that keeps sending garbage is told to close.
+ */
+describe('one carrier frame freezes the node (carrier input validation)', () => {
+  const HOSTILE = ['2e8', '1e300', '-1', 'abc', '9007199254740993', '1.5', '', ' 7', '0x10'];
+  const HOSTILE_NUMBERS = [1e300, -1, 1.5, 2 ** 53, Number.MAX_VALUE];
+  const payload = Buffer.alloc(160, 0x55).toString('base64');
+  const mediaWith = (fields: Record<string, unknown>, top: Record<string, unknown> = {}) =>
+    JSON.stringify({ event: 'media', streamSid: 'MZ1', ...top, media: { track: 'inbound', chunk: '1', timestamp: '0', payload, ...fields } });
+
+  function attached() {
+    const s = started();
+    s.t.attach({ onAudio: () => {} });
+    return s;
+  }
+
+  it('rejects hostile chunk, timestamp and sequenceNumber values, as strings and as numbers', () => {
+    const { t } = attached();
+    for (const v of [...HOSTILE, ...HOSTILE_NUMBERS, null, true, [], {}]) {
+      expect(t.receiveText(mediaWith({ chunk: v }))).toMatchObject({ event: 'invalid', reason: 'bad_chunk' });
+      expect(t.receiveText(mediaWith({ timestamp: v }))).toMatchObject({ event: 'invalid', reason: 'bad_timestamp' });
+      expect(t.receiveText(mediaWith({}, { sequenceNumber: v }))).toMatchObject({ event: 'invalid', reason: 'bad_sequence_number' });
+    }
+    expect(t.stats().jitter.received).toBe(0);
+    // Numbers that are safe integers are fine, as are digit strings.
+    expect(t.receiveText(mediaWith({ chunk: 1, timestamp: 0 }, { sequenceNumber: 2 }))).toBeUndefined();
+    expect(t.receiveText(mediaWith({ chunk: '2', timestamp: '20' }, { sequenceNumber: '3' }))).toBeUndefined();
+    expect(t.stats().jitter.received).toBe(2);
+  });
+
+  it('a counter far outside the window of the stream position is dropped; a stalled stream may resume', () => {
+    const { t, clock } = attached();
+    for (let c = 1; c <= 10; c++) expect(t.receiveText(mediaWith({ chunk: String(c), timestamp: String((c - 1) * 20) }))).toBeUndefined();
+    expect(t.receiveText(mediaWith({ chunk: '200000000', timestamp: '200' }))).toMatchObject({ reason: 'chunk_out_of_window' });
+    expect(t.receiveText(mediaWith({ chunk: String(Number.MAX_SAFE_INTEGER), timestamp: '200' }))).toMatchObject({ reason: 'chunk_out_of_window' });
+    expect(t.receiveText(mediaWith({ chunk: '11', timestamp: '200000000' }))).toMatchObject({ reason: 'timestamp_out_of_window' });
+    expect(t.receiveText(mediaWith({ chunk: '11', timestamp: '200' }, { sequenceNumber: '9000000' }))).toMatchObject({ reason: 'sequence_out_of_window' });
+    expect(t.stats().jitter.received).toBe(10);
+    // 10 s of silence on the line, then the carrier's counters have moved on by 500 frames: fine.
+    clock.advance(10_000);
+    expect(t.receiveText(mediaWith({ chunk: '510', timestamp: '10180' }))).toBeUndefined();
+    expect(t.stats().jitter.received).toBe(11);
+  });
+
+  it('bounds and checks the payload: size, base64 alphabet and padding', () => {
+    const { t } = attached();
+    for (const bad of ['', 'A', 'AAA', '!!!!', 'AA==AA==', 'A'.repeat(2000), 12, null]) {
+      expect(t.receiveText(mediaWith({ payload: bad }))).toMatchObject({ event: 'invalid', reason: 'bad_payload' });
+    }
+    expect(t.receiveText(mediaWith({ track: 'both' }))).toMatchObject({ reason: 'bad_track' });
+    expect(t.receiveText(mediaWith({ payload: Buffer.alloc(1024, 1).toString('base64') }))).toBeUndefined(); // cut to 20 ms
+    expect(t.stats().jitter.received).toBe(1);
+  });
+
+  it('bounds start: sids, custom parameters, media format; a second start is invalid', () => {
+    const ws = new FakeSocket();
+    const t = new TwilioTransport(ws, new SimulatedClock());
+    const start = (s: Record<string, unknown>) => t.receiveText(JSON.stringify({ event: 'start', sequenceNumber: '1', start: { streamSid: 'MZ1', callSid: 'CA1', accountSid: 'AC1', ...s } }));
+    expect(start({ streamSid: 'M'.repeat(65) })).toMatchObject({ reason: 'bad_stream_sid' });
+    expect(start({ callSid: { $gt: '' } })).toMatchObject({ reason: 'bad_start' });
+    expect(start({ customParameters: { session_id: 7 } })).toMatchObject({ reason: 'bad_custom_parameters' });
+    expect(start({ customParameters: { session_id: 'x'.repeat(257) } })).toMatchObject({ reason: 'bad_custom_parameters' });
+    expect(start({ customParameters: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])) })).toMatchObject({ reason: 'bad_custom_parameters' });
+    expect(start({ mediaFormat: { encoding: 'audio/l16', sampleRate: 16000, channels: 1 } })).toMatchObject({ reason: 'bad_media_format' });
+    expect(t.streamSid).toBe('');
+    expect(start({ mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } })).toMatchObject({ event: 'start', streamSid: 'MZ1' });
+    expect(t.receiveText(JSON.stringify({ event: 'start', streamSid: 'MZ2', start: { streamSid: 'MZ2' } }))).toMatchObject({ reason: 'stream_sid_mismatch' });
+    expect(t.receiveText(JSON.stringify({ event: 'start', streamSid: 'MZ1', start: { streamSid: 'MZ1' } }))).toMatchObject({ reason: 'duplicate_start' });
+    expect(t.streamSid).toBe('MZ1');
+    expect(t.receiveText(mediaWith({}, { streamSid: 'MZ9' }))).toMatchObject({ reason: 'stream_sid_mismatch' });
+  });
+
+  it('no media before start (invalid) nor before the claim (dropped, counted, not buffered)', () => {
+    const ws = new FakeSocket();
+    const clock = new SimulatedClock();
+    const t = new TwilioTransport(ws, clock);
+    expect(t.receiveText(mediaWith({}, { streamSid: undefined }))).toMatchObject({ reason: 'media_before_start' });
+    t.receiveText(JSON.stringify({ event: 'start', sequenceNumber: '1', start: { streamSid: 'MZ1', callSid: 'CA1', accountSid: 'AC1' } }));
+    for (let c = 1; c <= 3; c++) expect(t.receiveText(mediaWith({ chunk: String(c), timestamp: String((c - 1) * 20) }))).toBeUndefined();
+    expect(t.stats()).toMatchObject({ mediaBeforeClaim: 3, invalidFrames: 1, jitter: { received: 0 } });
+    const got: number[] = [];
+    t.attach({ onAudio: (pcm) => got.push(pcm.length) });
+    t.receiveText(mediaWith({ chunk: '4', timestamp: '60' }));
+    clock.advance(40);
+    t.pace(clock.monotonicMs());
+    expect(t.stats().jitter).toMatchObject({ received: 1, played: 1 });
+    expect(got[0]).toBe(160);
+  });
+
+  it('a stream that keeps sending garbage is told to close; rare bad frames are tolerated', () => {
+    const { t } = attached();
+    // 20 % garbage (one bad frame in five) for 500 frames: never closed.
+    let chunk = 0;
+    for (let i = 0; i < 500; i++) {
+      const ev = i % 5 === 0 ? t.receiveText('{"event":"media","media":{}}') : t.receiveText(mediaWith({ chunk: String(++chunk), timestamp: String((chunk - 1) * 20) }));
+      expect(ev && ev.event === 'invalid' && ev.close).toBeFalsy();
+    }
+    // Then pure garbage: closed at the first frame that makes it more than 20 of the last 100.
+    const verdicts: boolean[] = [];
+    for (let i = 0; i < 30; i++) {
+      const ev = t.receiveText('[]');
+      verdicts.push(ev?.event === 'invalid' && ev.close);
+    }
+    expect(verdicts.indexOf(true)).toBeGreaterThan(0);
+    expect(verdicts.indexOf(true)).toBeLessThanOrEqual(20);
+    expect(t.stats().invalidFrames).toBe(100 + 30);
   });
 });

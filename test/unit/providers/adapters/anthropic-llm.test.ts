@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createAnthropicLlm, toAnthropicMessages, type AnthropicLlmOptions } from '../../../../media-engine/providers/llm/anthropic.js';
-import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../media-engine/providers/types.js';
+import { createAnthropicLlm, toAnthropicMessages, type AnthropicLlmOptions } from '../../../../shared/providers/llm/anthropic.js';
+import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../shared/providers/types.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { AnthropicFake } from '../../../fakes/anthropic.js';
 import { collect, settle, withTimeout } from './helpers.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { withTtsRetry } from '../../../../media-engine/providers/retry.js';
-import { createCartesiaTts, type CartesiaTts, type CartesiaTtsOptions } from '../../../../media-engine/providers/tts/cartesia.js';
+import { withTtsRetry } from '../../../../shared/providers/retry.js';
+import { createCartesiaTts, type CartesiaTts, type CartesiaTtsOptions } from '../../../../shared/providers/tts/cartesia.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';
 import { CartesiaFake } from '../../../fakes/cartesia.js';
 import { collect, concatPcm, decodeSimPcm, settle, waitFor, withTimeout } from './helpers.js';

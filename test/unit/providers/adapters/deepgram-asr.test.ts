@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { asrErrorCode } from '../../../../media-engine/providers/asr/deepgram-stream.js';
-import { createDeepgramAsr, type DeepgramAsrOptions } from '../../../../media-engine/providers/asr/deepgram.js';
-import { encodeText } from '../../../../media-engine/providers/sim/codec.js';
-import type { AsrEvent, AsrStream } from '../../../../media-engine/providers/types.js';
+import { asrErrorCode } from '../../../../shared/providers/asr/deepgram-stream.js';
+import { createDeepgramAsr, type DeepgramAsrOptions } from '../../../../shared/providers/asr/deepgram.js';
+import { encodeText } from '../../../../shared/providers/sim/codec.js';
+import type { AsrEvent, AsrStream } from '../../../../shared/providers/types.js';
 import { describeAsrContract, finalText, speak } from '../../../contracts/asr.contract.js';
 import { DeepgramFake } from '../../../fakes/deepgram.js';
 import { collect, waitFor, withTimeout } from './helpers.js';

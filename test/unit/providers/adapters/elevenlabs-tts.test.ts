@@ -1,9 +1,9 @@
 import alawmulaw from 'alawmulaw';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { withTtsRetry } from '../../../../media-engine/providers/retry.js';
-import { encodeText } from '../../../../media-engine/providers/sim/codec.js';
-import { createElevenLabsTts, elevenLabsFormat } from '../../../../media-engine/providers/tts/elevenlabs.js';
-import { MULAW_DECODE_TABLE, decodeMulaw } from '../../../../media-engine/providers/tts/pcm-bytes.js';
+import { withTtsRetry } from '../../../../shared/providers/retry.js';
+import { encodeText } from '../../../../shared/providers/sim/codec.js';
+import { createElevenLabsTts, elevenLabsFormat } from '../../../../shared/providers/tts/elevenlabs.js';
+import { MULAW_DECODE_TABLE, decodeMulaw } from '../../../../shared/providers/tts/pcm-bytes.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';
 import { ElevenLabsFake } from '../../../fakes/elevenlabs.js';
 import { collect, concatPcm, decodeSimPcm, settle, withTimeout } from './helpers.js';

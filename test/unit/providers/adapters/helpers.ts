@@ -1,7 +1,7 @@
 /** Small test helpers for the adapter suites (bounded waits, audio round trips, time recording). */
 import { realClock, type Clock, type TimerHandle } from '../../../../shared/clock.js';
-import { SimDecoder } from '../../../../media-engine/providers/sim/codec.js';
-import type { PcmChunk } from '../../../../media-engine/providers/types.js';
+import { SimDecoder } from '../../../../shared/providers/sim/codec.js';
+import type { PcmChunk } from '../../../../shared/providers/types.js';
 
 /** Drains an async iterable; on failure the error carries what was collected so far. */
 export async function collect<T>(it: AsyncIterable<T>, timeoutMs = 5000): Promise<T[]> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAiLlm, type OpenAiLlmOptions } from '../../../../media-engine/providers/llm/openai.js';
-import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../media-engine/providers/types.js';
+import { createOpenAiLlm, type OpenAiLlmOptions } from '../../../../shared/providers/llm/openai.js';
+import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../shared/providers/types.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
 import { collect, settle, withTimeout } from './helpers.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { withTtsRetry } from '../../../../media-engine/providers/retry.js';
-import { S16leAssembler } from '../../../../media-engine/providers/tts/pcm-bytes.js';
-import { createOpenAiTts, type OpenAiTtsOptions } from '../../../../media-engine/providers/tts/openai.js';
+import { withTtsRetry } from '../../../../shared/providers/retry.js';
+import { S16leAssembler } from '../../../../shared/providers/tts/pcm-bytes.js';
+import { createOpenAiTts, type OpenAiTtsOptions } from '../../../../shared/providers/tts/openai.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
 import { collect, concatPcm, decodeSimPcm, settle, withTimeout } from './helpers.js';

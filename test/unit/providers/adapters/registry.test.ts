@@ -1,18 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../../../shared/clock.js';
+import { createOutboundClient } from '../../../../shared/outbound/index.js';
 import {
   SUPPORTED_PROVIDERS,
   SUPPORTED_PROVIDER_NAMES,
   createProviders,
   resolveProviderConfig,
   type ProviderKind,
-} from '../../../../media-engine/providers/registry.js';
+} from '../../../../shared/providers/registry.js';
 import { DeepgramFake } from '../../../fakes/deepgram.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
 import { collect } from './helpers.js';
 import { finalText, speak } from '../../../contracts/asr.contract.js';
 
-const deps = { clock: realClock };
+// The fakes listen on loopback, which the outbound policy refuses unless listed.
+const outbound = createOutboundClient({ allowCidrs: ['127.0.0.0/8'] });
+const deps = { clock: realClock, outbound };
 const openai = new OpenAiFake({ rules: [{ match: 'hi', reply: 'Hello.' }] });
 const deepgram = new DeepgramFake();
 beforeAll(async () => {
@@ -22,6 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await openai.close();
   await deepgram.close();
+  await outbound.close();
 });
 
 describe('provider registry', () => {

@@ -2,9 +2,9 @@
  * The same contract suites the real adapters pass against their fakes, run against the sim
  * providers: sim and real must be interchangeable behind the interfaces.
  */
-import { createSimAsr } from '../../../../media-engine/providers/asr/sim.js';
-import { createSimLlm } from '../../../../media-engine/providers/llm/sim.js';
-import { createSimTts } from '../../../../media-engine/providers/tts/sim.js';
+import { createSimAsr } from '../../../../shared/providers/asr/sim.js';
+import { createSimLlm } from '../../../../shared/providers/llm/sim.js';
+import { createSimTts } from '../../../../shared/providers/tts/sim.js';
 import { describeAsrContract } from '../../../contracts/asr.contract.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../../shared/clock.js';
-import { ProviderError } from '../../../../media-engine/providers/errors.js';
-import { withTtsRetry } from '../../../../media-engine/providers/retry.js';
-import type { PcmChunk, TtsProvider, TtsRequest } from '../../../../media-engine/providers/types.js';
+import { ProviderError } from '../../../../shared/providers/errors.js';
+import { withTtsRetry } from '../../../../shared/providers/retry.js';
+import type { PcmChunk, TtsProvider, TtsRequest } from '../../../../shared/providers/types.js';
 import { settle } from './helpers.js';
 
 type Step = { fail: unknown } | { chunks: number; thenFail?: unknown };
@@ -37,13 +37,15 @@ function scripted(steps: Step[]) {
 const err = (code: 'RATE_LIMITED' | 'UPSTREAM_UNAVAILABLE' | 'BAD_REQUEST', retryAfterMs?: number) =>
   new ProviderError({ provider: 'scripted', code, message: code, retryable: code !== 'BAD_REQUEST', retryAfterMs });
 
-function setup(steps: Step[], extra: { maxRetryAfterMs?: number } = {}) {
+function setup(steps: Step[], extra: { maxRetryAfterMs?: number; random?: () => number } = {}) {
   const clock = new SimulatedClock();
   const s = scripted(steps);
   const retries: Array<[number, number]> = [];
   const exhausted: number[] = [];
   const p = withTtsRetry(s.provider, {
     clock,
+    // The jitter draw pinned at its top: each wait is its ceiling (tests below pin other draws).
+    random: () => 1,
     ...extra,
     onRetry: (a, ms) => {
       retries.push([a, ms]);
@@ -56,13 +58,19 @@ function setup(steps: Step[], extra: { maxRetryAfterMs?: number } = {}) {
 }
 
 describe('withTtsRetry', () => {
-  it('retries failures before the first chunk with exponential backoff (200, 400)', async () => {
+  it('retries failures before the first chunk with exponential backoff (ceilings 200, 400)', async () => {
     const t = setup([{ fail: err('UPSTREAM_UNAVAILABLE') }, { fail: err('UPSTREAM_UNAVAILABLE') }, { chunks: 2 }]);
     const { items, error } = await t.run();
     expect(error).toBeUndefined();
     expect(items.map((c) => c.samples[0])).toEqual([1, 2]);
     expect(t.retries).toEqual([[1, 200], [2, 400]]);
     expect(t.exhausted).toEqual([]);
+  });
+
+  it('jitters each wait within its ceiling (full jitter: draw x ceiling)', async () => {
+    const t = setup([{ fail: err('UPSTREAM_UNAVAILABLE') }, { fail: err('UPSTREAM_UNAVAILABLE') }, { chunks: 1 }], { random: () => 0.25 });
+    await t.run();
+    expect(t.retries).toEqual([[1, 50], [2, 100]]);
   });
 
   it('uses the vendor Retry-After instead of its own backoff', async () => {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AudioRing } from '../../../../media-engine/providers/asr/audio-ring.js';
-import { AsyncQueue } from '../../../../media-engine/providers/async-queue.js';
-import { describeJsonError } from '../../../../media-engine/providers/http.js';
-import { parseRetryAfterMs } from '../../../../media-engine/providers/errors.js';
-import { SseParser } from '../../../../media-engine/providers/sse.js';
+import { AudioRing } from '../../../../shared/providers/asr/audio-ring.js';
+import { AsyncQueue } from '../../../../shared/providers/async-queue.js';
+import { describeJsonError, httpStreamSettings, LLM_HTTP_DEFAULTS, TTS_HTTP_DEFAULTS } from '../../../../shared/providers/http.js';
+import { backoffDelayMs } from '../../../../shared/backoff.js';
+import { parseRetryAfterMs } from '../../../../shared/providers/errors.js';
+import { SseParser } from '../../../../shared/providers/sse.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -37,6 +38,23 @@ describe('SseParser', () => {
   it('rejects an unterminated line beyond the bound with MALFORMED_RESPONSE', () => {
     const p = new SseParser('t');
     expect(() => p.push(enc('data: ' + 'x'.repeat(1024 * 1024 + 10)))).toThrow(expect.objectContaining({ code: 'MALFORMED_RESPONSE' }));
+  });
+
+  it('rejects one event whose data lines add up beyond the bound, and stays rejected', () => {
+    const p = new SseParser('t');
+    const line = `data: ${'x'.repeat(64 * 1024)}\n`;
+    expect(() => {
+      for (let i = 0; i < 20; i++) p.push(enc(line));
+    }).toThrow(expect.objectContaining({ code: 'MALFORMED_RESPONSE' }));
+    expect(() => p.push(enc('\n'))).toThrow(expect.objectContaining({ code: 'MALFORMED_RESPONSE' }));
+  });
+
+  it('takes a lone CR as a line end (WHATWG) and reports no comment or unknown field as an event', () => {
+    const p = new SseParser('t');
+    // A CR ending a chunk may be the first half of a CRLF, so that last blank line is only
+    // confirmed by the next byte (here: the end of the body).
+    expect(p.push(enc(': keep-alive\rid: 7\rretry: x\rfoo: bar\rdata: a\r\rdata: b\r\r'))).toEqual([{ event: '', data: 'a' }]);
+    expect(p.end()).toEqual([{ event: '', data: 'b' }]);
   });
 });
 
@@ -93,5 +111,20 @@ describe('AsyncQueue', () => {
     expect(await q.next()).toEqual({ value: 2, done: false });
     await expect(q.next()).rejects.toThrow('x');
     expect(await q.next()).toEqual({ value: undefined, done: true });
+  });
+});
+
+describe('httpStreamSettings', () => {
+  it("fills an adapter's unset options from its kind's defaults", () => {
+    const s = httpStreamSettings({}, TTS_HTTP_DEFAULTS);
+    expect(s).toMatchObject({ firstByteTimeoutMs: 10_000, idleTimeoutMs: 15_000, maxRetries: 0, maxRetryAfterMs: 5_000, backoff: { baseMs: 200, maxMs: 5_000 } });
+    expect(httpStreamSettings({}, LLM_HTTP_DEFAULTS)).toMatchObject({ firstByteTimeoutMs: 15_000, maxRetries: 2, backoff: { baseMs: 250, maxMs: 10_000 } });
+  });
+
+  it('an explicit option wins, and the backoff uses the given jitter draw under maxRetryAfterMs', () => {
+    const random = () => 1;
+    const s = httpStreamSettings({ timeoutMs: 1, idleTimeoutMs: 2, maxRetries: 3, baseBackoffMs: 400, maxRetryAfterMs: 1000, random }, LLM_HTTP_DEFAULTS);
+    expect(s).toMatchObject({ firstByteTimeoutMs: 1, idleTimeoutMs: 2, maxRetries: 3, maxRetryAfterMs: 1000 });
+    expect([1, 2, 3].map((n) => backoffDelayMs(n, s.backoff))).toEqual([400, 800, 1000]);
   });
 });

@@ -1,0 +1,50 @@
+/**
+ * Query checks of the pipeline analytics routes (pure): `agent_id` and the inclusive UTC date
+ * range `from`/`to` (`YYYY-MM-DD`). The range is bounded (MAX_RANGE_DAYS) so one request reads a
+ * bounded slice of the agent's index; every failure is a 400 naming its field.
+ */
+import { invalid } from '../../shared/errors.js';
+import { uuidField } from '../http/validate.js';
+
+/** Longest range one request may cover (inclusive days): a quarter. */
+export const MAX_RANGE_DAYS = 92;
+/** Range when `from` is absent: `to` and the 29 days before it. */
+export const DEFAULT_RANGE_DAYS = 30;
+
+const DAY_MS = 86_400_000;
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+export interface PipelineQuery {
+  agentId: string;
+  /** Inclusive dates as given (or defaulted). */
+  from: string;
+  to: string;
+  /** `from` 00:00 UTC and the midnight after `to` (exclusive): the SQL bounds. */
+  start: Date;
+  end: Date;
+}
+
+export function parsePipelineQuery(req: { agentId?: string; from?: string; to?: string }, nowMs: number): PipelineQuery {
+  const agentId = uuidField('agent_id', req.agentId, true)!;
+  const toMs = req.to?.trim() ? dateMs('to', req.to) : Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const fromMs = req.from?.trim() ? dateMs('from', req.from) : toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
+  if (fromMs > toMs) throw invalid('from', 'must be on or before to');
+  const days = (toMs - fromMs) / DAY_MS + 1;
+  if (days > MAX_RANGE_DAYS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days from from (inclusive); got ${days}`);
+  return { agentId, from: iso(fromMs), to: iso(toMs), start: new Date(fromMs), end: new Date(toMs + DAY_MS) };
+}
+
+/** A real calendar date `YYYY-MM-DD` (UTC midnight in ms); `2026-02-30` is refused, not rolled over. */
+export function dateMs(field: string, value: string): number {
+  const m = DATE_RE.exec(value.trim());
+  if (!m) throw invalid(field, 'must be a date YYYY-MM-DD');
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const ms = Date.UTC(y, mo - 1, d);
+  const back = new Date(ms);
+  if (y < 1970 || back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) throw invalid(field, 'must be a valid calendar date YYYY-MM-DD');
+  return ms;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}

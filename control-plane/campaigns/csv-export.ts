@@ -1,0 +1,30 @@
+/**
+ * CSV export (spec doc 2, rule 7): `phone`, each dynamic variable (every upload's columns in
+ * first-seen order), `status`, `attempts`, `duration_seconds`, `dialed_at`, `completed_at`,
+ * `error_message`. Produced batch by batch (keyset queries on `seq`), so a large campaign is never
+ * held in memory and no connection waits on a slow reader; a campaign without contacts yields the header row alone.
+ */
+import { stringify } from 'csv-stringify/sync';
+import type { Sql } from '../../shared/db/client.js';
+import { contactBatches, type CampaignRow } from './store.js';
+
+const BATCH_ROWS = 500;
+const FIXED_TAIL = ['status', 'attempts', 'duration_seconds', 'dialed_at', 'completed_at', 'error_message'];
+
+export async function* exportCsv(sql: Sql, campaign: CampaignRow): AsyncGenerator<string> {
+  const vars = campaign.variable_names;
+  yield stringify([['phone', ...vars, ...FIXED_TAIL]], { record_delimiter: 'windows' });
+  for await (const rows of contactBatches(sql, campaign.id, BATCH_ROWS)) {
+    const records = rows.map((r) => [
+      r.to_number,
+      ...vars.map((v) => r.dynamic_variables[v] ?? ''),
+      r.status,
+      String(r.attempts),
+      r.duration_seconds === null ? '' : String(r.duration_seconds),
+      r.dialed_at ? r.dialed_at.toISOString() : '',
+      r.completed_at ? r.completed_at.toISOString() : '',
+      r.error_message ?? '',
+    ]);
+    yield stringify(records, { record_delimiter: 'windows' });
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The dialer's SQL: the per-campaign lease, the paced claim of one contact, and the moves of a
+ * contact after a dial or a call end. Every move is a compare-and-set on the contact's status,
+ * so a late or repeated event (a callback retried by the carrier, a recovery racing the hook)
+ * changes nothing twice.
+ */
+import type { Sql } from '../../shared/db/client.js';
+import type { CampaignRow, ContactRow } from './store.js';
+
+const COLS = 'id, user_id, workspace_id, agent_id, name, status, config, column_map, variable_names, created_at, started_at, completed_at, updated_at';
+
+/** Takes (or renews) the campaign's dial lease for `owner`; undefined when another owner holds it. */
+export async function takeLease(sql: Sql, id: string, owner: string, now: Date, untilMs: number): Promise<CampaignRow | undefined> {
+  const [row] = await sql<CampaignRow[]>`
+    update campaigns set dialer_owner = ${owner}, dialer_lease_until = ${new Date(untilMs)}
+    where id = ${id} and (dialer_owner is null or dialer_owner = ${owner} or dialer_lease_until < ${now})
+    returning ${sql.unsafe(COLS)}`;
+  return row;
+}
+
+/** Gives the lease up and answers the status it saw in the same statement (see dialer.ts, "kick"). */
+export async function releaseLease(sql: Sql, id: string, owner: string): Promise<string | undefined> {
+  const [row] = await sql<{ status: string }[]>`
+    update campaigns set dialer_owner = null, dialer_lease_until = null
+    where id = ${id} and dialer_owner = ${owner} returning status`;
+  return row?.status;
+}
+
+/** Whether some replica holds a live dial lease (then it queues its own successor). */
+export async function leaseHeld(sql: Sql, id: string, now: Date): Promise<boolean> {
+  const [row] = await sql<{ held: boolean }[]>`
+    select (dialer_owner is not null and dialer_lease_until >= ${now}) as held from campaigns where id = ${id}`;
+  return row?.held ?? false;
+}
+
+export type Claim =
+  | { kind: 'claimed'; contact: ContactRow }
+  /** The pacing bucket is empty until `atMs`. */
+  | { kind: 'paced'; atMs: number }
+  /** Nothing due; `nextDueMs` is the earliest retry waiting (undefined: none queued). */
+  | { kind: 'none'; nextDueMs?: number }
+  /** The campaign is no longer running (paused, cancelled): stop at once. */
+  | { kind: 'stopped' };
+
+/**
+ * One paced claim, in one transaction: lock the campaign row (only while `running`), check the
+ * pacing state `next_dial_at`, take the next due queued contact with SKIP LOCKED, mark it
+ * `dialing` with its new call id and attempt number, and advance `next_dial_at` by one interval
+ * (60 s / pacing_per_minute): a token bucket of depth one, so starts are evenly spaced and an idle
+ * period never saves up a burst. A claim that comes a little late (at most `CATCH_UP` of an
+ * interval: timer and query latency) keeps the schedule instead of shifting it, otherwise every
+ * start would inherit the loop's few milliseconds and 600/min would come out near 585/min; the
+ * next gap is then at most that much shorter. Later than that, the schedule restarts from now.
+ */
+const CATCH_UP = 0.1;
+
+export async function claimNext(sql: Sql, campaignId: string, now: Date, callId: string): Promise<Claim> {
+  return sql.begin(async (tx) => {
+    const [c] = await tx<{ next_dial_at: Date; pacing: number }[]>`
+      select next_dial_at, (config->>'pacing_per_minute')::int as pacing from campaigns
+      where id = ${campaignId} and status = 'running' for update`;
+    if (!c) return { kind: 'stopped' } as const;
+    if (c.next_dial_at.getTime() > now.getTime()) return { kind: 'paced', atMs: c.next_dial_at.getTime() } as const;
+    const [contact] = await tx<ContactRow[]>`
+      update campaign_contacts set status = 'dialing', attempts = attempts + 1, call_id = ${callId},
+        session_id = null, claimed_at = ${now}, dialed_at = ${now}, answered_at = null
+      where id = (
+        select id from campaign_contacts
+        where campaign_id = ${campaignId} and status = 'queued' and scheduled_at <= ${now}
+        order by scheduled_at, seq limit 1 for update skip locked)
+      returning *`;
+    if (!contact) {
+      const [next] = await tx<{ at: Date | null }[]>`
+        select min(scheduled_at) as at from campaign_contacts where campaign_id = ${campaignId} and status = 'queued'`;
+      return { kind: 'none', nextDueMs: next?.at ? next.at.getTime() : undefined } as const;
+    }
+    const intervalMs = 60_000 / Math.max(1, c.pacing);
+    const lateMs = now.getTime() - c.next_dial_at.getTime();
+    const from = lateMs <= intervalMs * CATCH_UP ? c.next_dial_at.getTime() : now.getTime();
+    await tx`update campaigns set next_dial_at = ${new Date(from + intervalMs)} where id = ${campaignId}`;
+    return { kind: 'claimed', contact } as const;
+  });
+}
+
+/** The carrier accepted the call: `dialing` -> `in_progress` (unless its end already arrived). */
+export async function markPlaced(sql: Sql, contactId: string, callId: string, sessionId: string): Promise<void> {
+  await sql`update campaign_contacts set status = 'in_progress', session_id = ${sessionId}
+            where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
+}
+
+/** A 503 from the dial path: not an attempt. Back to the queue at `atMs`, attempt count restored. */
+export async function unclaim(sql: Sql, contactId: string, callId: string, atMs: number, why: string): Promise<void> {
+  await sql`update campaign_contacts set status = 'queued', attempts = greatest(attempts - 1, 0), call_id = null,
+              scheduled_at = ${new Date(atMs)}, error_message = ${why}
+            where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
+}
+
+export interface Outcome {
+  status: 'completed' | 'voicemail' | 'failed' | 'queued';
+  /** For `queued`: when the retry is due. */
+  retryAtMs?: number;
+  durationS?: number;
+  error?: string;
+}
+
+/** Applies an outcome to the contact of `callId` if its attempt is still open; the row, or undefined. */
+export async function settle(sql: Sql, callId: string, o: Outcome, now: Date): Promise<ContactRow | undefined> {
+  const done = o.status !== 'queued';
+  const [row] = await sql<ContactRow[]>`
+    update campaign_contacts set status = ${o.status},
+      scheduled_at = ${o.retryAtMs !== undefined ? new Date(o.retryAtMs) : sql`scheduled_at`},
+      completed_at = ${done ? now : null},
+      duration_seconds = ${o.durationS ?? sql`duration_seconds`},
+      error_message = ${o.error ?? null}
+    where call_id = ${callId} and status in ('dialing', 'in_progress')
+    returning *`;
+  return row;
+}
+
+export async function markAnswered(sql: Sql, callId: string, now: Date): Promise<void> {
+  await sql`update campaign_contacts set answered_at = coalesce(answered_at, ${now}) where call_id = ${callId}`;
+}
+
+export async function markAmd(sql: Sql, callId: string, verdict: string): Promise<void> {
+  await sql`update campaign_contacts set amd_verdict = ${verdict} where call_id = ${callId}`;
+}
+
+/** Open attempts older than `beforeMs` (their call may have ended without us hearing of it). */
+export async function staleAttempts(sql: Sql, campaignId: string, beforeMs: number, limit = 100): Promise<ContactRow[]> {
+  return sql<ContactRow[]>`
+    select * from campaign_contacts
+    where campaign_id = ${campaignId} and status in ('dialing', 'in_progress') and claimed_at < ${new Date(beforeMs)}
+    order by claimed_at limit ${limit}`;
+}
+
+/**
+ * `running` -> `completed` when no contact can be dialed any more: none queued, none with an
+ * open attempt. Returns true when this call moved it.
+ */
+export async function completeIfDone(sql: Sql, campaignId: string, now: Date): Promise<boolean> {
+  const rows = await sql`
+    update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}
+    where id = ${campaignId} and status = 'running'
+      and not exists (select 1 from campaign_contacts where campaign_id = ${campaignId} and status in ('queued', 'dialing', 'in_progress'))
+    returning id`;
+  return rows.length > 0;
+}
+
+export async function startScheduled(sql: Sql, campaignId: string, now: Date): Promise<void> {
+  await sql`update campaigns set status = 'running', started_at = coalesce(started_at, ${now}), updated_at = ${now}
+            where id = ${campaignId} and status = 'scheduled'`;
+}

@@ -1,0 +1,307 @@
+/**
+ * The campaign dialer (issue 15) on the control plane's job queue (docs/adr/0003-job-queue.md).
+ *
+ * One `campaign.dial` job (singleton key = campaign id) runs the campaign's dial loop for a slice
+ * (`sliceMs`), then queues its successor while the campaign can still dial. Correct with several
+ * replicas: pg-boss runs at most one active job per key, and the loop additionally holds a lease
+ * on the campaign row (`dialer_owner`, renewed while it runs), so even a job that pg-boss expired
+ * while its replica was only slow cannot dial beside its retry. Contacts are claimed with
+ * `FOR UPDATE SKIP LOCKED` and marked `dialing` (attempt counted, call id chosen) before the
+ * carrier is asked: a crash after the claim never dials the same attempt twice, and the
+ * recovery below settles the attempt and requeues the contact, so none is lost.
+ *
+ * Per iteration: status (scheduled / running), calling window (luxon, in the campaign's zone),
+ * a 503 hold, live calls (the telephony domain's live-call store) + dials in flight against
+ * `max_concurrent_calls`, then one paced claim (dial-store.ts `claimNext`).
+ * Outcomes arrive through the telephony call-event hook (`outcomes.ts`).
+ */
+import type { Clock } from '../../shared/clock.js';
+import { sleepOn } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import { toAppError } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { JobContext, Jobs } from '../jobs/index.js';
+import type { TelephonyDomain } from '../telephony/index.js';
+import * as ds from './dial-store.js';
+import { outcomeOf } from './policy.js';
+import type { CampaignRow, ContactRow } from './store.js';
+import { nextOpenMs, windowOf } from './window.js';
+
+export interface DialerOptions {
+  /** Length of one dial job's loop. Default 20 000 ms (the queue expires a job after 60 s). */
+  sliceMs?: number;
+  /** Dial lease on the campaign row; a dead owner's lease runs out after this. Default 30 000 ms. */
+  leaseMs?: number;
+  /** Longest a held campaign (window closed, invalid window, schedule, retries not due) waits before re-checking. Default 60 000 ms. */
+  maxHoldMs?: number;
+  /** Delay before the first retry of an unanswered or busy number; doubles per attempt. Default 300 000 ms. */
+  retryBaseMs?: number;
+  /** An open attempt older than this whose call is not live any more is settled by recovery. Default 120 000 ms. */
+  staleAttemptMs?: number;
+  /** Re-check period while at `max_concurrent_calls`. Default 200 ms. */
+  busyPollMs?: number;
+  /** Campaigns dialed at once by this replica (0: none). Default 4. */
+  concurrency?: number;
+}
+
+export interface DialerDeps {
+  sql: Sql;
+  jobs: Jobs;
+  clock: Clock;
+  logger: Logger;
+  telephony: Pick<TelephonyDomain, 'dial' | 'calls'>;
+  /** Base URL the carrier's callbacks reach (known once the server listens). */
+  publicBase: () => string;
+  options?: DialerOptions;
+}
+
+export interface Dialer {
+  /** Queues the campaign's dial job unless a live loop holds it (that loop queues its own successor). */
+  kick(campaignId: string): Promise<void>;
+  /** Settles an attempt whose call ended (called by the call-event hook). */
+  settleEnded(callId: string, end: { carrierStatus: string; answered: boolean; amdVerdict: string; durationS?: number }): Promise<void>;
+  readonly retryBaseMs: number;
+  /** This replica's lease identity (`campaigns.dialer_owner` while it dials a campaign). */
+  readonly owner: string;
+  /** Starts working the queue and the periodic sweep. */
+  start(): Promise<void>;
+  /** Stops new slices and waits for the running ones to end theirs. */
+  close(): Promise<void>;
+}
+
+export function createDialer(deps: DialerDeps): Dialer {
+  const { sql, jobs, clock, logger, telephony } = deps;
+  const o = deps.options ?? {};
+  const sliceMs = o.sliceMs ?? 20_000;
+  const leaseMs = o.leaseMs ?? 30_000;
+  const maxHoldMs = o.maxHoldMs ?? 60_000;
+  const retryBaseMs = o.retryBaseMs ?? 300_000;
+  const staleAttemptMs = o.staleAttemptMs ?? 120_000;
+  const busyPollMs = o.busyPollMs ?? 200;
+  /** This process's lease identity. */
+  const owner = newId();
+  const log = logger.child({ domain: 'campaigns' });
+  const now = () => new Date(clock.now());
+  /** Aborted at close: loops end their slice at once (releasing the lease and queuing their successor). */
+  const closing = new AbortController();
+
+  /** Relative delays (never absolute times): the queue compares with the database's clock, ours is injected. */
+  async function enqueue(campaignId: string, delayMs: number): Promise<void> {
+    const delaySeconds = Math.min(maxHoldMs, Math.max(0, delayMs)) / 1000;
+    await jobs.enqueue('campaign.dial', { campaign_id: campaignId }, { singletonKey: campaignId, ...(delaySeconds >= 0.5 ? { delaySeconds } : {}) });
+  }
+
+  async function settleEnded(callId: string, end: Parameters<Dialer['settleEnded']>[1]): Promise<void> {
+    const [row] = await sql<Array<ContactRow & { max_retries: number }>>`
+      select c.*, (p.config->>'max_retries')::int as max_retries from campaign_contacts c join campaigns p on p.id = c.campaign_id
+      where c.call_id = ${callId}`;
+    if (!row || (row.status !== 'dialing' && row.status !== 'in_progress')) return;
+    const outcome = outcomeOf({ ...end, answered: end.answered || row.answered_at !== null }, row.attempts, row.max_retries, clock.now(), retryBaseMs);
+    const settled = await ds.settle(sql, callId, outcome, now());
+    if (!settled) return;
+    // A retry needs a dial loop (the last one may have ended); otherwise the campaign may be done.
+    if (outcome.status === 'queued') await kick(row.campaign_id);
+    else await ds.completeIfDone(sql, row.campaign_id, now());
+  }
+
+  /** Attempts whose end we never heard of (their replica died mid-dial or before the hook ran). */
+  async function recover(c: CampaignRow): Promise<void> {
+    for (const a of await ds.staleAttempts(sql, c.id, clock.now() - staleAttemptMs)) {
+      if (!a.call_id) continue;
+      const live = await telephony.calls.get(a.call_id);
+      // A record the carrier never acknowledged (no call sid, never rang) long after its creation:
+      // its replica died between taking the seat and the carrier's answer. Had the carrier placed
+      // it, its callbacks (to any replica) would have moved or ended it by now. Free the seat.
+      const orphan = live && !live.provider_call_sid && live.status === 'initiated' && clock.now() - live.created_at_ms > staleAttemptMs;
+      if (live && !orphan) {
+        if (a.status === 'dialing') await ds.markPlaced(sql, a.id, a.call_id, live.session_id);
+        continue;
+      }
+      if (orphan) await telephony.calls.remove(a.call_id);
+      log.warn({ campaignId: c.id, contactId: a.id, status: a.status }, 'campaign attempt recovered: its call is gone and no end was recorded');
+      await settleEnded(a.call_id, { carrierStatus: 'unknown', answered: a.answered_at !== null, amdVerdict: a.amd_verdict ?? '' });
+    }
+  }
+
+  /**
+   * Every running or scheduled campaign without a live loop gets a dial job: after a restart of
+   * every replica, and whenever a successor could not be queued (database blip at slice end).
+   */
+  let sweeper: ReturnType<Clock['setInterval']> | undefined;
+  async function sweep(): Promise<void> {
+    try {
+      const rows = await sql<{ id: string }[]>`select id from campaigns where status in ('running', 'scheduled')
+        and (dialer_owner is null or dialer_lease_until < ${now()})`;
+      for (const r of rows) await enqueue(r.id, 0);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'campaign sweep failed');
+    }
+  }
+
+  async function kick(campaignId: string): Promise<void> {
+    if (await ds.leaseHeld(sql, campaignId, now())) return;
+    await enqueue(campaignId, 0);
+  }
+
+  /** Dial slices running in this process: close waits for them (they release their lease and write their last outcomes). */
+  const running = new Set<Promise<void>>();
+
+  function run(job: JobContext<'campaign.dial'>): Promise<void> {
+    // Closing: the queue may still hand this replica a slice (its own successor, queued as the last
+    // slice released the lease). Starting it would outlive the pool; the sweep on a live replica
+    // (or this one after a restart) queues the campaign again, since no lease is held.
+    if (closing.signal.aborted) return Promise.resolve();
+    const p = runSlice(job);
+    const tracked = p.catch(() => {}).finally(() => running.delete(tracked));
+    running.add(tracked);
+    return p;
+  }
+
+  async function runSlice(job: JobContext<'campaign.dial'>): Promise<void> {
+    const id = job.data.campaign_id;
+    const first = await ds.takeLease(sql, id, owner, now(), clock.now() + leaseMs);
+    // Held by a live loop elsewhere: it queues its own successor. A dead holder's job expires and is retried.
+    if (!first) return;
+    const sliceEnd = clock.now() + sliceMs;
+    const inFlight = new Set<Promise<void>>();
+    let holdUntil = 0;
+    let wakeAt: number | undefined;
+    let stop = false;
+    const signal = AbortSignal.any([job.signal, closing.signal]);
+    const sleep = (ms: number) => sleepOn(clock, Math.max(0, ms), signal, () => new Error('dialer stopped'));
+
+    async function dialOne(c: CampaignRow, contact: ContactRow, callId: string): Promise<void> {
+      try {
+        const placed = await telephony.dial(
+          {
+            agent_id: c.agent_id,
+            to_number: contact.to_number,
+            from_number: c.config.from_number,
+            telephony_provider: '',
+            dynamic_variables: contact.dynamic_variables,
+            context: '',
+            user_background: '',
+            system_message_override: '',
+            welcome_message_override: '',
+            session_metadata: { campaign_id: c.id, campaign_contact_id: contact.id },
+          },
+          { userId: c.user_id, mayUse: async (ws) => ws === c.workspace_id, publicBase: deps.publicBase(), callId, campaignId: c.id },
+        );
+        await ds.markPlaced(sql, contact.id, callId, placed.session_id);
+      } catch (err) {
+        const e = toAppError(err);
+        if (e.code === 'SERVICE_UNAVAILABLE') {
+          // No capacity or no credentials: not an attempt; the whole campaign waits the Retry-After.
+          const waitMs = (e.options.retryAfterS ?? 5) * 1000;
+          holdUntil = Math.max(holdUntil, clock.now() + waitMs);
+          await ds.unclaim(sql, contact.id, callId, clock.now() + waitMs, `requeued: ${e.message}`);
+        } else {
+          await ds.settle(sql, callId, { status: 'failed', error: e.message }, now());
+        }
+        log.info({ campaignId: c.id, contactId: contact.id, code: e.code }, 'campaign dial refused');
+      }
+    }
+
+    try {
+      await recover(first);
+      let c: CampaignRow | undefined = first;
+      while (!stop && clock.now() < sliceEnd && !signal.aborted) {
+        const t = clock.now();
+        if (c.status === 'scheduled') {
+          const at = c.config.schedule_start ? Date.parse(c.config.schedule_start) : t;
+          if (at > t) {
+            wakeAt = at;
+            break;
+          }
+          await ds.startScheduled(sql, id, now());
+          c = { ...c, status: 'running' };
+        }
+        if (c.status !== 'running') {
+          stop = true;
+          break;
+        }
+        const w = windowOf(c.config);
+        const open = nextOpenMs(w, t);
+        if (open === undefined || open > t) {
+          // Closed, or a stored window that cannot be read (rule 1): hold, stay running, re-check.
+          if (open === undefined) log.warn({ campaignId: id }, 'campaign holds: its stored calling window cannot be interpreted');
+          wakeAt = open ?? t + maxHoldMs;
+          break;
+        }
+        if (holdUntil > t) {
+          await sleep(Math.min(holdUntil, sliceEnd) - t);
+          continue;
+        }
+        const live = (await telephony.calls.countCampaign(c.workspace_id, id)) + inFlight.size;
+        if (live >= c.config.max_concurrent_calls) {
+          await sleep(busyPollMs);
+          continue;
+        }
+        const callId = newId();
+        const claim = await ds.claimNext(sql, id, now(), callId);
+        if (claim.kind === 'stopped') {
+          stop = true;
+        } else if (claim.kind === 'paced') {
+          await sleep(Math.min(claim.atMs, sliceEnd) - clock.now());
+        } else if (claim.kind === 'none') {
+          if (claim.nextDueMs === undefined) {
+            // Nothing queued: done once the open attempts end (their hook completes it);
+            // come back for the recovery of attempts whose end is never heard of.
+            await Promise.allSettled(inFlight);
+            if (await ds.completeIfDone(sql, id, now())) stop = true;
+            else wakeAt = clock.now() + Math.min(maxHoldMs, staleAttemptMs);
+            break;
+          }
+          if (claim.nextDueMs >= sliceEnd) {
+            wakeAt = claim.nextDueMs;
+            break;
+          }
+          await sleep(claim.nextDueMs - clock.now());
+        } else {
+          // A database error while recording the outcome leaves the row `dialing`: recovery settles it.
+          const p: Promise<void> = dialOne(c, claim.contact, callId)
+            .catch((err: Error) => log.warn({ campaignId: id, err: err.message }, 'campaign dial outcome not recorded'))
+            .finally(() => inFlight.delete(p));
+          inFlight.add(p);
+        }
+        // Renews the lease and re-reads status and config: a pause is seen before the next claim
+        // (the claim itself also requires `running`), a PATCH within the slice.
+        c = await ds.takeLease(sql, id, owner, now(), clock.now() + leaseMs);
+        if (!c) return; // lost the lease (this replica stalled past it): the new owner goes on
+      }
+    } catch (err) {
+      // Shutting down mid-sleep is a normal end of the slice; anything else fails the job (retried).
+      if (!signal.aborted) throw err;
+    } finally {
+      await Promise.allSettled(inFlight);
+      const status = await ds.releaseLease(sql, id, owner);
+      // Read in the same statement as the release: a start or resume that landed meanwhile (and
+      // whose kick saw our lease) is not missed.
+      if (status === 'running' || status === 'scheduled') {
+        await enqueue(id, wakeAt === undefined ? 0 : wakeAt - clock.now()).catch((err: Error) =>
+          log.warn({ campaignId: id, err: err.message }, 'next dial slice not queued; the sweep will queue it'),
+        );
+      }
+    }
+  }
+
+  return {
+    kick,
+    settleEnded,
+    retryBaseMs,
+    owner,
+    async start() {
+      // 0: this replica serves the API and callbacks but dials nothing.
+      const concurrency = o.concurrency ?? 4;
+      if (concurrency > 0) await jobs.work('campaign.dial', run, { concurrency });
+      await sweep();
+      sweeper = clock.setInterval(() => void sweep(), maxHoldMs);
+    },
+    async close() {
+      clock.clearInterval(sweeper);
+      closing.abort();
+      await Promise.allSettled([...running]);
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * What the agents domain asks of connectors when a tool is bound (spec doc 1, "Connector tool
+ * creation rules"; codes UNKNOWN_CONNECTOR 404, CONNECTOR_NOT_CONNECTED 409, NOT_FOUND 404).
+ * The agents domain sees only the ConnectorBinder interface of agents/deps.ts.
+ */
+import type { Sql } from '../../shared/db/client.js';
+import { AppError, notFound } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
+import type { ConnectorBinder } from '../agents/deps.js';
+import type { Catalog } from './catalog.js';
+import * as store from './store.js';
+import { connectionView } from './views.js';
+
+export function createConnectorBinder(sql: Sql, catalog: Catalog): ConnectorBinder {
+  return {
+    async bindingFor(workspaceId, idOrName) {
+      const entry = catalog.find(idOrName);
+      if (!entry) throw new AppError('UNKNOWN_CONNECTOR', `connector ${idOrName.slice(0, 100)} is not in the catalog`);
+      const row = (await store.listConnections(sql, workspaceId)).find((c) => c.provider_id === entry.id);
+      if (!row || !row.is_active || row.health_status !== 'ok') {
+        throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} has no live, healthy connection in this workspace`);
+      }
+      const actions = connectionView(row, entry).actions.filter((a) => a.enabled);
+      if (actions.length === 0) throw new AppError('CONNECTOR_NOT_CONNECTED', `the ${entry.name} connection grants no usable action`);
+      return {
+        providerId: entry.id,
+        description: `${entry.name} (${row.account_label})`,
+        binding: {
+          connection_id: row.id,
+          actions: actions.map((a) => ({ name: `${entry.id}__${a.name}`, description: a.description, parameters: a.parameters as never, fixed: {} })),
+        },
+      };
+    },
+
+    async assertLive(workspaceId, connectionId) {
+      // A foreign id looks exactly like a missing one.
+      const row = isUuid(connectionId) ? await store.getConnection(sql, connectionId) : undefined;
+      if (!row || row.workspace_id !== workspaceId || !row.is_active) throw notFound('connection');
+    },
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * A provider adapter: how one vendor's REST API is called. Adapters read no env and hold no
+ * state; the credential, the HTTP helper (with the configured base URL) and the clock come in
+ * per call. Action bodies arrive already checked against the catalog's `parameters`.
+ */
+import type { VendorHttp } from './http.js';
+
+export type Credential = Readonly<Record<string, string>>;
+
+export interface ActionContext {
+  http: VendorHttp;
+  cred: Credential;
+  /** Epoch ms (vendor timestamps such as HubSpot's `hs_timestamp`). */
+  now(): number;
+}
+
+export interface ProviderAdapter {
+  id: string;
+  /** Production base URL; `{field}` is replaced by that credential field (per-tenant hosts). */
+  defaultBaseUrl: string;
+  /** Headers on every request: the credential and API version headers. */
+  headers(cred: Credential): Record<string, string>;
+  /** ONE real request proving the credential works; returns the label of the account found. */
+  verify(ctx: ActionContext): Promise<{ accountLabel: string }>;
+  /** Keyed by the catalog action name; every catalog action of the provider has one. */
+  actions: Record<string, (ctx: ActionContext, body: Record<string, any>) => Promise<unknown>>;
+}
+
+export function basic(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+}

@@ -1,0 +1,52 @@
+/**
+ * REST routes of the Connectors API (spec doc 1; `{detail}` family: listings `{data: [...]}`,
+ * errors `{detail}`). Credential and action bodies are the whole request body; path params win.
+ */
+import { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
+import type { RestRoute } from '../http/rest.js';
+
+const C = '/api/v1/connectors';
+const S = ConnectorService;
+const W = `${C}/workspace/:workspace_id`;
+
+/** Optional fields the spec shows as `null` rather than absent. */
+function nullable(conn: Record<string, unknown>): Record<string, unknown> {
+  return { ...conn, health_detail: conn.health_detail ?? null, health_checked_at: conn.health_checked_at ?? null, token_expires_at: conn.token_expires_at ?? null };
+}
+
+const list = (key: string, map: (x: Record<string, unknown>) => unknown = (x) => x) => (json: Record<string, unknown>) => ({
+  data: { data: ((json[key] as Record<string, unknown>[] | undefined) ?? []).map(map) },
+});
+
+export const connectorRoutes: RestRoute[] = [
+  { method: 'GET', path: `${C}/connectors`, service: S, rpc: 'listCatalog', response: list('providers') },
+  { method: 'GET', path: `${W}/connections`, service: S, rpc: 'listConnections', response: list('connections', nullable) },
+  {
+    method: 'POST',
+    path: `${W}/connect/:provider`,
+    service: S,
+    rpc: 'startOAuth',
+    request: ({ params, body }) => {
+      const products = (body as { products?: unknown } | undefined)?.products;
+      return { workspace_id: params.workspace_id, provider: params.provider, ...(products === undefined ? {} : { products }) };
+    },
+  },
+  {
+    method: 'POST',
+    path: `${W}/connect-key/:provider`,
+    service: S,
+    rpc: 'connectKey',
+    request: ({ params, body }) => ({ workspace_id: params.workspace_id, provider: params.provider, credentials: body ?? {} }),
+    response: (json) => ({ data: nullable(json) }),
+  },
+  { method: 'GET', path: `${W}/connections/:connection_id/agents`, service: S, rpc: 'listConnectionAgents', response: list('agents') },
+  { method: 'DELETE', path: `${W}/connections/:connection_id`, service: S, rpc: 'disconnect' },
+  {
+    method: 'POST',
+    path: `${C}/execute/:connection_id/:action`,
+    service: S,
+    rpc: 'executeAction',
+    request: ({ params, body }) => ({ connection_id: params.connection_id, action: params.action, body: body ?? {} }),
+    response: (json) => ({ data: { data: json.data ?? null } }),
+  },
+];

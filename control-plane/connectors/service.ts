@@ -1,0 +1,203 @@
+/**
+ * ConnectorService: the spec's Connectors API (doc 1), one implementation for REST, Connect and
+ * gRPC. The workspace in the path must be one of the caller's (403 otherwise, as the spec says);
+ * connect and disconnect need owner/admin/manager. A connection id outside the caller's
+ * workspaces is 404, like a missing one. Secrets: sealed with SecretBox before they touch the
+ * database, opened only for the vendor call, never returned and never logged.
+ */
+import type { ServiceImpl, HandlerContext } from '@connectrpc/connect';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
+import type { Clock } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SecretBox } from '../../shared/secrets.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { OutboundClient } from '../../shared/outbound/index.js';
+import { AppError, invalid, notFound } from '../../shared/errors.js';
+import { isUuid, newId } from '../../shared/ids.js';
+import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
+import type { Catalog, ProviderEntry } from './catalog.js';
+import { checkActionBody, checkCredentials } from './input.js';
+import { VendorError, vendorHttp } from './providers/http.js';
+import type { Credential, ProviderAdapter } from './providers/types.js';
+import * as store from './store.js';
+import { catalogView, connectionView } from './views.js';
+
+export interface ConnectorServiceDeps {
+  sql: Sql;
+  auth: Auth;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretBox;
+  outbound: OutboundClient;
+  catalog: Catalog;
+  adapters: ReadonlyMap<string, ProviderAdapter>;
+  /** Per provider id; `{field}` filled from the credential. Default: the adapter's production URL. */
+  baseUrls: Readonly<Record<string, string>>;
+  timeoutMs: number;
+}
+
+type Ctx = HandlerContext;
+
+export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<typeof ConnectorService> {
+  const { sql, auth, clock, catalog, adapters, secrets } = deps;
+  const now = () => new Date(clock.now());
+
+  async function inWorkspace(ctx: Ctx, workspaceId: string, min: WorkspaceRole): Promise<Principal> {
+    const p = await auth.principal(ctx);
+    // Not a UUID cannot be one of the caller's workspaces: the same 403 as a foreign one.
+    if (!isUuid(workspaceId)) throw new AppError('FORBIDDEN', 'workspace is not one of yours');
+    await auth.requireWorkspace(p, workspaceId, { min, onDenied: 'forbidden' });
+    return p;
+  }
+
+  /** A provider this build can connect: in the catalog AND with an adapter (others are 404). */
+  function connectable(idOrName: string): { entry: ProviderEntry; adapter: ProviderAdapter } {
+    const entry = catalog.find(idOrName);
+    const adapter = entry && adapters.get(entry.id);
+    if (!entry || !adapter) throw notFound(`provider ${idOrName.slice(0, 100)}`);
+    return { entry, adapter };
+  }
+
+  async function ownConnection(workspaceId: string, connectionId: string): Promise<store.ConnectionRow> {
+    const row = isUuid(connectionId) ? await store.getConnection(sql, connectionId) : undefined;
+    if (!row || row.workspace_id !== workspaceId) throw notFound('connection');
+    return row;
+  }
+
+  function http(adapter: ProviderAdapter, cred: Credential, signal: AbortSignal) {
+    const template = deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl;
+    // Placeholders take credential fields the catalog pattern already restricted to DNS labels.
+    const baseUrl = template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
+    return vendorHttp({ outbound: deps.outbound, baseUrl, headers: adapter.headers(cred), secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
+  }
+
+  return {
+    async listCatalog(_req, ctx) {
+      await auth.principal(ctx);
+      return { providers: catalog.providers.filter((p) => adapters.has(p.id)).map(catalogView) };
+    },
+
+    async listConnections(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'member');
+      const rows = await store.listConnections(sql, req.workspaceId);
+      return { connections: rows.map((r) => connectionView(r, catalog.find(r.provider_id))) };
+    },
+
+    async startOAuth(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'manager');
+      const entry = catalog.find(req.provider);
+      if (!entry || !entry.auth_kinds.includes('oauth')) throw notFound(`OAuth provider ${req.provider.slice(0, 100)}`);
+      // The spec's answer for a provider this deployment has no OAuth client for (every one, in this slice).
+      throw new AppError('INTERNAL', `no OAuth client is registered for ${entry.id} in this deployment`);
+    },
+
+    async connectKey(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'manager');
+      const { entry, adapter } = connectable(req.provider);
+      if (!entry.auth_kinds.includes('api_key')) throw notFound(`key door of provider ${entry.id}`);
+      const cred = checkCredentials(entry, req.credentials);
+      let accountLabel: string;
+      try {
+        ({ accountLabel } = await adapter.verify({ http: http(adapter, cred, ctx.signal), cred, now: () => clock.now() }));
+      } catch (err) {
+        throw verifyRefusal(entry, err);
+      }
+      const { row, reactivated } = await store.upsertConnection(sql, {
+        id: newId(),
+        workspace_id: req.workspaceId,
+        provider_id: entry.id,
+        account_label: accountLabel.slice(0, 200),
+        auth_mode: 'api_key',
+        secret_enc: secrets.encrypt(JSON.stringify(cred)),
+        enabled_products: entry.products,
+        now: now(),
+      });
+      deps.logger.info({ workspaceId: req.workspaceId, provider: entry.id, connectionId: row.id, reactivatedTools: reactivated }, 'connector connected');
+      return connectionView(row, entry);
+    },
+
+    async listConnectionAgents(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'member');
+      const row = await ownConnection(req.workspaceId, req.connectionId);
+      const rows = await store.connectionAgents(sql, row);
+      return { agents: rows.map((r) => ({ agentId: r.agent_id, agentName: r.agent_name, toolId: r.tool_id, toolName: r.tool_name, actionCount: r.action_count })) };
+    },
+
+    async disconnect(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'manager');
+      const row = await ownConnection(req.workspaceId, req.connectionId);
+      const disabled = await store.disconnect(sql, row, now());
+      deps.logger.info({ workspaceId: row.workspace_id, provider: row.provider_id, connectionId: row.id, disabledTools: disabled }, 'connector disconnected');
+      return { message: 'disconnected' };
+    },
+
+    async executeAction(req, ctx) {
+      const p = await auth.principal(ctx);
+      const row = isUuid(req.connectionId) ? await store.getConnection(sql, req.connectionId) : undefined;
+      if (!row) throw notFound('connection');
+      await auth.requireWorkspace(p, row.workspace_id, { min: 'manager', onDenied: 'not_found' });
+      const entry = catalog.find(row.provider_id);
+      const adapter = adapters.get(row.provider_id);
+      const name = req.action.startsWith(`${row.provider_id}__`) ? req.action.slice(row.provider_id.length + 2) : req.action;
+      // Own keys only: a path segment such as `constructor` must never reach Object.prototype.
+      const run = adapter && Object.hasOwn(adapter.actions, name) ? adapter.actions[name] : undefined;
+      const validate = catalog.validator(row.provider_id, name);
+      if (!entry || !adapter || !run || !validate) throw notFound(`action ${req.action.slice(0, 100)}`);
+      const body = checkActionBody(validate, req.body);
+      const sealed = row.is_active ? await store.secretOf(sql, row.id) : undefined;
+      if (!sealed) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
+      const cred = JSON.parse(secrets.decrypt(sealed)) as Credential;
+      try {
+        const data = await run({ http: http(adapter, cred, ctx.signal), cred, now: () => clock.now() }, body);
+        await store.setHealth(sql, row.id, 'ok', null, now());
+        // Adapters return plain JSON; undefined members are dropped as JSON.stringify would.
+        return { data: fromJson(ValueSchema, JSON.parse(JSON.stringify(data ?? null)) as JsonValue) };
+      } catch (err) {
+        if (!(err instanceof VendorError)) throw err;
+        const health = healthAfter(err);
+        if (health) await store.setHealth(sql, row.id, health, `${err.reason}`.slice(0, 300), now());
+        deps.logger.warn({ provider: row.provider_id, connectionId: row.id, action: name, kind: err.kind, status: err.status }, 'connector action failed');
+        throw actionFailure(entry, err);
+      }
+    },
+  };
+}
+
+/** Health each vendor answer leaves behind; a refused input (4xx) says nothing about the connection. */
+function healthAfter(err: VendorError): store.HealthStatus | undefined {
+  if (err.kind === 'auth') return 'reconnect_needed';
+  if (err.kind === 'unavailable' || err.kind === 'rate_limited') return 'error';
+  return undefined;
+}
+
+/** Spec: refused credential, missing permission or unknown per-tenant host: 400, nothing stored. */
+function verifyRefusal(entry: ProviderEntry, err: unknown): AppError {
+  if (!(err instanceof VendorError)) return err instanceof AppError ? err : new AppError('INTERNAL', 'internal error', { cause: err });
+  switch (err.kind) {
+    case 'auth':
+      return new AppError('INVALID_REQUEST', `${entry.name} refused the credential: ${err.reason}`);
+    case 'not_found':
+      return new AppError('INVALID_REQUEST', `${entry.name} answered not found for this account (check the host fields): ${err.reason}`);
+    case 'rejected':
+      return new AppError('INVALID_REQUEST', `${entry.name} refused the request: ${err.reason}`);
+    default:
+      return new AppError('BAD_GATEWAY', `${entry.name} could not verify the credential (${err.reason}); nothing was stored, try again`);
+  }
+}
+
+function actionFailure(entry: ProviderEntry, err: VendorError): AppError {
+  switch (err.kind) {
+    case 'auth':
+      return new AppError('BAD_GATEWAY', `${entry.name} refused the stored credential (${err.reason}); the connection needs to be reconnected`);
+    case 'not_found':
+      return new AppError('NOT_FOUND', `${entry.name}: ${err.reason}`);
+    case 'rejected':
+      return new AppError('INVALID_REQUEST', `${entry.name} refused the request: ${err.reason}`);
+    case 'rate_limited':
+      return new AppError('BAD_GATEWAY', `${entry.name} is rate limiting this account: ${err.reason}`);
+    default:
+      return new AppError('BAD_GATEWAY', `${entry.name} is unavailable: ${err.reason}`);
+  }
+}

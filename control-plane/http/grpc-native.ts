@@ -1,0 +1,159 @@
+/**
+ * gRPC served by `@grpc/grpc-js`'s server on a port of its own (`GRPC_PORT`), next to the one-port
+ * listener. Same `ServiceImpl`s, same `wrapImpl` error mapping, and a plain HandlerContext carrying
+ * the call's metadata as request headers, so auth and API-key scopes work unchanged. Why a second
+ * listener: Connect's gRPC path costs several times grpc-js's per unary call (docs/adr/0004-grpc-listener.md).
+ */
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { create, fromBinary, toBinary, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import { ConnectError, createContextValues, type HandlerContext } from '@connectrpc/connect';
+import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import type { Logger } from '../../shared/logger.js';
+import { kRemoteIp, kRequestId } from './context.js';
+import type { RequestObserver } from './metrics.js';
+import { wrapImpl } from './rpc.js';
+import { STRIPPED, type RunningServer, type ServiceBinding } from './server.js';
+
+export interface GrpcNativeOptions {
+  services: ServiceBinding[];
+  logger: Logger;
+  /** Largest request message accepted (RESOURCE_EXHAUSTED above it), as on the HTTP listener. */
+  maxBodyBytes: number;
+  port: number;
+  host?: string;
+  /** Request durations (metrics), as on the one-port listener. */
+  observe?: RequestObserver;
+}
+
+type AnyFn = (req: unknown, ctx: HandlerContext) => Promise<unknown>;
+
+function requestHeaders(md: grpc.Metadata): Headers {
+  const h = new Headers();
+  const map = md.getMap();
+  for (const key in map) {
+    const v = map[key];
+    // Binary (-bin) metadata is not read by any handler; only text values become headers. Headers
+    // a gateway strips from public requests have no effect here either (as on the HTTP listener).
+    if (typeof v === 'string' && !STRIPPED.test(key)) h.set(key, v);
+  }
+  return h;
+}
+
+/** "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000" -> the address, for per-IP rate limits. */
+export function peerAddress(peer: string): string {
+  const m = /^ipv[46]:\[?([^\]]*?)\]?:\d+$/.exec(peer);
+  return m ? m[1]! : peer || 'unknown';
+}
+
+function toMetadata(headers: Headers, into = new grpc.Metadata()): grpc.Metadata {
+  headers.forEach((value, key) => {
+    if (key === 'grpc-status' || key === 'grpc-message') return; // grpc-js writes these from the status
+    if (key.endsWith('-bin')) into.set(key, Buffer.from(value, 'base64'));
+    else into.set(key, value);
+  });
+  return into;
+}
+
+/** The Connect error as a gRPC status: same code, message, details (grpc-status-details-bin) and metadata. */
+function toStatus(err: unknown, trailer: Headers): Partial<grpc.StatusObject> {
+  const ce = ConnectError.from(err);
+  const t = setTrailerStatus(new Headers(trailer), ce);
+  return { code: ce.code as number as grpc.status, details: ce.rawMessage, metadata: toMetadata(t) };
+}
+
+function unaryHandler(service: DescService, method: DescMethod, fn: AnyFn, logger: Logger): grpc.handleUnaryCall<unknown, unknown> {
+  const path = `/${service.typeName}/${method.name}`;
+  return (call, callback) => {
+    const started = performance.now();
+    const requestHeader = requestHeaders(call.metadata);
+    const requestId = requestHeader.get('x-request-id')?.slice(0, 64) || randomUUID();
+    requestHeader.set('x-request-id', requestId);
+    // The signal aborts only when the client cancels (or its deadline passes). grpc-js also emits
+    // 'cancelled' when the stream closes after a normal answer: that one must not abort (a
+    // DOMException per call was ~4 % of the server's CPU in the profile).
+    const ac = new AbortController();
+    let answered = false;
+    call.once('cancelled', () => answered || ac.abort());
+    const responseHeader = new Headers();
+    const responseTrailer = new Headers();
+    const ctx: HandlerContext = {
+      service,
+      method,
+      protocolName: 'grpc',
+      requestMethod: 'POST',
+      url: path,
+      requestHeader,
+      responseHeader,
+      responseTrailer,
+      signal: ac.signal,
+      timeoutMs: () => {
+        const d = call.getDeadline();
+        return d === Infinity ? undefined : Math.max(0, +d - Date.now());
+      },
+      values: createContextValues().set(kRequestId, requestId).set(kRemoteIp, peerAddress(call.getPeer())),
+    };
+    const done = (code: number) => logger.info({ requestId, method: 'POST', path, grpcStatus: code, ms: Math.round(performance.now() - started) }, 'request');
+    fn(call.request, ctx).then(
+      (out) => {
+        answered = true;
+        responseHeader.set('x-request-id', requestId);
+        call.sendMetadata(toMetadata(responseHeader));
+        callback(null, out, responseTrailer.keys().next().done ? undefined : toMetadata(responseTrailer));
+        done(0);
+      },
+      (err: unknown) => {
+        answered = true;
+        // An error is a trailers-only answer: the request id travels there.
+        responseTrailer.set('x-request-id', requestId);
+        const status = toStatus(err, responseTrailer);
+        callback(status as grpc.ServerErrorResponse);
+        done(status.code ?? 2);
+      },
+    );
+  };
+}
+
+/** One grpc-js service definition per proto service: protobuf-es binary codecs, unary methods only. */
+export function addServices(server: grpc.Server, services: ServiceBinding[], logger: Logger, observe?: RequestObserver): void {
+  for (const b of services) {
+    const wrapped = wrapImpl(b.service, b.impl, logger, observe) as unknown as Record<string, AnyFn>;
+    const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const m of b.service.methods) {
+      if (m.methodKind !== 'unary') throw new Error(`${b.service.typeName}.${m.name}: only unary methods are served over grpc-js`);
+      def[m.localName] = {
+        path: `/${b.service.typeName}/${m.name}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (v: unknown) => Buffer.from(toBinary(m.input, v as never)),
+        requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
+        // Implementations may return an init object; `create` is a no-op on a message.
+        responseSerialize: (v: unknown) => Buffer.from(toBinary(m.output, create(m.output, v as never))),
+        responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),
+      };
+      handlers[m.localName] = unaryHandler(b.service, m, wrapped[m.localName]!, logger);
+    }
+    server.addService(def as grpc.ServiceDefinition, handlers);
+  }
+}
+
+export async function startGrpcNativeServer(opts: GrpcNativeOptions): Promise<RunningServer> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxBodyBytes });
+  addServices(server, opts.services, opts.logger, opts.observe);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Calls in flight get a short grace, then the rest are cut (as the HTTP listener destroys its sockets).
+        const timer = setTimeout(() => server.forceShutdown(), 2_000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}

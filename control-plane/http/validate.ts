@@ -1,0 +1,167 @@
+/**
+ * Request field checks for every domain (accounts, agents, conversations, providers, ...). Pure;
+ * every failure is a 400 INVALID_REQUEST naming its field, except ids that are not UUIDs: those
+ * cannot exist, so they are 404 NOT_FOUND (never a Postgres cast error). Tests assert the code and
+ * the field, never the text. Lists: `pageOf` / `pageMeta` in ./pagination.ts.
+ */
+import { invalid, notFound } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
+import { assertTenantUrl, type OutboundPolicy } from '../../shared/outbound/index.js';
+
+/** Names, labels and other short single-line strings. */
+export const MAX_NAME_CHARS = 200;
+/** Free text (prompts, messages, descriptions). */
+export const MAX_TEXT_CHARS = 100_000;
+export const MAX_URL_CHARS = 2048;
+export const MAX_PERSON_NAME_CHARS = 100;
+export const MIN_PASSWORD_CHARS = 8;
+export const MAX_PASSWORD_CHARS = 256;
+export const MAX_EMAIL_CHARS = 254;
+
+/** Trimmed, non-empty, at most `maxChars`. */
+export function required(field: string, value: string | undefined, maxChars = MAX_NAME_CHARS): string {
+  const v = (value ?? '').trim();
+  if (!v) throw invalid(field, 'is required');
+  if (v.length > maxChars) throw invalid(field, `must be at most ${maxChars} characters`);
+  return v;
+}
+
+/** Optional on update: undefined stays undefined, present must be non-empty (trimmed). */
+export function optionalNonEmpty(field: string, value: string | undefined, maxChars = MAX_NAME_CHARS): string | undefined {
+  return value === undefined ? undefined : required(field, value, maxChars);
+}
+
+/** Optional free text: undefined stays undefined; a value is length-checked (not trimmed). */
+export function optionalText(field: string, value: string | undefined, maxChars = MAX_TEXT_CHARS): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.length > maxChars) throw invalid(field, `must be at most ${maxChars} characters`);
+  return value;
+}
+
+/** Trimmed; empty (proto3's "unset") is undefined unless `required`. Default max MAX_NAME_CHARS. */
+export function text(field: string, value: string | undefined, opts: { required?: boolean; maxChars?: number } = {}): string | undefined {
+  const v = value?.trim() ?? '';
+  if (!v) {
+    if (opts.required) throw invalid(field, 'is required');
+    return undefined;
+  }
+  const max = opts.maxChars ?? MAX_NAME_CHARS;
+  if (v.length > max) throw invalid(field, `must be at most ${max} characters`);
+  return v;
+}
+
+/** undefined stays undefined; anything else (including '') must be one of `allowed`. */
+export function oneOf<T extends string>(field: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw invalid(field, `must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export function intInRange(field: string, value: number | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < min || value > max) throw invalid(field, `must be an integer between ${min} and ${max}`);
+  return value;
+}
+
+export function numberInRange(field: string, value: number | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isFinite(value) || value < min || value > max) throw invalid(field, `must be a number between ${min} and ${max}`);
+  return value;
+}
+
+export function nonNegativeInt(field: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 0) throw invalid(field, 'must be an integer of 0 or more');
+  return value;
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@.]+$/;
+
+/** Trimmed and lower-cased: emails are compared case-insensitively. */
+export function email(field: string, value: string | undefined): string {
+  const v = required(field, value, MAX_EMAIL_CHARS).toLowerCase();
+  if (!EMAIL_RE.test(v)) throw invalid(field, 'must be an email address');
+  return v;
+}
+
+/** Kept exactly as sent (spaces are characters of a password). */
+export function password(field: string, value: string | undefined): string {
+  const v = value ?? '';
+  if (!v) throw invalid(field, 'is required');
+  if (v.length < MIN_PASSWORD_CHARS) throw invalid(field, `must be at least ${MIN_PASSWORD_CHARS} characters`);
+  if (v.length > MAX_PASSWORD_CHARS) throw invalid(field, `must be at most ${MAX_PASSWORD_CHARS} characters`);
+  return v;
+}
+
+/** Path and body ids: a non-UUID is a 404 for `what`. Lower-cased. */
+export function pathId(what: string, value: string | undefined): string {
+  if (!value || !isUuid(value)) throw notFound(what);
+  return value.toLowerCase();
+}
+
+/** A UUID in a body or query field (a reference, not the addressed resource): malformed is 400 naming the field. */
+export function uuidField(field: string, value: string | undefined, isRequired = false): string | undefined {
+  const v = (value ?? '').trim();
+  if (!v) {
+    if (isRequired) throw invalid(field, 'is required');
+    return undefined;
+  }
+  if (!isUuid(v)) throw invalid(field, 'must be a UUID');
+  return v.toLowerCase();
+}
+
+/** `""` is allowed (means "none"); anything else must be an absolute http(s) URL. */
+export function httpUrl(field: string, value: string | undefined, opts: { required?: boolean } = {}): string | undefined {
+  if (value === undefined) {
+    if (opts.required) throw invalid(field, 'is required');
+    return undefined;
+  }
+  const v = value.trim();
+  if (v === '') {
+    if (opts.required) throw invalid(field, 'is required');
+    return '';
+  }
+  if (v.length > MAX_URL_CHARS) throw invalid(field, `must be at most ${MAX_URL_CHARS} characters`);
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw invalid(field, 'must be an http or https URL');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
+  return v;
+}
+
+/**
+ * `httpUrl` for a URL the platform will call (tool endpoints, provider base_url, webhooks): also
+ * refuses credentials in the URL, `localhost` and literal internal addresses in any spelling
+ * (loopback, private, link-local, ...; shared/outbound), unless OUTBOUND_ALLOW_CIDRS lists them.
+ * DNS names are not resolved here: the policy is enforced again at every connect.
+ */
+export function tenantUrl(field: string, value: string | undefined, policy: OutboundPolicy, opts: { required?: boolean } = {}): string | undefined {
+  const v = httpUrl(field, value, opts);
+  if (v) assertTenantUrl(v, field, policy);
+  return v;
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** RFC 3339 with milliseconds in UTC (API conventions); '' for a missing timestamp. */
+export function iso(d: Date | string | null | undefined): string {
+  if (!d) return '';
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}
+
+/** Stable JSON for "same body" comparisons of idempotent creates (key order ignored). */
+export function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v ?? null);
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+    .join(',')}}`;
+}

@@ -1,0 +1,322 @@
+/**
+ * The control plane's one durable job queue (issue 14; docs/adr/0003-job-queue.md): pg-boss over
+ * our postgres.js pool (its `db.executeSql` adapter, no second pool), in its own schema.
+ *
+ * - Every control-plane replica works every queue; pg-boss hands a job to one of them
+ *   (`SKIP LOCKED`). Delivery is AT LEAST ONCE: a job whose process died mid-run is failed by the
+ *   supervisor when its `expireInSeconds` passes and retried. Handlers must be idempotent.
+ * - Retries with backoff, delayed jobs (`startAfter`), singleton keys (queues use the `stately`
+ *   policy: at most one queued and one running job per key) and visible state (`state()`, and
+ *   the `<schema>.job` table itself).
+ * - The media engine never imports this module: jobs never run on the audio path.
+ */
+import PgBoss from 'pg-boss';
+import type postgres from 'postgres';
+import type { Logger } from '../../shared/logger.js';
+import type { Sql } from '../../shared/db/client.js';
+import { type JobName, type JobPayloads } from './names.js';
+
+export type { JobName, JobPayloads } from './names.js';
+
+/** The pool, or a transaction of it (enqueue inside the caller's transaction). */
+type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
+
+export interface QueueSettings {
+  /** Retries after the first attempt. */
+  retryLimit: number;
+  /** First retry delay in seconds. With `retryBackoff`, pg-boss doubles it per retry with equal jitter, computed in SQL (pg-boss src/plans.js), so these queues need no backoff of ours. */
+  retryDelaySeconds: number;
+  retryBackoff: boolean;
+  /** A running job older than this is failed (and retried): bounds the loss of a crashed process. */
+  expireInSeconds: number;
+}
+
+/** Per-queue defaults; `enqueue` options override retries per job. */
+export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
+  // LLM outages are usually short: 3 retries over ~1.5 min, then `summary_status = failed`.
+  'post-call.summary': { retryLimit: 3, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 120 },
+  // Like summaries: provider outages retried twice (~30 s), then the results are stored `failed`.
+  'analysis.extract': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
+  // Like analysis: outages retried twice (~30 s), then the score is stored `failed`; well inside the webhook's 4-minute hold.
+  'qa.score': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
+  // The delivery schedule (30 s, 2 min, ...) is ours, not pg-boss's: each attempt is its own job,
+  // and pg-boss retries only cover a crash or a database error around the attempt.
+  'webhook.deliver': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
+  'webhook.call-completed': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
+  'webhook.call-failed': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
+  // A dial slice lasts ~20 s; a crashed one expires and is retried elsewhere (the lease and the
+  // stale-claim recovery make the re-run safe). Many retries: a campaign must not stall on a blip.
+  'campaign.dial': { retryLimit: 100, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
+  // Re-enqueued by every control plane's next heartbeat anyway: one quick retry, short expiry.
+  'system-health.collect': { retryLimit: 1, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
+  // A tick that crashed is retried soon; its successor is already queued, so the chain never stops.
+  'alerts.evaluate': { retryLimit: 2, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 120 },
+  // Five attempts over ~5 min (10 s doubling, jittered), then the notification is `dead`.
+  'alerts.notify': { retryLimit: 4, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 60 },
+  // Re-reads the current state each time, so a retry or a duplicate is harmless; a stale
+  // registry refuses or admits calls wrongly, hence many quick retries.
+  'billing.publish': { retryLimit: 20, retryDelaySeconds: 2, retryBackoff: true, expireInSeconds: 60 },
+};
+
+export interface EnqueueOptions {
+  /**
+   * Required: every queue uses pg-boss's `stately` policy, so the key deduplicates (at most one
+   * queued, one waiting to retry and one running job per key and queue). Usually the row id the
+   * job works on.
+   */
+  singletonKey: string;
+  /** Not before this time (computed by the caller from its injected clock). */
+  startAfter?: Date;
+  /** Not before this many seconds from the database's now (a re-check, independent of clocks). Ignored with `startAfter`. */
+  delaySeconds?: number;
+  retryLimit?: number;
+  /** Seconds before the first retry. */
+  retryDelaySeconds?: number;
+  retryBackoff?: boolean;
+  /** Enqueue inside this transaction (the job exists iff the transaction commits). */
+  tx?: SqlOrTx;
+}
+
+export interface JobContext<N extends JobName> {
+  id: string;
+  name: N;
+  data: JobPayloads[N];
+  /** 0 on the first attempt. */
+  retryCount: number;
+  retryLimit: number;
+  /** No retry follows if this attempt throws: record the failure for good. */
+  readonly isLastAttempt: boolean;
+  /** Aborted when the queue closes. */
+  signal: AbortSignal;
+}
+
+export type JobHandler<N extends JobName> = (job: JobContext<N>) => Promise<void>;
+
+export interface WorkOptions {
+  /** Jobs of this queue run at once in this process. Default 2. */
+  concurrency?: number;
+  /** Idle polling period. Default `JobsOptions.pollingIntervalSeconds`. */
+  pollingIntervalSeconds?: number;
+}
+
+export interface JobState {
+  id: string;
+  name: string;
+  state: 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';
+  retryCount: number;
+  output: unknown;
+}
+
+export interface JobsOptions {
+  sql: Sql;
+  logger: Logger;
+  /** pg-boss schema. Default: `<current schema>_boss` (`pgboss` when the current schema is `public`). */
+  schema?: string;
+  /** Idle polling period of every worker. Default 2 s (minimum 0.5). */
+  pollingIntervalSeconds?: number;
+  /** Supervisor period (expired jobs failed, archive). Default 60 s. */
+  maintenanceIntervalSeconds?: number;
+  /** Overrides of `QUEUE_SETTINGS` (tests shorten expiry and retry delays). */
+  queues?: Partial<Record<JobName, Partial<QueueSettings>>>;
+}
+
+export interface Jobs {
+  readonly schema: string;
+  /** The job id, or null when a job with the same `singletonKey` is already queued. */
+  enqueue<N extends JobName>(name: N, data: JobPayloads[N], opts: EnqueueOptions): Promise<string | null>;
+  work<N extends JobName>(name: N, handler: JobHandler<N>, opts?: WorkOptions): Promise<void>;
+  state(name: JobName, id: string): Promise<JobState | null>;
+  /**
+   * Jobs per queue and state, counted in the database (every replica sees the same numbers).
+   * `timeoutMs` bounds the statement: a scrape must not wait on a slow database.
+   */
+  counts(timeoutMs: number): Promise<Array<{ queue: string; state: string; count: number }>>;
+  /** Attempts whose handler threw in this process, by queue (monotonic, for a failure rate). */
+  readonly failedAttempts: ReadonlyMap<string, number>;
+  /** Stops fetching, waits for running handlers (bounded), then aborts the rest. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** States worth a gauge: waiting, retrying, running, and given up (until pg-boss archives them). */
+const COUNTED_STATES = ['created', 'retry', 'active', 'failed'] as const;
+
+/** How long `close()` waits for running handlers before it aborts them. */
+const STOP_TIMEOUT_MS = 10_000;
+
+/** Starts pg-boss (creating or migrating its schema) and every queue in `QUEUE_SETTINGS`. */
+export async function startJobs(opts: JobsOptions): Promise<Jobs> {
+  const { sql, logger } = opts;
+  const schema = opts.schema ?? (await defaultSchema(sql));
+  // Statements pg-boss sent and may not await: close() lets them finish before the pool ends.
+  const inFlight = new Set<Promise<unknown>>();
+  const boss = new PgBoss({
+    db: bossDb(sql, { logger, inFlight }),
+    schema,
+    supervise: true,
+    migrate: true,
+    // Cron schedules are not used: periodic work is driven by our injected clock.
+    schedule: false,
+    pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 2,
+    maintenanceIntervalSeconds: opts.maintenanceIntervalSeconds ?? 60,
+  });
+  // An EventEmitter 'error' without a listener would crash the process (e.g. a maintenance query
+  // failing while the database restarts).
+  boss.on('error', (err: Error) => logger.warn({ err }, 'job queue error'));
+  await boss.start();
+  for (const name of Object.keys(QUEUE_SETTINGS) as JobName[]) await ensureQueue(boss, name, { ...QUEUE_SETTINGS[name], ...opts.queues?.[name] });
+
+  const closing = new AbortController();
+  let closed = false;
+  const failedAttempts = new Map<string, number>();
+
+  return {
+    schema,
+    async enqueue(name, data, o) {
+      if (closed) throw new Error('job queue closed');
+      // pg-boss validates a key's presence, not its value: leave unset options out entirely.
+      const send: PgBoss.SendOptions = { singletonKey: o.singletonKey };
+      if (o.startAfter) send.startAfter = o.startAfter;
+      else if (o.delaySeconds) send.startAfter = Math.max(1, Math.round(o.delaySeconds));
+      if (o.retryLimit !== undefined) send.retryLimit = o.retryLimit;
+      if (o.retryDelaySeconds !== undefined) send.retryDelay = o.retryDelaySeconds;
+      if (o.retryBackoff !== undefined) send.retryBackoff = o.retryBackoff;
+      if (o.tx) send.db = bossDb(o.tx);
+      return boss.send(name, data as object, send);
+    },
+    async work(name, handler, o = {}) {
+      const concurrency = o.concurrency ?? 2;
+      // pg-boss 10 runs one fetch loop per `work()` call: N loops give N jobs at once.
+      for (let i = 0; i < concurrency; i++) {
+        await boss.work<JobPayloads[typeof name]>(
+          name,
+          { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: o.pollingIntervalSeconds ?? opts.pollingIntervalSeconds ?? 2 },
+          async ([job]) => {
+            const ctx: JobContext<typeof name> = {
+              id: job.id,
+              name,
+              data: job.data,
+              retryCount: job.retryCount,
+              retryLimit: job.retryLimit,
+              isLastAttempt: job.retryCount >= job.retryLimit,
+              signal: closing.signal,
+            };
+            try {
+              await handler(ctx);
+            } catch (err) {
+              logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, err }, 'job failed');
+              failedAttempts.set(name, (failedAttempts.get(name) ?? 0) + 1);
+              throw err;
+            }
+          },
+        );
+      }
+    },
+    failedAttempts,
+    async counts(timeoutMs) {
+      const rows = await sql.begin(async (tx) => {
+        await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+        return tx.unsafe<{ queue: string; state: string; count: number }[]>(
+          `select name as queue, state::text as state, count(*)::int as count from ${quoteIdent(schema)}.job where state::text = any($1) group by 1, 2`,
+          [COUNTED_STATES as unknown as string[]],
+        );
+      });
+      return rows.map((r) => ({ queue: r.queue, state: r.state, count: r.count }));
+    },
+    async state(name, id) {
+      const job = await boss.getJobById(name, id, { includeArchive: true });
+      if (!job) return null;
+      return { id: job.id, name: job.name, state: job.state, retryCount: job.retryCount, output: job.output };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
+      await boss.stop({ graceful: true, wait: false, timeout: STOP_TIMEOUT_MS, close: false });
+      // Handlers still running past the timeout are told to give up; their jobs expire and retry.
+      const t = setTimeout(() => closing.abort(new Error('job queue closed')), STOP_TIMEOUT_MS);
+      await stopped;
+      clearTimeout(t);
+      closing.abort(new Error('job queue closed'));
+      // The last handlers' completions (sent after 'stopped') reach the database before the pool closes.
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+/** pg-boss's statements that mark a job completed or failed by id (plans.js `completeJobs`, `failJobsById`). */
+const UNAWAITED_COMPLETION = /SET completed_on = now\(\),\s*state = 'completed'|WITH deleted_jobs AS \(\s*DELETE FROM \S+\.job\s+WHERE name = \$1 AND id IN/;
+
+/**
+ * pg-boss's database adapter over postgres.js: `$n` parameters and `{rows}` results like `pg`.
+ * Statements without parameters go over the simple protocol (pg-boss sends multi-statement
+ * scripts, e.g. its migrations, as one text). Objects need no conversion: postgres.js learns each
+ * parameter's type from the server (`$3::jsonb`) and serialises them as JSON itself.
+ */
+export function bossDb(sql: SqlOrTx, o: { logger?: Logger; inFlight?: Set<Promise<unknown>> } = {}): PgBoss.Db {
+  return {
+    executeSql(text: string, values: unknown[] = []) {
+      const result = run(text, values);
+      if (o.inFlight) {
+        o.inFlight.add(result);
+        void result.then(
+          () => o.inFlight?.delete(result),
+          () => o.inFlight?.delete(result),
+        );
+      }
+      if (!UNAWAITED_COMPLETION.test(text)) return result;
+      // pg-boss's worker records a job's end without awaiting it (manager.js `onFetch` calls the
+      // async `complete`/`fail` and drops the promise): a failed write (pool closing, database
+      // restarting) would reject pg-boss's own wrapper promise, an unhandled rejection that kills
+      // the process under Node's default policy. So these statements never reject: the job stays
+      // active until it expires and is then retried (handlers are idempotent).
+      return result.catch((err: Error) => {
+        o.logger?.warn({ err: err.message }, 'job completion not recorded; the job is retried after it expires');
+        return { rows: [{ count: '0' }] };
+      });
+    },
+  };
+
+  async function run(text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+    // `pg` sends undefined as NULL; postgres.js refuses it.
+    const params = values.map((v) => (v === undefined ? null : v));
+    // pg-boss runs its locked scripts as one `BEGIN; ...; COMMIT;` text: postgres.js allows an
+    // explicit BEGIN only on a reserved connection (a pooled one could interleave other queries).
+    if (/^\s*BEGIN\b/i.test(text) && 'reserve' in sql) {
+      const conn = await sql.reserve();
+      try {
+        return { rows: [...(await conn.unsafe(text, params as never[]))] };
+      } catch (err) {
+        // A failed statement skips the rest of the script, COMMIT included: the connection would
+        // go back to the pool inside an aborted transaction and fail every later query on it.
+        await conn.unsafe('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        conn.release();
+      }
+    }
+    return { rows: [...(await sql.unsafe(text, params as never[]))] };
+  }
+}
+
+async function defaultSchema(sql: Sql): Promise<string> {
+  const [row] = await sql<{ s: string }[]>`select current_schema() as s`;
+  return !row?.s || row.s === 'public' ? 'pgboss' : `${row.s}_boss`;
+}
+
+async function ensureQueue(boss: PgBoss, name: JobName, s: QueueSettings): Promise<void> {
+  const options = { name, policy: 'stately' as const, retryLimit: s.retryLimit, retryDelay: s.retryDelaySeconds, retryBackoff: s.retryBackoff, expireInSeconds: s.expireInSeconds };
+  if (!(await boss.getQueue(name))) {
+    try {
+      await boss.createQueue(name, options);
+      return;
+    } catch (err) {
+      // Another replica created it between our read and our insert: fall through to update.
+      if ((err as { code?: string }).code !== '23505') throw err;
+    }
+  }
+  await boss.updateQueue(name, options);
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,57 @@
+/**
+ * Every background job the control plane runs, with its payload type: the one place a job name is
+ * spelled. Payloads stay small (ids, never rows): handlers re-read the current state, which is what
+ * makes a re-run after a crash safe (at-least-once, see docs/adr/0003-job-queue.md).
+ */
+export interface JobPayloads {
+  /** Post-call summary of one conversation (whether one is wanted is read from the row and the agent). */
+  'post-call.summary': { conversation_id: string };
+  /** Post-call analysis of one completed conversation: a result per active schema of its agent (control-plane/analysis). */
+  'analysis.extract': { conversation_id: string };
+  /** QA scoring of one completed conversation against its agent's active rubric (control-plane/qa; its `pending` row exists). */
+  'qa.score': { conversation_id: string };
+  /** One delivery attempt of a stored webhook delivery (the body lives on the row, built once). */
+  'webhook.deliver': { delivery_id: string };
+  /** Builds the `call.completed` event of one carrier call once its analysis hold is over. */
+  'webhook.call-completed': { call_key: string };
+  /**
+   * A carrier call that never connected (busy, no answer, rejected): no conversation exists, so the
+   * payload carries the call's facts (its registry record is gone once it ended).
+   */
+  'webhook.call-failed': {
+    call_id: string;
+    workspace_id: string;
+    agent_id: string;
+    direction: string;
+    from_number: string;
+    to_number: string;
+    carrier_status: string;
+    created_at_ms: number;
+    ended_at_ms: number;
+  };
+  /**
+   * The dial loop of one campaign for a slice of time (control-plane/campaigns/dialer.ts); it
+   * queues its own successor while the campaign can still dial.
+   */
+  'campaign.dial': { campaign_id: string };
+  /**
+   * Copies the engine nodes' registry health into `system_health` and prunes old rows
+   * (control-plane/system-analytics/reporter.ts); one key for the deployment, so one at a time.
+   */
+  'system-health.collect': Record<string, never>;
+  /**
+   * One evaluation tick of every enabled alert rule (control-plane/alerts/evaluator.ts). One key
+   * for the whole deployment, so the `stately` policy runs one tick at a time across replicas;
+   * each tick queues its successor first.
+   */
+  'alerts.evaluate': { tick: 'alerts' };
+  /** One alert notification (email, webhook or Slack) stored with its body (control-plane/alerts/notify.ts). */
+  'alerts.notify': { notification_id: string };
+  /**
+   * Publishes a workspace's credit state into the registry after its balance changed (or every
+   * workspace's, without `workspace_id`, after a price change); control-plane/billing.
+   */
+  'billing.publish': { workspace_id?: string };
+}
+
+export type JobName = keyof JobPayloads;

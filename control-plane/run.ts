@@ -1,0 +1,44 @@
+/**
+ * The control plane's part of a process: infrastructure (database, migrations, registry, keys),
+ * the API on HTTP_PORT, and the demo seed. Used by `control-plane/main.ts` (the API alone) and by
+ * the top-level `main.ts` (`ROLE=all`), which passes `attach` to start a media engine node in the
+ * same process. This file imports nothing from `media-engine/`: `ROLE=control-plane` never loads
+ * uWebSockets.js.
+ */
+import { realClock } from '../shared/clock.js';
+import type { Config } from '../shared/config.js';
+import type { MainContext } from '../shared/run-main.js';
+import type { TranscriptBus } from '../shared/records/bus.js';
+import { startControlPlane } from './app.js';
+import { startInfra, type Infra } from './infra.js';
+import { ensureDemoOrgKey, seedDemo } from './seed.js';
+
+/** What an in-process engine hands back to the control plane. */
+export interface Attached {
+  /** The engine's record writer and the control plane's SSE streams share one bus. */
+  bus?: TranscriptBus;
+  /** Engine WebSocket port (logged). */
+  enginePort?: number;
+}
+
+/**
+ * Runs between the infrastructure and the API (the engine needs the pool and the registry; the
+ * API needs the engine's bus). Registers its own closers on `ctx`.
+ */
+export type Attach = (ctx: MainContext, config: Config, infra: Infra) => Promise<Attached>;
+
+export async function runControlPlane(ctx: MainContext, attach?: Attach): Promise<void> {
+  const { logger } = ctx;
+  const config = await ensureDemoOrgKey(ctx.config, logger);
+  const infra = await startInfra(config, logger, realClock);
+  ctx.onClose(() => infra.close());
+  await ctx.checkpoint();
+  const attached = attach ? await attach(ctx, config, infra) : {};
+  await ctx.checkpoint();
+  const cp = await startControlPlane({ config, logger, clock: realClock, ...infra }, { bus: attached.bus });
+  ctx.onClose(() => cp.close());
+  ctx.started();
+  await ctx.checkpoint();
+  logger.info({ port: cp.port, grpcPort: cp.grpcPort, engine: attached.enginePort, embeddedDb: infra.embeddedDb, registry: infra.registry.kind }, 'control plane listening');
+  if (config.seedDemo) await seedDemo(config, cp.port, logger);
+}

@@ -1,0 +1,150 @@
+/**
+ * The delivery worker (`webhook.deliver` jobs): one job = one attempt of one stored delivery.
+ *
+ * - The body is the stored bytes (built once when the event was created); each attempt only signs
+ *   it with a fresh timestamp. Manual retries re-send the same bytes with the same event id.
+ * - Every dial goes through the outbound client (address policy at connect time: no DNS-rebinding
+ *   window), redirects are never followed (a 3xx is dead), 10 s per attempt.
+ * - The schedule (30 s, 2 min, 10 min, 30 min, +20 % jitter; Retry-After up to 1 h) is computed on
+ *   the injected clock and stored as `next_attempt_at`; the next job gets `startAfter` of that
+ *   time. A job that runs before the clock says the attempt is due (database clock ahead, or a
+ *   test's simulated clock) is put back, so the clock alone decides when an attempt happens.
+ * - At least once: a crash after `in_flight` leaves the job active; pg-boss expires and retries
+ *   it and the same bytes go out again (receivers deduplicate on `Webhook-Id`).
+ */
+import type { Clock } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SecretBox } from '../../shared/secrets.js';
+import { newId } from '../../shared/ids.js';
+import { isOutboundRefused } from '../../shared/outbound/index.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { Jobs, JobContext } from '../jobs/index.js';
+import { deliveryHeaders } from './signing.js';
+import { ATTEMPT_TIMEOUT_MS, classify, nextWaitMs, type AttemptResult } from './schedule.js';
+import * as store from './store.js';
+
+/** `fetch`-shaped sender: the outbound client's `fetch` in production. */
+export type WebhookSend = (url: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
+
+const EXCERPT_CHARS = 512;
+const MAX_ERROR_CHARS = 500;
+/** Re-check period of an attempt that is not due yet on the injected clock. */
+const NOT_DUE_RECHECK_S = 1;
+
+export interface DeliveryWorkerOptions {
+  sql: Sql;
+  jobs: Jobs;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretBox;
+  send: WebhookSend;
+  /** Jitter source in [0, 1). Default Math.random. */
+  random?: () => number;
+}
+
+export interface DeliveryWorker {
+  /** Queues the attempt due at `at` (default now) for a stored delivery. */
+  schedule(deliveryId: string, at?: Date, tx?: Parameters<Jobs['enqueue']>[2]['tx']): Promise<void>;
+  run(job: JobContext<'webhook.deliver'>): Promise<void>;
+}
+
+export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker {
+  const { sql, jobs, clock, logger, secrets, send } = opts;
+  const random = opts.random ?? Math.random;
+
+  async function schedule(deliveryId: string, at?: Date, tx?: Parameters<Jobs['enqueue']>[2]['tx']): Promise<void> {
+    await jobs.enqueue('webhook.deliver', { delivery_id: deliveryId }, { singletonKey: deliveryId, startAfter: at ?? new Date(clock.now()), tx });
+  }
+
+  async function run(job: JobContext<'webhook.deliver'>): Promise<void> {
+    const d = await store.getDelivery(sql, job.data.delivery_id);
+    // Delivered, dead or skipped meanwhile (or a duplicate job): nothing to do.
+    if (!d || (d.status !== 'pending' && d.status !== 'in_flight')) return;
+    const now = clock.now();
+    if (d.next_attempt_at && d.next_attempt_at.getTime() > now) {
+      // Released early (the database clock is ahead of ours, or a test drives a simulated clock):
+      // look again shortly, measured on the database clock so this never spins.
+      await jobs.enqueue('webhook.deliver', { delivery_id: d.id }, { singletonKey: d.id, delaySeconds: NOT_DUE_RECHECK_S });
+      return;
+    }
+    const settings = await store.getSettings(sql, d.workspace_id);
+    if (!settings?.webhook_url || !settings.secret_enc) {
+      await sql`update webhook_deliveries set status = 'skipped', next_attempt_at = null, updated_at = ${new Date(now)} where id = ${d.id}`;
+      return;
+    }
+    const [{ attempts: n }] = await sql<{ attempts: number }[]>`
+      update webhook_deliveries set status = 'in_flight', attempts = attempts + 1, updated_at = ${new Date(now)}
+      where id = ${d.id} returning attempts`;
+    const result = await attempt(settings.webhook_url, secrets.decrypt(settings.secret_enc), d, job.signal);
+    const verdict = classify(result.outcome);
+    const after = clock.now();
+    const wait = verdict === 'retry' ? nextWaitMs(n, result.outcome, after, random()) : undefined;
+    const status = verdict === 'delivered' ? 'delivered' : wait !== undefined ? 'pending' : 'dead';
+    const nextAt = wait !== undefined ? new Date(after + wait) : null;
+    await sql.begin(async (tx) => {
+      await tx`
+        insert into webhook_attempts (id, delivery_id, n, started_at, status_code, latency_ms, error, response_excerpt)
+        values (${newId()}, ${d.id}, ${n}, ${new Date(now)}, ${result.outcome.status ?? null}, ${result.latencyMs}, ${result.outcome.error ?? null}, ${result.excerpt})
+        on conflict (delivery_id, n) do nothing`;
+      await tx`
+        update webhook_deliveries set status = ${status}, next_attempt_at = ${nextAt},
+          last_status_code = ${result.outcome.status ?? null}, last_error = ${result.outcome.error ?? null},
+          delivered_at = ${status === 'delivered' ? new Date(after) : null}, updated_at = ${new Date(after)}
+        where id = ${d.id}`;
+      if (nextAt) await schedule(d.id, nextAt, tx);
+    });
+    logger.info({ delivery: d.id, event: d.event_id, attempt: n, status: result.outcome.status, verdict: status, nextAt }, 'webhook attempt');
+  }
+
+  async function attempt(url: string, secret: string, d: store.DeliveryRow, signal: AbortSignal): Promise<{ outcome: AttemptResult; latencyMs: number; excerpt: string | null }> {
+    const headers = deliveryHeaders(secret, d.event_id, Math.floor(clock.now() / 1000), d.body);
+    const abort = new AbortController();
+    const timer = clock.setTimeout(() => abort.abort(new Error(`timed out after ${ATTEMPT_TIMEOUT_MS} ms`)), ATTEMPT_TIMEOUT_MS);
+    const onClose = () => abort.abort(signal.reason);
+    signal.addEventListener('abort', onClose, { once: true });
+    const t0 = clock.monotonicMs();
+    try {
+      const res = await send(url, { method: 'POST', headers, body: d.body, signal: abort.signal });
+      const excerpt = await readExcerpt(res);
+      return { outcome: { status: res.status, retryAfter: res.headers.get('retry-after') }, latencyMs: Math.round(clock.monotonicMs() - t0), excerpt };
+    } catch (err) {
+      const refused = isOutboundRefused(err);
+      const message = abort.signal.aborted ? String((abort.signal.reason as Error)?.message ?? 'aborted') : errorText(err);
+      return { outcome: { error: message.slice(0, MAX_ERROR_CHARS), refused }, latencyMs: Math.round(clock.monotonicMs() - t0), excerpt: null };
+    } finally {
+      clock.clearTimeout(timer);
+      signal.removeEventListener('abort', onClose);
+    }
+  }
+
+  return { schedule, run };
+}
+
+/** The first bytes of the body as text; the rest is cancelled, never drained. */
+async function readExcerpt(res: Response): Promise<string | null> {
+  const reader = res.body?.getReader();
+  if (!reader) return null;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < EXCERPT_CHARS * 4) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } catch {
+    // A body cut off mid-way still leaves its status code: the excerpt is best effort.
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS);
+  return text || null;
+}
+
+/** DNS, TLS and connection failures: undici wraps the cause. */
+function errorText(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const cause = e?.cause ? ` (${e.cause.code ?? ''}${e.cause.code && e.cause.message ? ': ' : ''}${e.cause.message ?? ''})` : '';
+  return `${e?.message ?? String(err)}${cause}`;
+}

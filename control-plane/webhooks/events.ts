@@ -1,0 +1,297 @@
+/**
+ * `call.completed` events (spec doc 3, "call.completed event body", "Events" rules 5-9):
+ *
+ * - One per carrier call (`conversations.call_id`; browser and voice-test sessions have none and
+ *   get no event). The post-call relay queues `webhook.call-completed` for the call when one of
+ *   its stints ends; the job builds the event once the call has settled and stores it as a
+ *   delivery (unique per workspace and call), so a second trigger is a no-op.
+ * - Analysis hold: the event waits while a stint is still active (a transfer to a person) or a
+ *   configured summary, QA score or analysis result is still running, at most `ANALYSIS_HOLD_MS`
+ *   (4 min) after the last stint ended, then ships what exists: `qa_score` and `analysis_status`
+ *   by the rules of ./analysis-status.ts (`skipped` for failed and abandoned calls). The hold is
+ *   this job re-queuing itself on the job queue (no timer in the process).
+ * - The body is serialised here, once; deliveries re-send these bytes.
+ */
+import type { Clock } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import { newId } from '../../shared/ids.js';
+import type { Sql } from '../../shared/db/client.js';
+import type { Jobs, JobContext } from '../jobs/index.js';
+import type { Tx } from '../post-call/relay.js';
+import type { CallEvent } from '../telephony/live-calls.js';
+import { analysisStatus, loadCallAnalysis, mustHold, type CallAnalysis } from './analysis-status.js';
+import type { DeliveryWorker } from './deliver.js';
+import { EVENT_TYPE } from './signing.js';
+import * as store from './store.js';
+
+/** Longest an event waits for the summary, the QA score and the analysis results. */
+export const ANALYSIS_HOLD_MS = 4 * 60_000;
+/** First look at a call after a stint ended (lets a transfer's next stint start). */
+const SETTLE_S = 2;
+/** Re-check period while holding. */
+const HOLD_RECHECK_S = 5;
+/** Carrier final statuses of a call that never connected (spec: `failed`: busy, no answer, rejected). */
+const NEVER_CONNECTED = new Set(['busy', 'no-answer', 'failed', 'canceled']);
+/** `metadata.end_reason` the abandoned-call sweeper writes (post-call/abandoned.ts). */
+export const ABANDONED_REASON = 'abandoned';
+
+interface StintRow {
+  id: string;
+  agent_id: string;
+  agent_name: string | null;
+  workspace_id: string;
+  call_id: string;
+  segment_kind: 'ai' | 'human';
+  status: string;
+  summary: string | null;
+  summary_status: string | null;
+  total_duration_ms: number;
+  metadata: Record<string, unknown>;
+  started_at: Date;
+  ended_at: Date | null;
+}
+
+export interface CallEventsOptions {
+  sql: Sql;
+  jobs: Jobs;
+  clock: Clock;
+  logger: Logger;
+  deliveries: DeliveryWorker;
+  /** Public base URL of the control plane (links); loopback: links are null. */
+  publicBaseUrl: string;
+}
+
+export interface CallEvents {
+  /** Post-call relay handler: queue the call's event job (inside the relay's transaction). */
+  onConversationEnded(ev: { conversation_id: string }, tx: Tx): Promise<void>;
+  run(job: JobContext<'webhook.call-completed'>): Promise<void>;
+  /** Telephony hook: a carrier call that ended without ever connecting gets a `failed` event. */
+  onCarrierCallEnded(ev: CallEvent): Promise<void>;
+  runFailed(job: JobContext<'webhook.call-failed'>): Promise<void>;
+  /** A test ping: real signing and delivery, obviously fake values. */
+  testEvent(workspaceId: string): { eventId: string; body: string };
+}
+
+export function createCallEvents(opts: CallEventsOptions): CallEvents {
+  const { sql, jobs, clock, logger, deliveries } = opts;
+  const linkBase = publicLinkBase(opts.publicBaseUrl);
+
+  async function run(job: JobContext<'webhook.call-completed'>): Promise<void> {
+    const [workspaceId, callId] = job.data.call_key.split(':');
+    const settings = await store.getSettings(sql, workspaceId);
+    // No endpoint: nothing to send (events are not kept for an endpoint that may never exist).
+    if (!settings?.webhook_url) return;
+    const stints = await sql<StintRow[]>`
+      select c.id, c.agent_id, a.name as agent_name, c.workspace_id, c.call_id, c.segment_kind, c.status, c.summary,
+             c.summary_status, c.total_duration_ms, c.metadata, c.started_at, c.ended_at
+      from conversations c left join agents a on a.id = c.agent_id
+      where c.workspace_id = ${workspaceId} and c.call_id = ${callId}
+      order by c.started_at, c.id`;
+    if (!stints.length) return;
+    const now = clock.now();
+    const lastEnd = Math.max(...stints.map((s) => s.ended_at?.getTime() ?? 0));
+    const holdOver = lastEnd > 0 && now - lastEnd >= ANALYSIS_HOLD_MS;
+    const active = stints.some((s) => s.status === 'active');
+    const analysis = await loadCallAnalysis(sql, stints);
+    if (mustHold(analysis.pieces, active, holdOver)) {
+      await jobs.enqueue('webhook.call-completed', job.data, { singletonKey: job.data.call_key, delaySeconds: HOLD_RECHECK_S });
+      return;
+    }
+    const eventId = newId();
+    const body = JSON.stringify(callCompletedBody(eventId, new Date(now), stints, linkBase, analysis));
+    await storeEvent(workspaceId, callId, eventId, body, now);
+    logger.debug({ callId, workspaceId }, 'call.completed queued');
+  }
+
+  /** Stores the event as a delivery (once per call) and queues its first attempt, in one transaction. */
+  async function storeEvent(workspaceId: string, callId: string, eventId: string, body: string, now: number): Promise<void> {
+    await sql.begin(async (tx) => {
+      const d = await store.insertDelivery(tx, {
+        id: newId(),
+        workspace_id: workspaceId,
+        event_id: eventId,
+        event_type: EVENT_TYPE,
+        test: false,
+        call_id: callId,
+        body,
+        next_attempt_at: new Date(now),
+        created_at: new Date(now),
+      });
+      if (d) await deliveries.schedule(d.id, new Date(now), tx);
+    });
+  }
+
+  async function runFailed(job: JobContext<'webhook.call-failed'>): Promise<void> {
+    const c = job.data;
+    const settings = await store.getSettings(sql, c.workspace_id);
+    if (!settings?.webhook_url) return;
+    const [agent] = await sql<{ name: string }[]>`select name from agents where id = ${c.agent_id}`;
+    const now = clock.now();
+    const eventId = newId();
+    const body = JSON.stringify({
+      id: eventId,
+      type: EVENT_TYPE,
+      created_at: new Date(now).toISOString(),
+      test: false,
+      workspace_id: c.workspace_id,
+      data: {
+        call_id: c.call_id,
+        conversation_id: null,
+        conversation_ids: [],
+        status: 'failed',
+        carrier_status: c.carrier_status,
+        direction: c.direction,
+        caller_number: c.from_number,
+        callee_number: c.to_number,
+        caller_name: '',
+        started_at: new Date(c.created_at_ms).toISOString(),
+        answered_at: null,
+        ended_at: new Date(c.ended_at_ms).toISOString(),
+        duration_ms: Math.max(0, c.ended_at_ms - c.created_at_ms),
+        talk_duration_ms: 0,
+        ai_agent: { id: c.agent_id, name: agent?.name ?? '' },
+        human_agents: [],
+        segments: [],
+        disposition: null,
+        summary: null,
+        qa_score: null,
+        analysis_status: 'skipped',
+        transcript_url: null,
+        recordings: [],
+      },
+    });
+    await storeEvent(c.workspace_id, c.call_id, eventId, body, now);
+  }
+
+  return {
+    async onConversationEnded(ev, tx) {
+      const [row] = await tx<{ workspace_id: string; call_id: string | null }[]>`
+        select workspace_id, call_id from conversations where id = ${ev.conversation_id}`;
+      if (!row?.call_id) return; // browser and voice-test sessions: no call-center record, no event
+      const key = `${row.workspace_id}:${row.call_id}`;
+      await jobs.enqueue('webhook.call-completed', { call_key: key }, { singletonKey: key, delaySeconds: SETTLE_S, tx });
+    },
+    run,
+    runFailed,
+    async onCarrierCallEnded(ev) {
+      const c = ev.call;
+      if (ev.type !== 'ended' || c.answered_at_ms || !NEVER_CONNECTED.has(ev.detail ?? '')) return;
+      await jobs.enqueue(
+        'webhook.call-failed',
+        {
+          call_id: c.call_id,
+          workspace_id: c.workspace_id,
+          agent_id: c.agent_id,
+          direction: c.direction,
+          from_number: c.from_number,
+          to_number: c.to_number,
+          carrier_status: ev.detail ?? '',
+          created_at_ms: c.created_at_ms,
+          ended_at_ms: clock.now(),
+        },
+        { singletonKey: c.call_id },
+      );
+    },
+    testEvent(workspaceId) {
+      const eventId = newId();
+      const at = new Date(clock.now()).toISOString();
+      const fake = '00000000-0000-0000-0000-000000000000';
+      const body = {
+        id: eventId,
+        type: EVENT_TYPE,
+        created_at: at,
+        test: true,
+        workspace_id: workspaceId,
+        data: {
+          call_id: fake,
+          conversation_id: fake,
+          conversation_ids: [fake],
+          status: 'completed',
+          direction: 'inbound',
+          caller_number: '+15555550100',
+          callee_number: '+15555550199',
+          caller_name: 'Test Caller',
+          started_at: at,
+          answered_at: at,
+          ended_at: at,
+          duration_ms: 0,
+          talk_duration_ms: 0,
+          ai_agent: { id: fake, name: 'Test agent' },
+          human_agents: [],
+          segments: [{ n: 1, handler: 'ai', conversation_id: fake, human_agent_id: null }],
+          disposition: null,
+          summary: 'This is a test event from voiceplane.',
+          qa_score: null,
+          analysis_status: 'partial',
+          transcript_url: null,
+          recordings: [],
+        },
+      };
+      return { eventId, body: JSON.stringify(body) };
+    },
+  };
+}
+
+/** The event body of a settled call (every field of the spec's table). */
+export function callCompletedBody(eventId: string, createdAt: Date, stints: StintRow[], linkBase: string | null, analysis: CallAnalysis) {
+  const first = stints[0];
+  const meta = first.metadata ?? {};
+  const session = (meta.session_metadata ?? {}) as Record<string, unknown>;
+  const str = (...vals: unknown[]) => (vals.find((v) => typeof v === 'string' && v) as string | undefined) ?? '';
+  const startedAt = first.started_at;
+  const endedAt = stints.reduce<Date | null>((max, s) => (s.ended_at && (!max || s.ended_at > max) ? s.ended_at : max), null);
+  // A conversation row exists only once the carrier connected the call to the engine: `completed`,
+  // unless the sweeper closed it without a recorded end (`abandoned`).
+  const status = stints.some((s) => (s.metadata ?? {}).end_reason === ABANDONED_REASON) ? 'abandoned' : 'completed';
+  const summary = stints.map((s) => s.summary).filter((s): s is string => !!s).join('\n\n') || null;
+  const humans = stints.filter((s) => s.segment_kind === 'human');
+  const recordingSid = str(meta.recording_sid);
+  return {
+    id: eventId,
+    type: EVENT_TYPE,
+    created_at: createdAt.toISOString(),
+    test: false,
+    workspace_id: first.workspace_id,
+    data: {
+      call_id: first.call_id,
+      conversation_id: first.id,
+      conversation_ids: stints.map((s) => s.id),
+      status,
+      direction: str(meta.call_direction, session.call_direction) || 'inbound',
+      caller_number: str(session.from_number, meta.from_number),
+      callee_number: str(session.to_number, meta.to_number),
+      caller_name: str(session.caller_name, meta.caller_name),
+      started_at: startedAt.toISOString(),
+      answered_at: startedAt.toISOString(),
+      ended_at: endedAt?.toISOString() ?? null,
+      duration_ms: endedAt ? Math.max(0, endedAt.getTime() - startedAt.getTime()) : 0,
+      talk_duration_ms: stints.reduce((a, s) => a + Number(s.total_duration_ms || 0), 0),
+      ai_agent: { id: first.agent_id, name: first.agent_name ?? '' },
+      human_agents: humans.map((s) => ({
+        id: str((s.metadata ?? {}).human_agent_id) || null,
+        name: str((s.metadata ?? {}).human_agent_name),
+        segment_started_at: s.started_at.toISOString(),
+        segment_ended_at: s.ended_at?.toISOString() ?? null,
+      })),
+      segments: stints.map((s, i) => ({ n: i + 1, handler: s.segment_kind, conversation_id: s.id, human_agent_id: str((s.metadata ?? {}).human_agent_id) || null })),
+      disposition: null,
+      summary,
+      qa_score: analysis.qaScore,
+      analysis_status: analysisStatus(analysis.pieces, status === 'abandoned'),
+      transcript_url: linkBase ? `${linkBase}/api/v1/conversations/${first.id}/messages` : null,
+      // No recording proxy route exists yet: ids are given, urls stay null (spec: null without a public link).
+      recordings: recordingSid ? [{ id: recordingSid, channel: 'mixed', url: null }] : [],
+    },
+  };
+}
+
+/** Links only for a public base URL (spec: null when the deployment has only a loopback one). */
+function publicLinkBase(base: string): string | null {
+  try {
+    const host = new URL(base).hostname;
+    if (host === 'localhost' || host.startsWith('127.') || host === '[::1]' || host === '0.0.0.0') return null;
+    return base.replace(/\/$/, '');
+  } catch {
+    return null;
+  }
+}

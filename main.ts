@@ -1,0 +1,26 @@
+/**
+ * The process `npm start` runs. `ROLE=all` (the default): the control plane and a media engine
+ * node in one process, on the embedded defaults, sharing the registry, the database pool and the
+ * live transcript bus. `ROLE=control-plane`: the API only, as `control-plane/main.ts`.
+ *
+ * This is the one file that imports both halves (`control-plane/` and `media-engine/` never import
+ * each other). The engine is imported lazily so that `ROLE=control-plane` does not load
+ * uWebSockets.js through this entry either.
+ */
+import { realClock } from './shared/clock.js';
+import { runMain } from './shared/run-main.js';
+import { runControlPlane, type Attach } from './control-plane/run.js';
+
+/** ROLE=all: the engine's record writer and one engine node, on the control plane's infrastructure. */
+const attachEngine: Attach = async (ctx, config, infra) => {
+  const [{ startEngineRecords }, { startEngineNode }] = await Promise.all([import('./media-engine/records/index.js'), import('./media-engine/node.js')]);
+  const { logger } = ctx;
+  const records = await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock });
+  ctx.onClose(() => records.close());
+  await ctx.checkpoint();
+  const engine = await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
+  ctx.onClose(() => engine.close());
+  return { bus: records.bus, enginePort: engine.port };
+};
+
+runMain({ name: 'voiceplane' }, (ctx) => runControlPlane(ctx, ctx.config.role === 'all' ? attachEngine : undefined));

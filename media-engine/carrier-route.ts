@@ -1,0 +1,181 @@
+/**
+ * The carrier socket route (Twilio Media Streams, `/api/v1/voice/ws/twilio/{callSid}`, see
+ * transports/twilio.ts and transports/NOTES.md): the session is claimed from the `start` frame,
+ * not from the URL, and a socket that does not get live within the start deadline is closed.
+ */
+import type { TimerHandle } from '../shared/clock.js';
+import { INSUFFICIENT_BALANCE, SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
+import type { SessionConfig } from '../shared/voice/session-config.js';
+import { CLAIM_TTL_MS, SOCKET_LIMITS, type EngineContext } from './engine-context.js';
+import { creditAtConnect } from './credit-check.js';
+import type { CallActor } from './session/actor.js';
+import { startCall } from './start-call.js';
+import { addressKey, refuseUpgrade } from './transports/socket-admission.js';
+import { TwilioTransport, type TwilioEvent } from './transports/twilio.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket } from './uws.js';
+import { maskSessionId } from '../shared/ids.js';
+
+/** A carrier media socket: the session is claimed from the `start` frame, not from the URL. */
+interface TwilioSocketData {
+  addressKey: string;
+  /** Closes the socket if it is not live (start received, session claimed) in time. */
+  startTimer?: TimerHandle;
+  /** The URL's last segment: the CallSid (inbound) or our call id (outbound); informational only. */
+  pathId: string;
+  streamId: number;
+  state: 'awaiting_start' | 'claiming' | 'live' | 'refused' | 'closed';
+  transport?: TwilioTransport;
+  actor?: CallActor;
+}
+
+/** `carrierStreams`: open carrier sockets (attached or not) by a per-node stream id, for the carrier pacer. */
+export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, TwilioTransport>): void {
+  const { config, logger, clock, registry, nodeId, admission } = ctx;
+  let nextStreamId = 1;
+  app.ws<TwilioSocketData>('/api/v1/voice/ws/twilio/:callSid', {
+    // Twilio frames are a few hundred bytes (`start` with parameters a few KiB): uWS closes the
+    // socket on anything larger before we parse it.
+    maxPayloadLength: 16 * 1024,
+    ...SOCKET_LIMITS,
+    upgrade: (res: HttpResponse, req: HttpRequest, context) => {
+      const pathId = req.getParameter(0) ?? '';
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      res.onAborted(() => {});
+      const addr = addressKey(Buffer.from(res.getRemoteAddressAsText()).toString());
+      const verdict = admission.admit(addr);
+      if (verdict !== 'ok') return refuseUpgrade(res, verdict);
+      // Nothing to claim yet: the session id arrives in the `start` frame's customParameters.
+      // uWS calls `open` (which owns the slot from then on) synchronously inside upgrade.
+      res.upgrade({ addressKey: addr, pathId, streamId: nextStreamId++, state: 'awaiting_start' } as TwilioSocketData, key, protocol, extensions, context);
+    },
+    open: (ws: WebSocket<TwilioSocketData>) => {
+      const data = ws.getUserData();
+      const transport = new TwilioTransport(ws as never, clock);
+      data.transport = transport;
+      carrierStreams.set(String(data.streamId), transport);
+      // Issue 11, socket-cap exhaustion: a socket that never sends `start` (or whose claim never
+      // completes) would hold its slot until uWS's 60 s idle timeout; close it at the deadline.
+      data.startTimer = clock.setTimeout(() => {
+        if (data.state !== 'awaiting_start' && data.state !== 'claiming') return;
+        logger.info({ stream: data.pathId.slice(0, 8), state: data.state, timeoutMs: config.socketStartTimeoutMs }, 'carrier socket closed: no start within the deadline');
+        transport.close(1008, data.state === 'awaiting_start' ? 'no start within the deadline' : 'session claim timed out');
+      }, config.socketStartTimeoutMs);
+    },
+    message: (ws: WebSocket<TwilioSocketData>, message: ArrayBuffer, isBinary: boolean) => {
+      const data = ws.getUserData();
+      const transport = data.transport!;
+      try {
+        // Binary frames are not part of Media Streams: invalid, counted like any other garbage.
+        const ev = transport.receiveFrame(message, isBinary);
+        if (ev) onTwilioEvent(data, ev);
+      } catch (err) {
+        logger.error({ err }, 'carrier socket message failed');
+        data.actor?.endCall('error');
+      }
+    },
+    close: (ws: WebSocket<TwilioSocketData>) => {
+      const data = ws.getUserData();
+      admission.release(data.addressKey);
+      clock.clearTimeout(data.startTimer);
+      const stats = data.transport?.stats();
+      // The call's log at the end carries what was dropped (the turn records carry it per turn).
+      if (stats && (stats.invalidFrames > 0 || stats.mediaBeforeClaim > 0 || stats.unknownEvents > 0)) {
+        logger.info({ stream: data.pathId.slice(0, 8), invalidFrames: stats.invalidFrames, invalidReasons: stats.invalidReasons, unknownEvents: stats.unknownEvents, mediaBeforeClaim: stats.mediaBeforeClaim }, 'carrier stream input dropped');
+      }
+      data.state = 'closed';
+      data.transport?.markClosed();
+      carrierStreams.delete(String(data.streamId));
+      data.actor?.post({ kind: 'transport_closed' });
+    },
+  });
+
+  function onTwilioEvent(data: TwilioSocketData, ev: TwilioEvent): void {
+    switch (ev.event) {
+      case 'start':
+        if (data.state !== 'awaiting_start') return;
+        data.state = 'claiming';
+        claimCarrierSession(data, ev.customParameters.session_id ?? '', ev.customParameters.agent_id ?? '');
+        return;
+      case 'mark':
+        // Echoes of marks pending at a `clear` are for dropped audio: not heard, not forwarded.
+        if (!ev.cleared) data.actor?.post({ kind: 'mark', name: ev.name });
+        return;
+      case 'stop':
+        // Caller hung up, or the call was redirected (transfer): the socket closes right after.
+        data.actor?.post({ kind: 'end', reason: 'stream_stopped' });
+        return;
+      case 'dtmf':
+        logger.debug({ stream: data.pathId.slice(0, 8), digit: ev.digit }, 'dtmf');
+        return;
+      case 'invalid':
+        if (ev.close) {
+          const stats = data.transport!.stats();
+          logger.warn({ stream: data.pathId.slice(0, 8), reason: ev.reason, invalidFrames: stats.invalidFrames, invalidReasons: stats.invalidReasons }, 'carrier stream closed: too many invalid frames');
+          data.transport!.close(1008, 'too many invalid frames');
+        } else {
+          logger.debug({ stream: data.pathId.slice(0, 8), reason: ev.reason }, 'invalid carrier frame dropped');
+        }
+        return;
+      case 'connected':
+        return;
+    }
+  }
+
+  function claimCarrierSession(data: TwilioSocketData, sessionId: string, agentId: string): void {
+    const transport = data.transport!;
+    const refuse = (reason: string) => {
+      logger.warn({ session: maskSessionId(sessionId), reason }, 'carrier stream refused');
+      data.state = 'refused';
+      // Closing the stream makes the carrier run the TwiML after </Connect> (a hangup).
+      transport.close(1008, reason);
+    };
+    if (!sessionId) return refuse('start without session_id');
+    registry.sessions.claimSession(sessionId, nodeId, CLAIM_TTL_MS).then(
+      (result) => {
+        if (data.state === 'closed') {
+          if (result.status === 'claimed') void registry.sessions.deleteSession(sessionId).catch(() => {});
+          return;
+        }
+        if (result.status !== 'claimed') return refuse(SOCKET_ERRORS.sessionNotFound);
+        const sc = result.session.config as SessionConfig;
+        if (agentId && agentId !== sc.agent_id) return refuse('agent_id does not match the session');
+        creditAtConnect(ctx, sc).then(
+          (credit) => {
+            if (data.state === 'closed') return void registry.sessions.deleteSession(sessionId).catch(() => {});
+            // No JSON events on carrier sockets: closing the stream hangs the call up (TwiML after </Connect>).
+            if (!credit.ok) {
+              void registry.sessions.deleteSession(sessionId).catch(() => {});
+              return refuse(INSUFFICIENT_BALANCE);
+            }
+            startLive(sc, credit.allowanceMs);
+          },
+          (err: Error) => {
+            logger.error({ err, session: maskSessionId(sessionId) }, 'credit check failed');
+            if (data.state !== 'closed') refuse('credit check failed');
+          },
+        );
+      },
+      (err: Error) => {
+        logger.error({ err, session: maskSessionId(sessionId) }, 'session claim failed');
+        if (data.state !== 'closed') refuse('session claim failed');
+      },
+    );
+
+    function startLive(sc: SessionConfig, allowanceMs: number | undefined): void {
+      startCall(ctx, sc, {
+        allowanceMs,
+        kind: 'carrier',
+        transport,
+        // Carriers get no JSON events: the reason goes to the log and the close frame.
+        refuse: (message) => refuse(message),
+        bind: (actor) => {
+          data.actor = actor;
+          data.state = 'live';
+          clock.clearTimeout(data.startTimer);
+        },
+      });
+    }
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The caller's side of turn-taking: speech onset (VAD, or ASR text the VAD missed), endpointing
+ * (ASR end-of-turn, or silence after final text; with no text the ASR is forced to finalize and
+ * given 1.5 s), and barge-in (onset while the agent answers opens a window; a transcript that is
+ * real speech confirms it, else the window closes with `phase_idle`). The call's phase is the
+ * actor's (`CallerTurnHost.phase()`); what a confirmed barge-in or a finished turn does is too.
+ */
+import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
+import type { AsrEvent } from '../../shared/providers/types.js';
+import type { ActorTuning, CallActorDeps, Phase } from './actor-deps.js';
+import { isBackchannel, isLikelyEcho, mayBecomeBackchannel } from './backchannel.js';
+import type { CallTimers } from './call-timers.js';
+import type { CallerSpeech } from './caller-speech.js';
+import { maskSessionId } from '../../shared/ids.js';
+
+/** With no final text at the silence endpoint, the ASR gets this long to finalize. */
+const FINALIZE_WAIT_MS = 1500;
+
+export interface CallerTurnHost {
+  /** The call's turn state: the actor's, read and set through these. */
+  phase(): Phase;
+  setPhase(phase: Phase): void;
+  bargeInAllowed(): boolean;
+  /** What the agent is saying right now (the echo check on speakers). */
+  agentText(): string;
+  emit(ev: ServerEvent): void;
+  /** The caller started speaking: idle nudges start over. */
+  onCallerSpeech(): void;
+  /** Forces the ASR to finalize what it has. */
+  flushAsr(): void;
+  /** Barge-in confirmed: cancel the running answer, keep what was heard. */
+  interrupt(): void;
+  /** The caller's turn is over with text: answer it. */
+  beginReply(asrMs: number): void;
+  /** The caller's turn ended without text: listening again. */
+  armIdle(): void;
+}
+
+export class CallerTurns {
+  /** VAD onset while the agent answers, not yet confirmed by a transcript. */
+  private bargeCandidate = false;
+
+  constructor(
+    private readonly d: Pick<CallActorDeps, 'clock' | 'profile' | 'logger' | 'config'>,
+    private readonly t: ActorTuning,
+    private readonly caller: CallerSpeech,
+    private readonly timers: CallTimers,
+    private readonly host: CallerTurnHost,
+  ) {}
+
+  /** One 20 ms frame of caller audio at the call's inbound rate (already pushed to the ASR). */
+  frame(pcm: Int16Array): void {
+    const v = this.caller.frame(pcm);
+    if (v.onset) this.onSpeechOnset();
+    if (this.host.phase() === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
+      // Silence long enough: close the turn with what ASR has, after forcing it to finalize.
+      if (this.caller.text) this.endUserTurn();
+      else {
+        this.host.flushAsr();
+        this.timers.set('endpoint', FINALIZE_WAIT_MS);
+      }
+    }
+  }
+
+  onAsr(ev: AsrEvent): void {
+    const host = this.host;
+    if (ev.type === 'interim' || ev.type === 'final') {
+      const text = ev.text.trim();
+      if (!text) return;
+      if (host.phase() === 'speaking' || host.phase() === 'thinking') {
+        if (!host.bargeInAllowed()) return;
+        // A backchannel (or what may still become one) never confirms a barge-in; on speakers,
+        // neither does text that is our own voice coming back.
+        if (ev.type === 'interim' ? mayBecomeBackchannel(text) : isBackchannel(text)) return;
+        if (this.d.profile === 'browser_speakers' && isLikelyEcho(text, host.agentText())) return;
+        if (!this.bargeCandidate) host.emit({ type: 'user_started_speaking' });
+        this.confirmBargeIn();
+      } else if (host.phase() === 'listening') {
+        // ASR heard speech VAD missed (quiet caller): treat as onset.
+        this.onSpeechOnset();
+      }
+      if (ev.type === 'interim') {
+        host.emit({ type: 'interim_transcription', text });
+      } else {
+        this.caller.addFinal(text);
+        if (ev.endOfTurn && host.phase() === 'user_speaking') this.endUserTurn();
+      }
+      return;
+    }
+    if (ev.type === 'utterance_end' && host.phase() === 'user_speaking' && this.caller.text) this.endUserTurn();
+    if (ev.type === 'error') this.d.logger.warn({ session: maskSessionId(this.d.config.session_id), error: ev.message, recoverable: ev.recoverable }, 'asr error');
+  }
+
+  /** The barge-in window closed without a confirming transcript. */
+  onBargeTimeout(): void {
+    if (!this.bargeCandidate) return;
+    this.bargeCandidate = false;
+    this.host.emit({ type: 'phase_idle' });
+  }
+
+  /** The ASR had its time to finalize after the silence endpoint. */
+  onEndpointTimeout(): void {
+    if (this.host.phase() === 'user_speaking') this.endUserTurn();
+  }
+
+  /** The agent's run finished: a barge-in still unconfirmed is moot. */
+  agentDone(): void {
+    this.bargeCandidate = false;
+    this.timers.cancel('barge_confirm');
+  }
+
+  private onSpeechOnset(): void {
+    const host = this.host;
+    host.onCallerSpeech();
+    if (host.phase() === 'listening') {
+      host.setPhase('user_speaking');
+      this.caller.startTurn();
+      host.emit({ type: 'user_started_speaking' });
+      return;
+    }
+    if ((host.phase() === 'speaking' || host.phase() === 'thinking') && host.bargeInAllowed() && !this.bargeCandidate) {
+      this.bargeCandidate = true;
+      host.emit({ type: 'user_started_speaking' });
+      this.timers.set('barge_confirm', this.t.bargeConfirmMs);
+    }
+  }
+
+  private confirmBargeIn(): void {
+    this.timers.cancel('barge_confirm');
+    this.bargeCandidate = false;
+    this.host.interrupt();
+    this.host.setPhase('user_speaking');
+    this.caller.startTurn();
+  }
+
+  private endUserTurn(): void {
+    this.timers.cancel('endpoint');
+    if (!this.caller.text.trim()) {
+      this.caller.take();
+      this.host.setPhase('listening');
+      this.host.emit({ type: 'phase_idle' });
+      this.host.armIdle();
+      return;
+    }
+    const speechEnd = this.caller.speechEndMs;
+    const asrMs = speechEnd ? Math.max(0, Math.round(this.d.clock.monotonicMs() - speechEnd)) : 0;
+    this.host.beginReply(asrMs);
+  }
+}

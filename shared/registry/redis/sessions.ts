@@ -1,0 +1,83 @@
+/**
+ * Voice sessions in Redis. Keys of one session share a hash tag (`{s:<id>}`) so they live on one
+ * Redis Cluster shard: `cfg` (the stored session, TTL = connect deadline, then the claim) and
+ * `owner` (the claiming node).
+ */
+import type { JournalSession } from '../journal.js';
+import type { ClaimResult, SessionStore, StoredSession } from '../types.js';
+import type { RedisConnection } from './connection.js';
+
+// Claims atomically: refuses when another node owns it, not_found when the config expired.
+const CLAIM_SCRIPT = `
+local owner = redis.call('GET', KEYS[2])
+if owner and owner ~= ARGV[1] then return {'taken', owner} end
+local cfg = redis.call('GET', KEYS[1])
+if not cfg then return {'not_found', ''} end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {'claimed', cfg}
+`;
+
+export class RedisSessionStore implements SessionStore {
+  constructor(private readonly conn: RedisConnection) {}
+
+  private sessionKey(id: string): string {
+    return `${this.conn.prefix}:{s:${id}}:cfg`;
+  }
+  private ownerKey(id: string): string {
+    return `${this.conn.prefix}:{s:${id}}:owner`;
+  }
+
+  async putSession(session: StoredSession): Promise<void> {
+    const ttl = Math.max(1, session.connectDeadlineMs - this.conn.clock.now());
+    await this.conn.op(() => this.conn.client.set(this.sessionKey(session.sessionId), JSON.stringify(session), { expiration: { type: 'PX', value: ttl } }));
+    this.conn.journal.putSession(session);
+  }
+
+  async getSession(sessionId: string): Promise<StoredSession | undefined> {
+    const v = await this.conn.op(() => this.conn.client.get(this.sessionKey(sessionId)));
+    return v ? (JSON.parse(v) as StoredSession) : undefined;
+  }
+
+  async claimSession(sessionId: string, nodeId: string, ttlMs: number): Promise<ClaimResult> {
+    const [status, value] = (await this.conn.op(() =>
+      this.conn.client.eval(CLAIM_SCRIPT, {
+        keys: [this.sessionKey(sessionId), this.ownerKey(sessionId)],
+        arguments: [nodeId, String(ttlMs)],
+      }),
+    )) as [string, string];
+    if (status === 'taken') return { status: 'taken', ownerNodeId: value };
+    if (status === 'not_found') return { status: 'not_found' };
+    const session = JSON.parse(value) as StoredSession;
+    this.conn.journal.claimed(session, nodeId, ttlMs);
+    return { status: 'claimed', session };
+  }
+
+  async sessionOwner(sessionId: string): Promise<string | undefined> {
+    return (await this.conn.op(() => this.conn.client.get(this.ownerKey(sessionId)))) ?? undefined;
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    this.conn.journal.deleteSession(sessionId);
+    await this.conn.op(() => this.conn.client.del([this.sessionKey(sessionId), this.ownerKey(sessionId)]));
+  }
+
+  /**
+   * Writes journaled sessions again in one MULTI: claims with plain SET (the owner's claim wins over
+   * a copy another process replays), unclaimed configs with NX.
+   */
+  async replay(sessions: JournalSession[]): Promise<void> {
+    const now = this.conn.clock.now();
+    const m = this.conn.client.multi();
+    for (const { session, owner } of sessions) {
+      const cfg = JSON.stringify(session);
+      if (owner) {
+        const ttl = { expiration: { type: 'PX', value: Math.max(1, owner.expiresAtMs - now) } } as const;
+        m.set(this.sessionKey(session.sessionId), cfg, ttl).set(this.ownerKey(session.sessionId), owner.nodeId, ttl);
+      } else {
+        m.set(this.sessionKey(session.sessionId), cfg, { expiration: { type: 'PX', value: Math.max(1, session.connectDeadlineMs - now) }, condition: 'NX' });
+      }
+    }
+    await m.exec();
+  }
+}

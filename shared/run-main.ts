@@ -1,0 +1,83 @@
+/**
+ * Start-up and shutdown of a process entry (`main.ts`, `control-plane/main.ts`,
+ * `media-engine/main.ts`), written once:
+ * - a bad configuration is one line on stderr and exit code 2;
+ * - signals are honoured from the first moment: a Ctrl-C while the embedded Postgres is still
+ *   starting must stop it too, not leave it running until the next start cleans it up. During
+ *   start-up the step that is running finishes and registers its closer; the next `checkpoint()`
+ *   then shuts down;
+ * - closers run once, in reverse order of registration, each failure logged;
+ * - a start-up refusal we raise ourselves (`AppError`: a data directory we cannot open, ...) is
+ *   one line that says what to do; anything else is a bug and keeps its stack.
+ */
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { installCrashGuards } from './crash-guard.js';
+import { AppError } from './errors.js';
+import { createLogger, type Logger } from './logger.js';
+
+export interface MainContext {
+  config: Config;
+  logger: Logger;
+  /** Registers a shutdown step (run in reverse order of registration). */
+  onClose(close: () => Promise<void>): void;
+  /** Between start-up steps: shuts down now if a signal arrived during the last one. */
+  checkpoint(): Promise<void>;
+  /** Start-up is over: from now on a signal shuts down at once. */
+  started(): void;
+}
+
+export interface MainOptions {
+  /** Logger name. */
+  name: string;
+  /** Extra configuration checks of this entry (throw `ConfigError`). */
+  check?: (config: Config) => void;
+}
+
+export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<void>): void {
+  let config: Config;
+  try {
+    config = loadConfig();
+    opts.check?.(config);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const logger = createLogger({ level: config.logLevel, name: opts.name });
+  const closers: Array<() => Promise<void>> = [];
+  let stopping = false;
+  let isStarted = false;
+  let stopRequested: string | undefined;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    for (const close of closers.reverse()) await close().catch((err) => logger.error({ err }, 'shutdown step failed'));
+    process.exit(0);
+  };
+  const onSignal = (signal: string) => {
+    if (isStarted) void stop(signal);
+    else stopRequested = signal;
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  installCrashGuards(logger);
+  const ctx: MainContext = {
+    config,
+    logger,
+    onClose: (close) => void closers.push(close),
+    checkpoint: async () => {
+      if (stopRequested) await stop(stopRequested);
+    },
+    started: () => {
+      isStarted = true;
+    },
+  };
+  body(ctx).catch((err) => {
+    if (err instanceof AppError) process.stderr.write(`fatal: ${err.message}\n`);
+    else process.stderr.write(`fatal: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,61 @@
+/**
+ * Campaign test helpers: a multipart CSV upload (the route is a raw handler, not JSON) and a raw
+ * GET for the CSV export, both over plain http from a random loopback source (like `api`).
+ */
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { randomLoopback, type ApiResponse } from './accounts.js';
+
+export function multipart(field: string, filename: string, content: Buffer): { body: Buffer; contentType: string } {
+  const boundary = `----vp${randomBytes(8).toString('hex')}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: text/csv\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return { body: Buffer.concat([head, content, tail]), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+function request(port: number, method: string, path: string, token: string, body?: Buffer, contentType?: string): Promise<ApiResponse & { text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (contentType) headers['content-type'] = contentType;
+    if (body) headers['content-length'] = String(body.length);
+    const req = http.request({ method, hostname: '127.0.0.1', port, path, headers, localAddress: randomLoopback(), agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          // CSV or empty
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed, text });
+      });
+      res.on('error', reject);
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** POST /campaigns/{id}/csv-upload with `content` in the multipart field `field` (default `file`). */
+export function uploadCsv(port: number, token: string, campaignId: string, content: string | Buffer, field = 'file') {
+  const m = multipart(field, 'contacts.csv', Buffer.isBuffer(content) ? content : Buffer.from(content, 'utf8'));
+  return request(port, 'POST', `/api/v1/campaigns/${campaignId}/csv-upload`, token, m.body, m.contentType);
+}
+
+export function exportCsv(port: number, token: string, campaignId: string) {
+  return request(port, 'GET', `/api/v1/campaigns/${campaignId}/export`, token);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `pred` every 25 ms; throws naming `what` after `timeoutMs`. */
+export async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`${what}: not in time`);
+    await sleep(25);
+  }
+}

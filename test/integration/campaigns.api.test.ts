@@ -1,0 +1,250 @@
+/**
+ * Campaign routes (spec doc 2, "Campaigns", rules 1 and 3-7, errors): create defaults and
+ * validation naming the field, 403 for another owner's agent or workspace, 404 for another
+ * owner's campaign, PATCH merge semantics, start pre-flight, pause/cancel, the CSV upload's edge
+ * cases (BOM, quoted commas, CRLF, empty lines, non-UTF-8, no phone column, 10 MB + 1 byte), the
+ * calls list and the streamed export. Real Postgres and Redis; agents made over REST.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
+import type { TestUser } from '../helpers/accounts.js';
+import { exportCsv, uploadCsv } from '../helpers/campaigns.js';
+
+let h: TelephonyHarness;
+let agentId = '';
+let bareAgentId = '';
+let other: TestUser;
+let otherAgentId = '';
+
+beforeAll(async () => {
+  h = await startTelephonyHarness();
+  agentId = await h.createAgent({ number: '+14155550901', direction: 'outbound' });
+  bareAgentId = await h.createAgent({ direction: 'outbound' });
+  other = await h.newUser();
+  otherAgentId = await h.createAgent({ number: '+14155550902', owner: other });
+}, 60_000);
+
+afterAll(async () => {
+  await h?.close();
+});
+
+async function create(body: Record<string, unknown> = {}, token?: string) {
+  return h.call('POST', '/campaigns', { name: 'Spring promo', agent_id: agentId, ...body }, token);
+}
+
+async function created(body: Record<string, unknown> = {}): Promise<string> {
+  const res = await create(body);
+  expect(res.status).toBe(200);
+  return res.body.data.id as string;
+}
+
+const upload = (id: string, csv: string | Buffer, token = h.user.token) => uploadCsv(h.app.port, token, id, csv);
+
+describe('create, get, list', () => {
+  it('creates a draft with the spec defaults; every create field but name and agent_id reads back under config', async () => {
+    const res = await create();
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    expect(res.body.data).toMatchObject({
+      name: 'Spring promo',
+      agent_id: agentId,
+      user_id: h.user.userId,
+      status: 'draft',
+      total_calls: 0,
+      completed_calls: 0,
+      failed_calls: 0,
+      answered_calls: 0,
+      column_map: {},
+      started_at: null,
+      completed_at: null,
+      config: { pacing_per_minute: 10, max_concurrent_calls: 8, max_retries: 2, from_number: '', schedule_start: null, calling_hours_start: null, calling_hours_end: null, timezone: null },
+    });
+    const got = await h.call('GET', `/campaigns/${res.body.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual({ ...res.body.data, updated_at: got.body.data.updated_at });
+  });
+
+  it.each([
+    [{ name: '' }, 'name'],
+    [{ agent_id: '' }, 'agent_id'],
+    [{ max_concurrent_calls: 0 }, 'max_concurrent_calls'],
+    [{ pacing_per_minute: 0 }, 'pacing_per_minute'],
+    [{ from_number: '555' }, 'from_number'],
+    [{ schedule_start: 'tomorrow' }, 'schedule_start'],
+    [{ calling_hours_start: '09:00', timezone: 'UTC' }, 'calling_hours_end'],
+    [{ calling_hours_end: '17:00', timezone: 'UTC' }, 'calling_hours_start'],
+    [{ calling_hours_start: '9am', calling_hours_end: '17:00', timezone: 'UTC' }, 'calling_hours_start'],
+    [{ calling_hours_start: '09:00', calling_hours_end: '09:00', timezone: 'UTC' }, 'calling_hours_end'],
+    [{ calling_hours_start: '09:00', calling_hours_end: '17:00' }, 'timezone'],
+    [{ calling_hours_start: '09:00', calling_hours_end: '17:00', timezone: 'Atlantis/Deep' }, 'timezone'],
+  ])('400 for %j naming %s', async (body, field) => {
+    const res = await create(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('INVALID_REQUEST');
+    expect(res.body.error.message).toContain(field);
+  });
+
+  it('accepts a window crossing midnight', async () => {
+    const res = await create({ calling_hours_start: '21:00', calling_hours_end: '08:00', timezone: 'America/New_York' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.config).toMatchObject({ calling_hours_start: '21:00', calling_hours_end: '08:00', timezone: 'America/New_York' });
+  });
+
+  it("403 for another owner's agent (and an unknown one) or workspace; 404 for another owner's campaign", async () => {
+    expect((await create({ agent_id: otherAgentId })).status).toBe(403);
+    expect((await create({ agent_id: '0190a0a0-0000-7000-8000-000000000000' })).status).toBe(403);
+    expect((await h.call('GET', `/campaigns?workspace_id=${other.workspaceId}`)).status).toBe(403);
+    const theirs = await create({ agent_id: otherAgentId }, other.token);
+    expect(theirs.status).toBe(200);
+    const id = theirs.body.data.id;
+    for (const [method, path] of [['GET', ''], ['PATCH', ''], ['POST', '/start'], ['POST', '/pause'], ['POST', '/cancel'], ['GET', '/calls']] as const) {
+      const res = await h.call(method, `/campaigns/${id}${path}`, method === 'PATCH' ? { max_retries: 1 } : undefined);
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    expect((await upload(id, 'phone\n+14155550100\n')).status).toBe(404);
+    expect((await exportCsv(h.app.port, h.user.token, id)).status).toBe(404);
+    expect((await h.call('GET', '/campaigns/not-a-uuid')).status).toBe(404);
+    const mine = await h.call('GET', '/campaigns');
+    expect(mine.body.data.some((c: { id: string }) => c.id === id)).toBe(false);
+    const scoped = await h.call('GET', `/campaigns?workspace_id=${h.user.workspaceId}`);
+    expect(scoped.status).toBe(200);
+    expect(scoped.body.data.length).toBeGreaterThan(0);
+  });
+});
+
+describe('PATCH', () => {
+  it('merges only the keys sent, ignores nulls and unknown keys, and validates the merged window', async () => {
+    const id = await created({ max_retries: 3, calling_hours_start: '09:00', calling_hours_end: '17:00', timezone: 'Europe/Paris' });
+    const res = await h.call('PATCH', `/campaigns/${id}`, { pacing_per_minute: 30, timezone: null, name: 'ignored', bogus: true });
+    expect(res.status).toBe(200);
+    expect(res.body.data.name).toBe('Spring promo');
+    expect(res.body.data.config).toMatchObject({ pacing_per_minute: 30, max_retries: 3, max_concurrent_calls: 8, calling_hours_start: '09:00', calling_hours_end: '17:00', timezone: 'Europe/Paris' });
+    // One end sent: judged together with the stored other end.
+    expect((await h.call('PATCH', `/campaigns/${id}`, { calling_hours_end: '08:00' })).body.data.config.calling_hours_end).toBe('08:00');
+    const bad = await h.call('PATCH', `/campaigns/${id}`, { calling_hours_end: '09:00' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain('calling_hours_end');
+    const tz = await h.call('PATCH', `/campaigns/${id}`, { timezone: 'Not/AZone' });
+    expect(tz.status).toBe(400);
+    expect(tz.body.error.message).toContain('timezone');
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.config).toMatchObject({ calling_hours_end: '08:00', timezone: 'Europe/Paris' });
+  });
+});
+
+describe('CSV upload, calls list, export', () => {
+  it('parses BOM, CRLF, quoted commas and empty lines; normalises numbers; appends on a second upload', async () => {
+    const id = await created();
+    const csv = '\uFEFFName,Mobile Number,Note\r\n"Smith, Ann",+1 (415) 555-0101,"said ""hi"""\r\n\r\nBob,1.415.555.0102,\r\nEve,12,bad\r\n,,\r\n';
+    const res = await upload(id, csv);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      total: 3,
+      valid: 2,
+      invalid: 1,
+      phone_column: 'Mobile Number',
+      headers: ['Name', 'Mobile Number', 'Note'],
+      preview: [
+        { 'Mobile Number': '+14155550101', Name: 'Smith, Ann', Note: 'said "hi"' },
+        { 'Mobile Number': '+14155550102', Name: 'Bob', Note: '' },
+      ],
+    });
+    const second = await upload(id, 'phone,city\n+442071838750,London\n');
+    expect(second.body.data).toMatchObject({ total: 1, valid: 1, phone_column: 'phone' });
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(3);
+
+    const calls = await h.call('GET', `/campaigns/${id}/calls?per_page=2`);
+    expect(calls.status).toBe(200);
+    expect(calls.body.data).toMatchObject({ total: 3, page: 1, per_page: 2 });
+    expect(calls.body.data.calls.map((c: { to_number: string }) => c.to_number)).toEqual(['+14155550101', '+14155550102']);
+    expect(calls.body.data.calls[0]).toMatchObject({ status: 'queued', attempts: 0, dynamic_variables: { Name: 'Smith, Ann', Note: 'said "hi"' }, call_id: null, duration_seconds: null });
+    const page2 = await h.call('GET', `/campaigns/${id}/calls?page=2&per_page=2`);
+    expect(page2.body.data.calls.map((c: { to_number: string }) => c.to_number)).toEqual(['+442071838750']);
+    expect((await h.call('GET', `/campaigns/${id}/calls?status=failed`)).body.data).toMatchObject({ total: 0, calls: [] });
+    for (const q of ['page=0', 'per_page=0', 'per_page=201']) expect((await h.call('GET', `/campaigns/${id}/calls?${q}`)).status, q).toBe(400);
+
+    const ex = await exportCsv(h.app.port, h.user.token, id);
+    expect(ex.status).toBe(200);
+    expect(ex.headers['content-type']).toContain('text/csv');
+    expect(ex.headers['content-disposition']).toBe(`attachment; filename="campaign-${id}.csv"`);
+    expect(ex.text.split('\r\n')).toEqual([
+      'phone,Name,Note,city,status,attempts,duration_seconds,dialed_at,completed_at,error_message',
+      '+14155550101,"Smith, Ann","said ""hi""",,queued,0,,,,',
+      '+14155550102,Bob,,,queued,0,,,,',
+      '+442071838750,,,London,queued,0,,,,',
+      '',
+    ]);
+  });
+
+  it('an empty campaign exports only the header row', async () => {
+    const id = await created();
+    const ex = await exportCsv(h.app.port, h.user.token, id);
+    expect(ex.text).toBe('phone,status,attempts,duration_seconds,dialed_at,completed_at,error_message\r\n');
+  });
+
+  it('refuses a file without a phone column, non-UTF-8 bytes, a missing field and 10 MB + 1 byte, adding nothing', async () => {
+    const id = await created();
+    const none = await upload(id, 'name,city\nAnn,Paris\n');
+    expect(none.status).toBe(400);
+    expect(none.body.error.message).toContain('phone column');
+    const latin1 = await upload(id, Buffer.concat([Buffer.from('phone,name\n+14155550103,Ren'), Buffer.from([0xe9, 0x0a])]));
+    expect(latin1.status).toBe(400);
+    expect(latin1.body.error.message).toContain('UTF-8');
+    const nul = await upload(id, 'phone,name\n+14155550106,Ann\u0000Lee\n');
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.details?.[0]?.field).toBe('file');
+    const wrongField = await uploadCsv(h.app.port, h.user.token, id, 'phone\n+14155550104\n', 'contacts');
+    expect(wrongField.status).toBe(400);
+    expect(wrongField.body.error.message).toContain('file');
+    const line = '+14155550105,padding-padding-padding-padding\n';
+    const big = Buffer.alloc(10 * 1024 * 1024 + 1, 'x');
+    Buffer.from(`phone,pad\n${line.repeat(1000)}`).copy(big);
+    big[big.length - 1] = 0x0a;
+    const tooBig = await upload(id, big);
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body.error.code).toBe('FILE_TOO_LARGE');
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(0);
+  }, 30_000);
+});
+
+describe('start, pause, cancel', () => {
+  it('pre-flight: no contacts, no caller ID, wrong status', async () => {
+    const empty = await created();
+    const r1 = await h.call('POST', `/campaigns/${empty}/start`);
+    expect(r1.status).toBe(400);
+    expect(r1.body.error.message).toContain('no contacts');
+
+    const noCaller = await created({ agent_id: bareAgentId });
+    await upload(noCaller, 'phone\n+14155550106\n');
+    const r2 = await h.call('POST', `/campaigns/${noCaller}/start`);
+    expect(r2.status).toBe(400);
+    expect(r2.body.error.message).toContain('caller ID');
+
+    expect((await h.call('POST', `/campaigns/${noCaller}/pause`)).status).toBe(400);
+    expect((await h.call('POST', `/campaigns/${noCaller}/cancel`)).body.data.status).toBe('cancelled');
+    const again = await h.call('POST', `/campaigns/${noCaller}/start`);
+    expect(again.status).toBe(400);
+    expect(again.body.error.message).toContain('cancelled');
+    expect((await h.call('POST', `/campaigns/${noCaller}/cancel`)).status).toBe(400);
+    const contacts = await h.call('GET', `/campaigns/${noCaller}/calls`);
+    expect(contacts.body.data.calls[0]).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a future schedule_start waits in scheduled; pause and resume keep it there; cancel is terminal', async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const id = await created({ schedule_start: at });
+    await upload(id, 'phone\n+14155550107\n');
+    const started = await h.call('POST', `/campaigns/${id}/start`);
+    expect(started.status).toBe(200);
+    expect(started.body.data).toMatchObject({ status: 'scheduled', started_at: null, config: { schedule_start: at } });
+    // Start is allowed from scheduled (spec state table) and leaves it waiting.
+    expect((await h.call('POST', `/campaigns/${id}/start`)).body.data.status).toBe('scheduled');
+    expect((await h.call('POST', `/campaigns/${id}/pause`)).body.data.status).toBe('paused');
+    expect((await h.call('POST', `/campaigns/${id}/start`)).body.data.status).toBe('scheduled');
+    const cancelled = await h.call('POST', `/campaigns/${id}/cancel`);
+    expect(cancelled.body.data.status).toBe('cancelled');
+    expect(cancelled.body.data.completed_at).not.toBeNull();
+    expect((await upload(id, 'phone\n+14155550108\n')).status).toBe(400);
+    // Nothing was ever dialed.
+    expect(h.sim.calls.size).toBe(0);
+  });
+});

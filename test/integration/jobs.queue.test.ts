@@ -1,0 +1,170 @@
+/**
+ * The durable job queue (control-plane/jobs, issue 14) on real Postgres: pg-boss over our
+ * postgres.js pool in `<schema>_boss`. Work, retries then a recorded failure, delayed jobs,
+ * singleton keys, enqueue inside a transaction, and a job whose process died mid-run being run
+ * again by another "replica" (at least once).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bossDb, startJobs, type Jobs, type JobContext } from '../../control-plane/jobs/index.js';
+import { createSql } from '../../shared/db/client.js';
+import { newId } from '../../shared/ids.js';
+import { startTestInfra, TEST_DATABASE_URL, type TestInfra } from '../helpers/infra.js';
+
+let infra: TestInfra;
+const opened: Jobs[] = [];
+
+async function jobs(extra: Parameters<typeof startJobs>[0]['queues'] = {}): Promise<Jobs> {
+  const j = await startJobs({
+    sql: infra.sql,
+    logger: infra.logger,
+    pollingIntervalSeconds: 0.5,
+    maintenanceIntervalSeconds: 1,
+    queues: { 'post-call.summary': { retryLimit: 2, retryDelaySeconds: 1, retryBackoff: false }, ...extra },
+  });
+  opened.push(j);
+  return j;
+}
+
+/** Resolves with the next `n` jobs a handler sees (bounded by the test timeout). */
+function collector<T>() {
+  const seen: T[] = [];
+  let waiters: Array<{ n: number; resolve: () => void }> = [];
+  return {
+    seen,
+    push(v: T) {
+      seen.push(v);
+      waiters = waiters.filter((w) => (seen.length >= w.n ? (w.resolve(), false) : true));
+    },
+    until(n: number): Promise<void> {
+      return seen.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }));
+    },
+  };
+}
+
+beforeAll(async () => {
+  infra = await startTestInfra();
+});
+
+afterAll(async () => {
+  for (const j of opened) await j.close();
+  await infra?.close();
+});
+
+describe('job queue', () => {
+  it('lives in its own schema next to the suite schema', async () => {
+    const j = await jobs();
+    expect(j.schema).toBe(`${infra.schema}_boss`);
+    const [row] = await infra.sql`select count(*)::int as n from information_schema.tables where table_schema = ${j.schema} and table_name = 'job'`;
+    expect(row.n).toBe(1);
+    await j.close();
+  });
+
+  it('runs a job, retries a failing one with its attempt count, and records the final failure', { timeout: 20_000 }, async () => {
+    const j = await jobs();
+    const seen = collector<{ id: string; retryCount: number; last: boolean; conv: string }>();
+    await j.work('post-call.summary', async (job: JobContext<'post-call.summary'>) => {
+      seen.push({ id: job.id, retryCount: job.retryCount, last: job.isLastAttempt, conv: job.data.conversation_id });
+      if (job.data.conversation_id.startsWith('fail')) throw new Error('provider down');
+    });
+    const okId = await j.enqueue('post-call.summary', { conversation_id: 'ok-1' }, { singletonKey: 'ok-1' });
+    const badId = await j.enqueue('post-call.summary', { conversation_id: 'fail-1' }, { singletonKey: 'fail-1' });
+    await seen.until(4); // ok once, fail three times (retryLimit 2)
+    const bad = seen.seen.filter((s) => s.conv === 'fail-1');
+    expect(bad.map((s) => s.retryCount)).toEqual([0, 1, 2]);
+    expect(bad.map((s) => s.last)).toEqual([false, false, true]);
+    await expect.poll(async () => (await j.state('post-call.summary', badId!))?.state, { timeout: 5000, interval: 100 }).toBe('failed');
+    const failed = await j.state('post-call.summary', badId!);
+    expect(JSON.stringify(failed?.output)).toContain('provider down');
+    await expect.poll(async () => (await j.state('post-call.summary', okId!))?.state, { timeout: 5000, interval: 100 }).toBe('completed');
+    await j.close();
+  });
+
+  it('a singleton key keeps one queued job; startAfter delays it', { timeout: 20_000 }, async () => {
+    const j = await jobs();
+    const key = `conv-${newId()}`;
+    const startAfter = new Date(Date.now() + 1500);
+    const first = await j.enqueue('post-call.summary', { conversation_id: key }, { singletonKey: key, startAfter });
+    const dup = await j.enqueue('post-call.summary', { conversation_id: key }, { singletonKey: key });
+    expect(first).toBeTruthy();
+    expect(dup).toBeNull();
+    const seen = collector<number>();
+    await j.work('post-call.summary', async () => seen.push(Date.now()));
+    await seen.until(1);
+    expect(seen.seen[0]).toBeGreaterThanOrEqual(startAfter.getTime() - 50);
+    expect(seen.seen).toHaveLength(1);
+    await j.close();
+  });
+
+  it('enqueue inside a transaction exists only if the transaction commits', async () => {
+    const j = await jobs();
+    const keep = newId();
+    const drop = newId();
+    let keptId: string | null = null;
+    let droppedId: string | null = null;
+    await infra.sql.begin(async (tx) => {
+      keptId = await j.enqueue('post-call.summary', { conversation_id: keep }, { singletonKey: keep, tx, startAfter: new Date(Date.now() + 3600_000) });
+    });
+    await infra.sql
+      .begin(async (tx) => {
+        droppedId = await j.enqueue('post-call.summary', { conversation_id: drop }, { singletonKey: drop, tx, startAfter: new Date(Date.now() + 3600_000) });
+        throw new Error('rollback');
+      })
+      .catch(() => {});
+    expect((await j.state('post-call.summary', keptId!))?.state).toBe('created');
+    expect(await j.state('post-call.summary', droppedId!)).toBeNull();
+    await j.close();
+  });
+
+  it('a job whose worker died mid-run is run again by another replica (at least once)', { timeout: 30_000 }, async () => {
+    // Replica A takes the job and never finishes it (its process "dies": we stop it without letting
+    // the handler settle). Expiry (2 s here) fails the job and replica B runs the retry.
+    const a = await jobs({ 'webhook.deliver': { expireInSeconds: 2, retryDelaySeconds: 1, retryBackoff: false } });
+    const started = collector<string>();
+    let release!: () => void;
+    const hang = new Promise<void>((r) => (release = r));
+    await a.work('webhook.deliver', async (job) => {
+      started.push(job.data.delivery_id);
+      await hang;
+    });
+    const id = newId();
+    await a.enqueue('webhook.deliver', { delivery_id: id }, { singletonKey: id });
+    await started.until(1);
+    const closing = a.close(); // graceful stop waits for the hung handler; B must not wait for it
+    const b = await jobs({ 'webhook.deliver': { expireInSeconds: 2, retryDelaySeconds: 1, retryBackoff: false } });
+    const rerun = collector<number>();
+    await b.work('webhook.deliver', async (job) => rerun.push(job.retryCount));
+    await rerun.until(1);
+    expect(rerun.seen[0]).toBeGreaterThanOrEqual(1);
+    release();
+    await closing;
+    await b.close();
+  });
+});
+
+describe('pg-boss adapter', () => {
+  it('a locked script that fails mid-way does not return its connection inside an aborted transaction', async () => {
+    // One connection, so the next query lands on the connection the failed script used.
+    const one = createSql(TEST_DATABASE_URL, { max: 1 });
+    try {
+      const db = bossDb(one);
+      await expect(db.executeSql('BEGIN; SELECT 1/0; COMMIT;', [])).rejects.toMatchObject({ code: '22012' });
+      const rows = await one`select 1 as ok`;
+      expect(rows[0].ok).toBe(1);
+    } finally {
+      await one.end({ timeout: 5 });
+    }
+  });
+
+  it("a job's completion that cannot be written (pool ended) resolves; other statements still reject", async () => {
+    // pg-boss does not await its worker's complete/fail: a rejection there would be unhandled.
+    const plans = (await import('pg-boss/src/plans.js' as string)) as { completeJobs(s: string): string; failJobsById(s: string): string; cancelJobs(s: string): string };
+    const ended = createSql(TEST_DATABASE_URL, { max: 1 });
+    await ended.end({ timeout: 5 });
+    const db = bossDb(ended);
+    const args = ['q', [newId()], null];
+    await expect(db.executeSql(plans.completeJobs('pgboss'), args)).resolves.toEqual({ rows: [{ count: '0' }] });
+    await expect(db.executeSql(plans.failJobsById('pgboss'), args)).resolves.toEqual({ rows: [{ count: '0' }] });
+    await expect(db.executeSql(plans.cancelJobs('pgboss'), args)).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
+    await expect(db.executeSql('select 1', [])).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * Issue 14, "Done means": a control plane killed mid-delivery and restarted delivers every event
+ * at least once and none of them with a different body.
+ *
+ * Control plane A runs in a child process; the receiver never answers A's requests, and A is
+ * SIGKILLed while every delivery is in flight. Control plane B (same database, in this process)
+ * starts afterwards: pg-boss's supervisor fails A's expired jobs and B re-sends them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { api, createTestUser } from '../helpers/accounts.js';
+import { buildChild } from '../helpers/child-build.js';
+import { startTestInfra, TEST_DATABASE_URL, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
+import { devTlsTrusted } from '../helpers/tls.js';
+import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+
+/** Short expiry so a dead process's jobs come back within seconds (production: 60 s). */
+const JOBS = { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1, queues: { 'webhook.deliver': { expireInSeconds: 3, retryDelaySeconds: 1, retryBackoff: false } } };
+const EVENTS = 3;
+
+let infra: TestInfra;
+let receiver: WebhookReceiver;
+let childDir: string;
+let child: ChildProcess | undefined;
+let b: ControlPlane | undefined;
+
+beforeAll(async () => {
+  expect(devTlsTrusted()).toBe(true);
+  infra = await startTestInfra({ outboundAllowCidrs: ['127.0.0.0/8'] });
+  receiver = await startWebhookReceiver();
+  childDir = buildChild(['test/helpers/control-plane-child.ts']);
+});
+
+afterAll(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  await b?.close();
+  await receiver?.close();
+  await infra?.close();
+  if (childDir) fs.rmSync(childDir, { recursive: true, force: true });
+});
+
+function startChild(): Promise<{ port: number; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [path.join(childDir, 'test/helpers/control-plane-child.js')], {
+    env: {
+      ...process.env,
+      CHILD_DATABASE_URL: TEST_DATABASE_URL,
+      CHILD_REDIS_URL: TEST_REDIS_URL,
+      CHILD_SECRETS_KEY: infra.config.secretsKey,
+      CHILD_OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8',
+      CHILD_DATA_DIR: infra.config.dataDir,
+      CHILD_SCHEMA: infra.schema,
+      CHILD_REGISTRY_PREFIX: infra.registryPrefix,
+      CHILD_JOBS: JSON.stringify(JOBS),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    proc.once('exit', (code) => reject(new Error(`control plane child exited early (${code})`)));
+    // Log lines (pino, JSON) may come first: the port line is the one with only `port`.
+    createInterface({ input: proc.stdout! }).on('line', (line) => {
+      if (line.startsWith('{"port":')) resolve({ port: JSON.parse(line).port, proc });
+    });
+  });
+}
+
+describe('control plane killed mid-delivery, then restarted', () => {
+  it('every event is delivered at least once, never with a different body', { timeout: 60_000 }, async () => {
+    const a = await startChild();
+    child = a.proc;
+    const user = await createTestUser(a);
+    const put = await api(a, 'PUT', '/api/v1/call-center/settings', { token: user.token, body: { webhook_url: receiver.url } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const secret = put.body.data.webhook_secret as string;
+    // A's attempts all hang: the receiver takes them and never answers.
+    receiver.respond(...Array.from({ length: EVENTS }, () => ({ status: 200, hang: true })));
+    const ids: string[] = [];
+    for (let i = 0; i < EVENTS; i++) {
+      const r = await api(a, 'POST', '/api/v1/call-center/webhooks/test', { token: user.token });
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      ids.push(r.body.data.delivery_id);
+    }
+    await receiver.until(EVENTS);
+    const inFlight = await infra.sql`select status from webhook_deliveries where id = any(${ids})`;
+    expect(inFlight.map((r) => r.status)).toEqual(Array(EVENTS).fill('in_flight'));
+
+    const exited = new Promise((resolve) => a.proc.once('exit', resolve));
+    a.proc.kill('SIGKILL');
+    await exited;
+
+    b = await startControlPlane({ ...infra }, { port: 0, host: '127.0.0.1', jobs: JOBS });
+    await expect
+      .poll(async () => (await infra.sql`select count(*)::int as n from webhook_deliveries where id = any(${ids}) and status = 'delivered'`)[0].n, { timeout: 30_000, interval: 200 })
+      .toBe(EVENTS);
+
+    const byEvent = new Map<string, Buffer[]>();
+    for (const r of receiver.requests) byEvent.set(r.headers['webhook-id'], [...(byEvent.get(r.headers['webhook-id']) ?? []), r.raw]);
+    const rows = await infra.sql<{ event_id: string; body: string }[]>`select event_id, body from webhook_deliveries where id = any(${ids})`;
+    for (const row of rows) {
+      const sent = byEvent.get(row.event_id) ?? [];
+      expect(sent.length).toBeGreaterThanOrEqual(2); // the one A never finished, and B's
+      for (const raw of sent) expect(raw.toString('utf8')).toBe(row.body);
+    }
+    for (const r of receiver.requests) expect(verifySignature(secret, r)).toBe(true);
+  });
+});

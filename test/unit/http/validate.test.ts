@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../shared/errors.js';
+import { pageMeta, pageOf as page } from '../../../control-plane/http/pagination.js';
+import { email, password, pathId, required } from '../../../control-plane/http/validate.js';
+
+/** The AppError `fn` throws, or undefined when it returns. */
+function thrown(fn: () => unknown): AppError | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (e) {
+    return e as AppError;
+  }
+}
+
+function code(fn: () => unknown): string | undefined {
+  return thrown(fn)?.code;
+}
+
+describe('field checks', () => {
+  it('email: trimmed, lower-cased, shaped', () => {
+    expect(email('email', '  Bob@Example.COM ')).toBe('bob@example.com');
+    for (const bad of ['', 'bob', 'bob@', '@x.co', 'a b@x.co', 'bob@localhost', `${'a'.repeat(250)}@x.co`]) {
+      expect(code(() => email('email', bad)), bad).toBe('INVALID_REQUEST');
+    }
+  });
+
+  it('password: 8 to 256 characters, kept as sent', () => {
+    expect(password('password', ' 8 chars')).toBe(' 8 chars');
+    expect(password('password', 'x'.repeat(256))).toHaveLength(256);
+    expect(code(() => password('password', 'x'.repeat(7)))).toBe('INVALID_REQUEST');
+    expect(code(() => password('password', 'x'.repeat(257)))).toBe('INVALID_REQUEST');
+  });
+
+  it('required names the field', () => {
+    // Asserted outside any catch: a `required` that stopped throwing fails here instead of passing.
+    const e = thrown(() => required('first_name', '  '));
+    expect(e).toBeInstanceOf(AppError);
+    expect(e?.code).toBe('INVALID_REQUEST');
+    expect(e?.details).toEqual([{ field: 'first_name', problem: 'is required' }]);
+    expect(required('first_name', '  Ann ')).toBe('Ann');
+  });
+
+  it('path ids: non-UUIDs are NOT_FOUND', () => {
+    expect(pathId('workspace', '0190A000-0000-7000-8000-000000000000')).toBe('0190a000-0000-7000-8000-000000000000');
+    expect(code(() => pathId('workspace', 'abc'))).toBe('NOT_FOUND');
+    expect(code(() => pathId('workspace', ''))).toBe('NOT_FOUND');
+  });
+
+  it('pages: default 20, max 200, offset >= 0; meta per the API conventions', () => {
+    expect(page({})).toEqual({ limit: 20, offset: 0 });
+    expect(code(() => page({ limit: 0 }))).toBe('INVALID_REQUEST');
+    expect(code(() => page({ limit: 201 }))).toBe('INVALID_REQUEST');
+    expect(code(() => page({ offset: -1 }))).toBe('INVALID_REQUEST');
+    expect(pageMeta({ limit: 20, offset: 40 }, 41)).toEqual({ page: 3, perPage: 20, total: 41, totalPages: 3 });
+  });
+});

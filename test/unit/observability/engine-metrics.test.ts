@@ -1,0 +1,80 @@
+/**
+ * EngineMetrics reads transport counters of live calls at scrape time and folds a call's final
+ * counts into totals when it ends: the exported counters never go backwards. Tracing is off
+ * (no tracer at all) without an endpoint.
+ */
+import http from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { EngineMetrics, type TransportCounters } from '../../../shared/observability/engine-metrics.js';
+import { startTracing } from '../../../shared/observability/tracing.js';
+
+const vendors = { asr: 'sim', llm: 'sim', tts: 'sim' };
+
+async function series(m: EngineMetrics, name: string): Promise<Record<string, number>> {
+  const got = await m.registry.getSingleMetric(name)!.get();
+  return Object.fromEntries(got.values.map((v) => [Object.values(v.labels).join(','), v.value]));
+}
+
+describe('engine metrics', () => {
+  it('frame counters sum live calls and keep ended ones; gauges follow the live calls', async () => {
+    const m = new EngineMetrics({ prewarmed: () => 3, recordsQueued: () => 7 });
+    const a: TransportCounters = { lateIn: 2, droppedIn: 1, droppedOut: 0, jitterDepthMs: 40 };
+    const b: TransportCounters = { lateIn: 5, droppedIn: 0, droppedOut: 4, jitterDepthMs: 100 };
+    const c: TransportCounters = { lateIn: 0, droppedIn: 9, droppedOut: 1 };
+    const ta = m.callStarted({ transport: 'twilio', vendors, counters: () => a });
+    m.callStarted({ transport: 'twilio', vendors, counters: () => b });
+    const tc = m.callStarted({ transport: 'browser', vendors, counters: () => c });
+
+    expect(await series(m, 'voiceplane_engine_active_calls')).toEqual({ browser: 1, twilio: 2 });
+    expect(await series(m, 'voiceplane_engine_frames_late_total')).toEqual({ browser: 0, twilio: 7 });
+    expect(await series(m, 'voiceplane_engine_frames_dropped_in_total')).toEqual({ browser: 9, twilio: 1 });
+    expect(await series(m, 'voiceplane_engine_jitter_buffer_depth_ms')).toEqual({ max: 100, mean: 70 });
+    expect(await series(m, 'voiceplane_engine_prewarmed_sessions')).toEqual({ '': 3 });
+    expect(await series(m, 'voiceplane_records_queue_depth')).toEqual({ '': 7 });
+
+    a.lateIn = 4;
+    ta.end('completed');
+    ta.end('completed'); // idempotent
+    tc.end('error');
+    // The ended calls' counts stay; their gauges go.
+    expect(await series(m, 'voiceplane_engine_frames_late_total')).toEqual({ browser: 0, twilio: 9 });
+    expect(await series(m, 'voiceplane_engine_frames_dropped_in_total')).toEqual({ browser: 9, twilio: 1 });
+    expect(await series(m, 'voiceplane_engine_frames_dropped_out_total')).toEqual({ browser: 1, twilio: 4 });
+    expect(await series(m, 'voiceplane_engine_active_calls')).toEqual({ browser: 0, twilio: 1 });
+    expect(await series(m, 'voiceplane_engine_jitter_buffer_depth_ms')).toEqual({ max: 100, mean: 100 });
+    expect(await series(m, 'voiceplane_engine_calls_ended_total')).toEqual({ 'twilio,completed': 1, 'browser,failed': 1 });
+    // Nothing is counted for an ended call any more.
+    tc.bargeIn();
+    tc.providerError('asr');
+    expect(await series(m, 'voiceplane_engine_barge_ins_total')).toEqual({ '': 0 });
+    expect(await series(m, 'voiceplane_engine_provider_errors_total')).toEqual({});
+  });
+
+  it('tracing is off without an endpoint (no tracer); with one, spans reach <endpoint>/v1/traces over OTLP/HTTP', async () => {
+    const off = startTracing({ serviceName: 'voiceplane' });
+    expect(off.tracer).toBeUndefined();
+    await off.shutdown();
+
+    const received: Array<{ url?: string; type?: string; bytes: number }> = [];
+    const collector = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ url: req.url, type: req.headers['content-type'], bytes: Buffer.concat(chunks).length });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    try {
+      const on = startTracing({ serviceName: 'voiceplane', endpoint: `http://127.0.0.1:${(collector.address() as { port: number }).port}/` });
+      on.tracer!.startSpan('call').end();
+      // Shutdown flushes the batch: the request has been answered when it resolves.
+      await on.shutdown();
+      expect(received).toHaveLength(1);
+      expect(received[0]).toMatchObject({ url: '/v1/traces' });
+      expect(received[0]!.bytes).toBeGreaterThan(0);
+    } finally {
+      await new Promise((r) => collector.close(r));
+    }
+  });
+});

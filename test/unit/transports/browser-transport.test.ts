@@ -1,0 +1,50 @@
+/**
+ * BrowserTransport inbound audio (issue 11, "one carrier frame freezes the node", browser side):
+ * any chunk size is re-framed to 20 ms, but audio is accepted only at real time plus a 3 s burst,
+ * so a client pushing 64 KiB messages as fast as it can cannot make the node run VAD and ASR for
+ * hundreds of seconds of audio per second.
+ */
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../../../shared/clock.js';
+import { BrowserTransport, INBOUND_BURST_MS } from '../../../media-engine/transports/browser.js';
+
+const socket = { send: () => 1, getBufferedAmount: () => 0, end: () => {} };
+
+function setup() {
+  const clock = new SimulatedClock();
+  const t = new BrowserTransport(socket, clock);
+  let frames = 0;
+  const feed = (bytes: number) => t.receive(new ArrayBuffer(bytes), () => frames++);
+  return { clock, t, feed, frames: () => frames };
+}
+
+describe('BrowserTransport inbound audio', () => {
+  it('re-frames odd chunk sizes into 320-sample frames and drops messages under 10 bytes', () => {
+    const { t, feed, frames } = setup();
+    feed(9);
+    expect(t.droppedInMessages).toBe(1);
+    for (let i = 0; i < 64; i++) feed(641); // 64 x 320.5 samples = 20512 samples
+    expect(frames()).toBe(64);
+  });
+
+  it('accepts real time plus the burst; a flood of 64 KiB messages is dropped and counted', () => {
+    const { clock, t, feed, frames } = setup();
+    feed(64 * 1024); // 32768 samples: inside the 3 s burst
+    expect(frames()).toBe(102);
+    for (let i = 0; i < 100; i++) feed(64 * 1024); // 100 x 2 s in no time: all beyond the budget
+    expect(t.droppedInMessages).toBe(100);
+    expect(frames()).toBe(102);
+    // Real time refills the budget: 2 s later one more 2 s message fits.
+    clock.advance(2000);
+    feed(64 * 1024);
+    expect(frames()).toBeGreaterThan(102);
+    expect(t.droppedInMessages).toBe(100);
+    // Steady real-time audio (20 ms per 20 ms) is never dropped.
+    clock.advance(INBOUND_BURST_MS);
+    for (let i = 0; i < 500; i++) {
+      feed(640);
+      clock.advance(20);
+    }
+    expect(t.droppedInMessages).toBe(100);
+  });
+});
