@@ -7,7 +7,7 @@ import type { Sql } from '../../shared/db/client.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import type { ConnectorBinder } from '../agents/deps.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog } from '../../shared/connectors/catalog.js';
 import * as store from './store.js';
 import { connectionView } from './views.js';
 

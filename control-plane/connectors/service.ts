@@ -14,13 +14,14 @@ import type { Logger } from '../../shared/logger.js';
 import type { SecretBox } from '../../shared/secrets.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { OutboundClient } from '../../shared/outbound/index.js';
-import { AppError, invalid, notFound } from '../../shared/errors.js';
+import { AppError, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
-import type { Catalog, ProviderEntry } from './catalog.js';
-import { checkActionBody, checkCredentials } from './input.js';
-import { VendorError, vendorHttp } from './providers/http.js';
-import type { Credential, ProviderAdapter } from './providers/types.js';
+import type { Catalog, ProviderEntry } from '../../shared/connectors/catalog.js';
+import { checkCredentials } from '../../shared/connectors/input.js';
+import { VendorError } from '../../shared/connectors/providers/http.js';
+import type { ProviderAdapter } from '../../shared/connectors/providers/types.js';
+import type { ConnectorExecutor } from '../../shared/connectors/executor.js';
 import * as store from './store.js';
 import { catalogView, connectionView } from './views.js';
 
@@ -33,9 +34,8 @@ export interface ConnectorServiceDeps {
   outbound: OutboundClient;
   catalog: Catalog;
   adapters: ReadonlyMap<string, ProviderAdapter>;
-  /** Per provider id; `{field}` filled from the credential. Default: the adapter's production URL. */
-  baseUrls: Readonly<Record<string, string>>;
-  timeoutMs: number;
+  /** The same code connector tools run on calls. */
+  executor: ConnectorExecutor;
 }
 
 type Ctx = HandlerContext;
@@ -66,13 +66,6 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
     return row;
   }
 
-  function http(adapter: ProviderAdapter, cred: Credential, signal: AbortSignal) {
-    const template = deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl;
-    // Placeholders take credential fields the catalog pattern already restricted to DNS labels.
-    const baseUrl = template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
-    return vendorHttp({ outbound: deps.outbound, baseUrl, headers: adapter.headers(cred), secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
-  }
-
   return {
     async listCatalog(_req, ctx) {
       await auth.principal(ctx);
@@ -100,7 +93,7 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       const cred = checkCredentials(entry, req.credentials);
       let accountLabel: string;
       try {
-        ({ accountLabel } = await adapter.verify({ http: http(adapter, cred, ctx.signal), cred, now: () => clock.now() }));
+        ({ accountLabel } = await adapter.verify({ http: deps.executor.http(adapter, cred, ctx.signal), cred, now: () => clock.now() }));
       } catch (err) {
         throw verifyRefusal(entry, err);
       }
@@ -138,38 +131,10 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       const row = isUuid(req.connectionId) ? await store.getConnection(sql, req.connectionId) : undefined;
       if (!row) throw notFound('connection');
       await auth.requireWorkspace(p, row.workspace_id, { min: 'manager', onDenied: 'not_found' });
-      const entry = catalog.find(row.provider_id);
-      const adapter = adapters.get(row.provider_id);
-      const name = req.action.startsWith(`${row.provider_id}__`) ? req.action.slice(row.provider_id.length + 2) : req.action;
-      // Own keys only: a path segment such as `constructor` must never reach Object.prototype.
-      const run = adapter && Object.hasOwn(adapter.actions, name) ? adapter.actions[name] : undefined;
-      const validate = catalog.validator(row.provider_id, name);
-      if (!entry || !adapter || !run || !validate) throw notFound(`action ${req.action.slice(0, 100)}`);
-      const body = checkActionBody(validate, req.body);
-      const sealed = row.is_active ? await store.secretOf(sql, row.id) : undefined;
-      if (!sealed) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
-      const cred = JSON.parse(secrets.decrypt(sealed)) as Credential;
-      try {
-        const data = await run({ http: http(adapter, cred, ctx.signal), cred, now: () => clock.now() }, body);
-        await store.setHealth(sql, row.id, 'ok', null, now());
-        // Adapters return plain JSON; undefined members are dropped as JSON.stringify would.
-        return { data: fromJson(ValueSchema, JSON.parse(JSON.stringify(data ?? null)) as JsonValue) };
-      } catch (err) {
-        if (!(err instanceof VendorError)) throw err;
-        const health = healthAfter(err);
-        if (health) await store.setHealth(sql, row.id, health, `${err.reason}`.slice(0, 300), now());
-        deps.logger.warn({ provider: row.provider_id, connectionId: row.id, action: name, kind: err.kind, status: err.status }, 'connector action failed');
-        throw actionFailure(entry, err);
-      }
+      const data = await deps.executor.execute(row, req.action, req.body, ctx.signal);
+      return { data: fromJson(ValueSchema, data as JsonValue) };
     },
   };
-}
-
-/** Health each vendor answer leaves behind; a refused input (4xx) says nothing about the connection. */
-function healthAfter(err: VendorError): store.HealthStatus | undefined {
-  if (err.kind === 'auth') return 'reconnect_needed';
-  if (err.kind === 'unavailable' || err.kind === 'rate_limited') return 'error';
-  return undefined;
 }
 
 /** Spec: refused credential, missing permission or unknown per-tenant host: 400, nothing stored. */
@@ -184,20 +149,5 @@ function verifyRefusal(entry: ProviderEntry, err: unknown): AppError {
       return new AppError('INVALID_REQUEST', `${entry.name} refused the request: ${err.reason}`);
     default:
       return new AppError('BAD_GATEWAY', `${entry.name} could not verify the credential (${err.reason}); nothing was stored, try again`);
-  }
-}
-
-function actionFailure(entry: ProviderEntry, err: VendorError): AppError {
-  switch (err.kind) {
-    case 'auth':
-      return new AppError('BAD_GATEWAY', `${entry.name} refused the stored credential (${err.reason}); the connection needs to be reconnected`);
-    case 'not_found':
-      return new AppError('NOT_FOUND', `${entry.name}: ${err.reason}`);
-    case 'rejected':
-      return new AppError('INVALID_REQUEST', `${entry.name} refused the request: ${err.reason}`);
-    case 'rate_limited':
-      return new AppError('BAD_GATEWAY', `${entry.name} is rate limiting this account: ${err.reason}`);
-    default:
-      return new AppError('BAD_GATEWAY', `${entry.name} is unavailable: ${err.reason}`);
   }
 }

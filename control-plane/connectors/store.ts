@@ -4,46 +4,10 @@
  * connection's workspace: a tool in another workspace that names this connection id by hand
  * is never touched.
  */
-import type postgres from 'postgres';
 import type { Sql } from '../../shared/db/client.js';
+import { COLS, type ConnectionRow } from '../../shared/connectors/connection-store.js';
 
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
-
-export type HealthStatus = 'ok' | 'reconnect_needed' | 'error';
-
-export interface ConnectionRow {
-  id: string;
-  workspace_id: string;
-  provider_id: string;
-  account_label: string;
-  auth_mode: 'api_key' | 'oauth';
-  is_active: boolean;
-  health_status: HealthStatus;
-  health_detail: string | null;
-  health_checked_at: Date | null;
-  token_expires_at: Date | null;
-  granted_scopes: string[];
-  enabled_products: string[];
-  created_at: Date;
-  updated_at: Date;
-}
-
-const COLS = 'id, workspace_id, provider_id, account_label, auth_mode, is_active, health_status, health_detail, health_checked_at, token_expires_at, granted_scopes, enabled_products, created_at, updated_at';
-
-/** Connections per workspace: one per provider (unique index), so the catalog bounds the list. */
-export async function listConnections(sql: Sql, workspaceId: string): Promise<ConnectionRow[]> {
-  return sql<ConnectionRow[]>`select ${sql.unsafe(COLS)} from connector_connections where workspace_id = ${workspaceId} order by provider_id`;
-}
-
-export async function getConnection(sql: Sql, id: string): Promise<ConnectionRow | undefined> {
-  const [row] = await sql<ConnectionRow[]>`select ${sql.unsafe(COLS)} from connector_connections where id = ${id}`;
-  return row;
-}
-
-export async function secretOf(sql: Sql, id: string): Promise<string | undefined> {
-  const [row] = await sql<Array<{ secret_enc: string | null }>>`select secret_enc from connector_connections where id = ${id} and is_active`;
-  return row?.secret_enc ?? undefined;
-}
+export { getConnection, listConnections, secretOf, setHealth, type ConnectionRow, type HealthStatus } from '../../shared/connectors/connection-store.js';
 
 export interface ConnectWrite {
   id: string;
@@ -95,13 +59,6 @@ export async function disconnect(sql: Sql, c: { id: string; workspace_id: string
         and t.connector_binding->>'connection_id' = ${c.id} and t.is_active`;
     return off.count;
   });
-}
-
-/** Health after a real vendor call; a disconnected row keeps its own status. */
-export async function setHealth(sql: SqlOrTx, id: string, status: HealthStatus, detail: string | null, now: Date): Promise<void> {
-  await sql`
-    update connector_connections set health_status = ${status}, health_detail = ${detail}, health_checked_at = ${now}, updated_at = ${now}
-    where id = ${id} and is_active`;
 }
 
 export interface ConnectionAgentRow {

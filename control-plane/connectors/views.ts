@@ -1,5 +1,5 @@
 /** Public shapes of catalog entries and connections (no secret field exists in either). */
-import type { ProviderEntry } from './catalog.js';
+import type { ProviderEntry } from '../../shared/connectors/catalog.js';
 import type { ConnectionRow } from './store.js';
 
 export function catalogView(p: ProviderEntry) {

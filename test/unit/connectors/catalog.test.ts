@@ -5,12 +5,13 @@
  * override naming no provider stops start-up with a message naming the problem.
  */
 import { describe, expect, it } from 'vitest';
-import { CATALOG_DATA } from '../../../control-plane/connectors/catalog-data.js';
-import { CatalogError, loadCatalog } from '../../../control-plane/connectors/catalog.js';
-import { checkAdapters, createConnectorsDomain } from '../../../control-plane/connectors/index.js';
-import { ADAPTERS } from '../../../control-plane/connectors/providers/index.js';
-import { checkActionBody, checkCredentials } from '../../../control-plane/connectors/input.js';
-import { VendorError, vendorHttp, vendorReason } from '../../../control-plane/connectors/providers/http.js';
+import { CATALOG_DATA } from '../../../shared/connectors/catalog-data.js';
+import { CatalogError, loadCatalog } from '../../../shared/connectors/catalog.js';
+import { createConnectorsDomain } from '../../../control-plane/connectors/index.js';
+import { checkAdapters } from '../../../shared/connectors/index.js';
+import { ADAPTERS } from '../../../shared/connectors/providers/index.js';
+import { checkActionBody, checkCredentials } from '../../../shared/connectors/input.js';
+import { VendorError, vendorHttp, vendorReason } from '../../../shared/connectors/providers/http.js';
 import { createOutboundClient } from '../../../shared/outbound/index.js';
 
 const clone = () => JSON.parse(JSON.stringify(CATALOG_DATA));

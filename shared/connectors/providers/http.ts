@@ -5,8 +5,8 @@
  * answers are classified once here (VendorError.kind) so the service maps them to health and
  * HTTP status in one place, whatever the vendor.
  */
-import { readBodyCapped, type OutboundClient } from '../../../shared/outbound/index.js';
-import { AppError } from '../../../shared/errors.js';
+import { readBodyCapped, type OutboundClient } from '../../outbound/index.js';
+import { AppError } from '../../errors.js';
 
 /** Largest vendor response read (a search result page is far smaller). */
 export const MAX_VENDOR_BODY_BYTES = 1024 * 1024;

@@ -5,7 +5,7 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { ValidateFunction } from 'ajv';
-import { invalid } from '../../shared/errors.js';
+import { invalid } from '../errors.js';
 import type { ProviderEntry } from './catalog.js';
 import type { Credential } from './providers/types.js';
 

@@ -1,0 +1,35 @@
+/**
+ * The connector runtime both processes load at start-up: the catalog (checked), the adapters
+ * (checked against it) and the base-URL overrides. A bad catalog, an adapter missing one of its
+ * provider's actions, or a CONNECTOR_<ID>_BASE_URL naming no provider throws CatalogError.
+ */
+import { CatalogError, loadCatalog, type Catalog } from './catalog.js';
+import { CATALOG_DATA } from './catalog-data.js';
+import { ADAPTERS } from './providers/index.js';
+import type { ProviderAdapter } from './providers/types.js';
+
+export interface ConnectorRuntime {
+  catalog: Catalog;
+  adapters: ReadonlyMap<string, ProviderAdapter>;
+}
+
+export function loadConnectorRuntime(opts: { catalogData?: unknown; adapters?: ReadonlyMap<string, ProviderAdapter>; baseUrls: Readonly<Record<string, string>> }): ConnectorRuntime {
+  const catalog = loadCatalog(opts.catalogData ?? CATALOG_DATA);
+  const adapters = opts.adapters ?? ADAPTERS;
+  checkAdapters(catalog, adapters);
+  for (const id of Object.keys(opts.baseUrls)) {
+    if (!catalog.find(id)) throw new CatalogError(`CONNECTOR_${id.toUpperCase()}_BASE_URL names no provider of the connector catalog`);
+  }
+  return { catalog, adapters };
+}
+
+/** An adapter must serve exactly its provider's catalog actions: a gap would be a 404 at call time. */
+export function checkAdapters(catalog: Catalog, adapters: ReadonlyMap<string, ProviderAdapter>): void {
+  for (const [id, adapter] of adapters) {
+    const entry = catalog.find(id);
+    if (!entry || entry.id !== id) throw new CatalogError(`connector adapter ${id} has no catalog entry`);
+    const missing = entry.actions.filter((a) => !adapter.actions[a.name]).map((a) => a.name);
+    const extra = Object.keys(adapter.actions).filter((n) => !entry.actions.some((a) => a.name === n));
+    if (missing.length || extra.length) throw new CatalogError(`connector adapter ${id} does not match its catalog actions (missing: ${missing.join(', ') || '-'}; extra: ${extra.join(', ') || '-'})`);
+  }
+}
