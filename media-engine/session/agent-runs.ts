@@ -13,6 +13,7 @@ import { isModelMsg, recordRunMsg } from './run-events.js';
 import { RunState, type RunKind } from './run-state.js';
 import { SpeechOutput } from './speech-output.js';
 import { runTurn } from './turn-runner.js';
+import { buildCallTools, type CallTool } from './call-tools.js';
 
 export interface RunHost {
   emit(ev: ServerEvent): void;
@@ -28,6 +29,7 @@ export class AgentRuns {
   current?: RunState;
   private nextRunId = 1;
   private readonly output: SpeechOutput;
+  private readonly tools: CallTool[];
 
   constructor(
     private readonly d: CallActorDeps,
@@ -36,6 +38,7 @@ export class AgentRuns {
     private readonly host: RunHost,
   ) {
     this.output = new SpeechOutput(d.transport, d.clock);
+    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock });
   }
 
   /** Starts a run. `speakOnly`: speak this text (no LLM); else answer `messages`. */
@@ -47,7 +50,7 @@ export class AgentRuns {
     const providers = config.providers;
     void runTurn({
       messages,
-      tools: config.tools,
+      tools: this.tools,
       llm: this.d.providers.llm,
       tts: this.tts,
       ttsVoice: providers.tts.voice,
@@ -57,7 +60,6 @@ export class AgentRuns {
       speakOnly,
       signal: run.abort.signal,
       now: () => clock.monotonicMs(),
-      toolDeps: { outbound: this.d.outbound, clock },
       post: (m) => this.host.post({ kind: 'turn', runId: run.id, msg: m }),
     }).catch((err: unknown) => {
       this.d.logger.error({ err, session: maskSessionId(config.session_id) }, 'agent run failed');

@@ -3,12 +3,12 @@
  * for several) and streaming TTS of each finished sentence. It owns no call state: it reports every
  * result to the actor's mailbox tagged with its turn, and stops at once when its signal aborts.
  */
-import type { HttpToolConfig } from '../../shared/voice/session-config.js';
 import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../../shared/providers/types.js';
 import { AsyncQueue } from '../../shared/providers/async-queue.js';
 import { SentenceChunker } from './chunker.js';
 import type { TurnMsg } from './messages.js';
-import { runHttpTool, type ToolResult, type ToolRunDeps } from './tools.js';
+import type { ToolResult } from './tools.js';
+import type { CallTool } from './call-tools.js';
 
 /** Tool-using turns may loop model -> tools -> model; this bounds it. */
 export const MAX_LLM_STEPS = 5;
@@ -20,7 +20,8 @@ const MAX_PENDING_PIECES = 512;
 
 export interface TurnRunInput {
   messages: LlmMessage[];
-  tools: HttpToolConfig[];
+  /** The call's tools (`call-tools.ts`), built once per call. */
+  tools: readonly CallTool[];
   llm: LlmProvider;
   tts: TtsProvider;
   ttsVoice?: string;
@@ -32,8 +33,6 @@ export interface TurnRunInput {
   signal: AbortSignal;
   post: (msg: TurnMsg) => void;
   now: () => number;
-  /** HTTP tools: the outbound client (tenant URLs) and the call's clock. */
-  toolDeps: ToolRunDeps;
 }
 
 export async function runTurn(input: TurnRunInput): Promise<void> {
@@ -59,7 +58,7 @@ export async function runTurn(input: TurnRunInput): Promise<void> {
 
 async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: string; step: number }>, appended: LlmMessage[]): Promise<string> {
   const { post, signal, now } = input;
-  const toolSpecs: LlmToolSpec[] = input.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  const toolSpecs: LlmToolSpec[] = input.tools.map((t) => t.spec);
   const messages = [...input.messages];
   const chunker = new SentenceChunker();
   let spoken = '';
@@ -127,15 +126,15 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
 
 async function runOneTool(input: TurnRunInput, step: number, call: LlmToolCall): Promise<ToolResult> {
   input.post({ kind: 'tool_progress', step, call });
-  const tool = input.tools.find((t) => t.name === call.name);
+  const tool = input.tools.find((t) => t.spec.name === call.name);
   let result: ToolResult;
   if (!tool) {
     result = { status: 'error', content: JSON.stringify({ error: `unknown tool ${call.name}` }), output: { error: `unknown tool ${call.name}` }, error: `unknown tool ${call.name}`, latencyMs: 0, attempts: 0 };
   } else {
     try {
-      result = await runHttpTool(tool, call.arguments, input.signal, input.toolDeps);
+      result = await tool.run(call.arguments, input.signal);
     } catch (e) {
-      // runHttpTool reports failures as results; this guards against bugs so a tool never kills a call.
+      // Tools report failures as results; this guards against bugs so a tool never kills a call.
       const message = (e as Error).message;
       result = { status: 'error', content: JSON.stringify({ error: message }), output: { error: message }, error: message, latencyMs: 0, attempts: 1 };
     }
