@@ -128,7 +128,13 @@ describe('sessions across two engine nodes on one Redis', () => {
     const s1 = await start();
     const c1 = await VoiceClient.connect(s1.ws_url);
     await c1.waitForType('pipeline_ready');
-    await waitFor(async () => (await infra.registry.nodes.listNodes()).some((n) => n.load === 1));
+    // Wait until the heartbeats show this call on its node and nothing on the other (a call of an
+    // earlier test may still be counted until the next heartbeat): then placement is not a tie.
+    const owner = nodes.find((n) => String(n.port) === new URL(s1.ws_url).port)!;
+    await waitFor(async () => {
+      const seen = await infra.registry.nodes.listNodes();
+      return seen.length === 2 && seen.every((n) => (n.nodeId === owner.nodeId ? n.load === 1 : n.load === 0));
+    }, 20_000);
     const s2 = await start();
     expect(new URL(s2.ws_url).port).not.toBe(new URL(s1.ws_url).port);
     const c2 = await VoiceClient.connect(s2.ws_url);
