@@ -5,6 +5,7 @@
 import { HealthService } from '../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from './health/service.js';
 import { healthRoutes } from './health/routes.js';
+import { createCors } from './http/cors.js';
 import { startControlPlaneServer, type RunningServer } from './http/server.js';
 import { startGrpcNativeServer } from './http/grpc-native.js';
 import type { ControlPlaneDeps, Domain } from './domain.js';
@@ -163,6 +164,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     rawHandlers: [metrics.handler, ...domains.flatMap((d) => d.rawHandlers ?? [])],
     observe: metrics.observe,
     onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
+    cors: createCors(deps.config.corsOrigins),
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
   const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });

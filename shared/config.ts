@@ -73,6 +73,8 @@ export interface Config {
   webhookAllowHttp: boolean;
   /** Internal addresses tenant URLs (tools, provider base_url, webhooks) may still reach, as CIDRs (shared/outbound). Default none. */
   outboundAllowCidrs: string[];
+  /** CORS_ORIGINS: browser origins allowed to call the API (`*`: any); empty: no CORS. */
+  corsOrigins: string[];
   /**
    * Connector vendor API base per provider id, from `CONNECTOR_<ID>_BASE_URL` (e.g.
    * CONNECTOR_HUBSPOT_BASE_URL; tests point them at local fakes). `{field}` is replaced by that
@@ -223,6 +225,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhooksEnabled: bool(env, 'WEBHOOKS_ENABLED', true),
     webhookAllowHttp: webhookAllowHttp(env, nodeEnv),
     outboundAllowCidrs: cidrList(env, 'OUTBOUND_ALLOW_CIDRS'),
+    corsOrigins: corsOrigins(env),
     connectorBaseUrls: connectorBaseUrls(env),
     connectorTimeoutMs: int(env, 'CONNECTOR_TIMEOUT_MS', 10_000, 100, 120_000),
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
@@ -251,6 +254,29 @@ function connectorBaseUrls(env: Env): Record<string, string> {
     if (m && v) out[m[1]!.toLowerCase()] = v.replace(/\/+$/, '');
   }
   return out;
+}
+
+/** CORS_ORIGINS: comma-separated `scheme://host[:port]` origins, or `*` alone. */
+function corsOrigins(env: Env): string[] {
+  const raw = str(env, 'CORS_ORIGINS');
+  if (raw === undefined) return [];
+  const list = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  if (list.includes('*')) {
+    if (list.length > 1) throw new ConfigError('CORS_ORIGINS', '`*` must stand alone');
+    return ['*'];
+  }
+  for (const o of list) {
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o.replace(/\/$/, '').toLowerCase()) {
+      throw new ConfigError('CORS_ORIGINS', `"${o.slice(0, 100)}" is not an origin (scheme://host[:port], no path)`);
+    }
+  }
+  return list.map((o) => o.replace(/\/$/, '').toLowerCase());
 }
 
 /** METRICS_TOKEN: a short token is guessable, and a scrape reveals call volumes per node. */

@@ -16,6 +16,7 @@ import type { Logger } from '../../shared/logger.js';
 import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
 import { createRestRouter, routeTemplates, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
 import { wrapImpl } from './rpc.js';
+import type { CorsHandler } from './cors.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -33,6 +34,8 @@ export interface ControlPlaneServerOptions {
   observe?: RequestObserver;
   /** Every answered request's status and duration (the process's health report, issue 17). */
   onResponse?: (status: number, ms: number) => void;
+  /** Browser clients (`CORS_ORIGINS`, cors.ts); absent: no CORS headers, preflights get 405/404 as any OPTIONS. */
+  cors?: CorsHandler;
 }
 
 export interface RunningServer {
@@ -101,6 +104,7 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
         opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplates.get(res) ?? UNMATCHED_ROUTE, code: String(res.statusCode), seconds: ms / 1000 });
       }
     });
+    if (opts.cors?.(req, res)) return;
     if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, req.headers['x-vp-remote-ip'] as string);
     else connect(req as never, res as never);
   };
