@@ -174,12 +174,13 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       if (!row || row.workspace_id !== agent.workspace_id) throw notFound('connection');
       // The binder answers CONNECTOR_NOT_CONNECTED (409) for a disconnected or unhealthy connection, like POST /agents/{id}/tools.
       const found = await deps.binder.bindingFor(agent.workspace_id, row.provider_id);
-      await store.enableOnAgent(sql, {
+      const enabled = await store.enableOnAgent(sql, {
         agent_id: agent.id,
         connection_id: row.id,
         tool: { id: newId(), name: found.providerId, description: found.description, connector_binding: found.binding },
         now: now(),
       });
+      if (!enabled) throw new AppError('CONNECTOR_NOT_CONNECTED', `${row.provider_id} was disconnected meanwhile; connect it again first`);
       await agentChanged(agent.id);
       deps.logger.info({ agentId: agent.id, provider: row.provider_id, connectionId: row.id }, 'connector enabled on agent');
       return { message: 'enabled' };

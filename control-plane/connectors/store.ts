@@ -115,9 +115,13 @@ export interface EnableWrite {
  * Enable a connection on an agent: its tools bound to the connection are switched back on (a
  * restricted action list is kept); without one, a connector tool named by the provider is
  * created, or a same-named tool re-bound and re-activated. Bumps the agent's draft `updated_at`.
+ * False, nothing written: the connection was disconnected meanwhile.
  */
-export async function enableOnAgent(sql: Sql, w: EnableWrite): Promise<void> {
-  await sql.begin(async (tx) => {
+export async function enableOnAgent(sql: Sql, w: EnableWrite): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    // Locks the connection row against a concurrent disconnect (which updates it): never a tool switched on over a purged secret.
+    const [live] = await tx<Array<{ is_active: boolean }>>`select is_active from connector_connections where id = ${w.connection_id} for share`;
+    if (!live?.is_active) return false;
     const on = await tx`
       update agent_tools set is_active = true, disabled_by_connection = false, updated_at = ${w.now}
       where agent_id = ${w.agent_id} and connector_binding->>'connection_id' = ${w.connection_id}`;
@@ -129,6 +133,7 @@ export async function enableOnAgent(sql: Sql, w: EnableWrite): Promise<void> {
           connector_binding = excluded.connector_binding, is_active = true, disabled_by_connection = false, updated_at = ${w.now}`;
     }
     await tx`update agents set updated_at = ${w.now} where id = ${w.agent_id}`;
+    return true;
   });
 }
 
