@@ -17,7 +17,7 @@ import { createConnectorBinder } from './binder.js';
 import type { ConnectorBinder } from '../agents/deps.js';
 import { createConnectorService } from './service.js';
 
-export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets'> & {
+export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
   auth: Auth;
   outbound: OutboundClient;
   /** Catalog data (tests load a bad one). Default: catalog-data.ts. */
@@ -34,6 +34,7 @@ export interface ConnectorsDomain extends Domain {
 export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
   const { catalog, adapters } = loadConnectorRuntime({ catalogData: deps.catalogData, adapters: deps.adapters, baseUrls: deps.config.connectorBaseUrls });
   const executor = createConnectorExecutor({ ...deps, catalog, adapters, baseUrls: deps.config.connectorBaseUrls, timeoutMs: deps.config.connectorTimeoutMs });
-  const impl = createConnectorService({ ...deps, catalog, adapters, executor });
-  return { catalog, binder: createConnectorBinder(deps.sql, catalog), services: [{ service: ConnectorService, impl }] as ServiceBinding[], routes: connectorRoutes };
+  const binder = createConnectorBinder(deps.sql, catalog);
+  const impl = createConnectorService({ ...deps, catalog, adapters, executor, binder, invalidations: deps.registry?.invalidations });
+  return { catalog, binder, services: [{ service: ConnectorService, impl }] as ServiceBinding[], routes: connectorRoutes };
 }

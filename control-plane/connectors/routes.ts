@@ -41,6 +41,25 @@ export const connectorRoutes: RestRoute[] = [
   },
   { method: 'GET', path: `${W}/connections/:connection_id/agents`, service: S, rpc: 'listConnectionAgents', response: list('agents') },
   { method: 'DELETE', path: `${W}/connections/:connection_id`, service: S, rpc: 'disconnect' },
+  // Legacy agent connector routes (bearer required here, docs/connectors.md "Choices").
+  {
+    method: 'GET',
+    path: `${C}/agents/:agent_id/connectors`,
+    service: S,
+    rpc: 'listAgentConnectors',
+    response: list('connectors', (x) => {
+      const { connection, ...tool } = x as { connection: Record<string, unknown>; bound_actions?: unknown };
+      return { ...nullable(connection), ...tool, bound_actions: tool.bound_actions ?? [] };
+    }),
+  },
+  {
+    method: 'POST',
+    path: `${C}/agents/:agent_id/connectors`,
+    service: S,
+    rpc: 'enableAgentConnector',
+    request: ({ params, body }) => ({ agent_id: params.agent_id, connection_id: (body as { connection_id?: unknown } | undefined)?.connection_id }),
+  },
+  { method: 'DELETE', path: `${C}/agents/:agent_id/connectors/:connection_id`, service: S, rpc: 'disableAgentConnector' },
   {
     method: 'POST',
     path: `${C}/execute/:connection_id/:action`,

@@ -14,9 +14,12 @@ import type { Logger } from '../../shared/logger.js';
 import type { SecretBox } from '../../shared/secrets.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { OutboundClient } from '../../shared/outbound/index.js';
-import { AppError, notFound } from '../../shared/errors.js';
+import { AppError, forbidden, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
+import { ROLE_RANK, type Auth, type Principal, type WorkspaceRole } from '../http/auth.js';
+import type { InvalidationBus } from '../../shared/registry/types.js';
+import { Topic } from '../cache/topics.js';
+import type { ConnectorBinder } from '../agents/deps.js';
 import type { Catalog, ProviderEntry } from '../../shared/connectors/catalog.js';
 import { checkCredentials } from '../../shared/connectors/input.js';
 import { VendorError } from '../../shared/connectors/providers/http.js';
@@ -36,6 +39,10 @@ export interface ConnectorServiceDeps {
   adapters: ReadonlyMap<string, ProviderAdapter>;
   /** The same code connector tools run on calls. */
   executor: ConnectorExecutor;
+  /** What `POST /agents/{id}/tools` with `connector` uses: the legacy enable route binds the same way. */
+  binder: ConnectorBinder;
+  /** Agent change notices (the agent view cache shows `updated_at`); absent: none sent. */
+  invalidations?: InvalidationBus;
 }
 
 type Ctx = HandlerContext;
@@ -65,6 +72,18 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
     if (!row || row.workspace_id !== workspaceId) throw notFound('connection');
     return row;
   }
+
+  /** Legacy agent routes: the agent must be in one of the caller's workspaces (404 like a missing one). */
+  async function agentFor(ctx: Ctx, agentId: string, min: WorkspaceRole): Promise<{ id: string; workspace_id: string }> {
+    const p = await auth.principal(ctx);
+    const agent = isUuid(agentId) ? await store.agentRef(sql, agentId) : undefined;
+    const role = agent && (await auth.roleIn(p, agent.workspace_id));
+    if (!agent || !role) throw notFound('agent');
+    if (ROLE_RANK[role] < ROLE_RANK[min]) throw forbidden(`requires the ${min} role or above in the agent's workspace`);
+    return agent;
+  }
+
+  const agentChanged = async (agentId: string) => void (await deps.invalidations?.publish(Topic.agent, agentId));
 
   return {
     async listCatalog(_req, ctx) {
@@ -133,6 +152,48 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       await auth.requireWorkspace(p, row.workspace_id, { min: 'manager', onDenied: 'not_found' });
       const data = await deps.executor.execute(row, req.action, req.body, ctx.signal);
       return { data: fromJson(ValueSchema, data as JsonValue) };
+    },
+
+    async listAgentConnectors(req, ctx) {
+      const agent = await agentFor(ctx, req.agentId, 'member');
+      const [tools, rows] = await Promise.all([store.activeConnectorTools(sql, agent.id), store.listConnections(sql, agent.workspace_id)]);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      // Enabled = a switched-on tool bound to a live connection of the agent's workspace.
+      const connectors = tools.flatMap((t) => {
+        const row = byId.get(t.connection_id);
+        if (!row?.is_active) return [];
+        return [{ connection: connectionView(row, catalog.find(row.provider_id)), toolId: t.tool_id, toolName: t.tool_name, boundActions: t.bound_actions }];
+      });
+      return { connectors };
+    },
+
+    async enableAgentConnector(req, ctx) {
+      const agent = await agentFor(ctx, req.agentId, 'manager');
+      if (!req.connectionId) throw invalid('connection_id', 'is required');
+      const row = isUuid(req.connectionId) ? await store.getConnection(sql, req.connectionId) : undefined;
+      if (!row || row.workspace_id !== agent.workspace_id) throw notFound('connection');
+      // The binder answers CONNECTOR_NOT_CONNECTED (409) for a disconnected or unhealthy connection, like POST /agents/{id}/tools.
+      const found = await deps.binder.bindingFor(agent.workspace_id, row.provider_id);
+      const enabled = await store.enableOnAgent(sql, {
+        agent_id: agent.id,
+        connection_id: row.id,
+        tool: { id: newId(), name: found.providerId, description: found.description, connector_binding: found.binding },
+        now: now(),
+      });
+      if (!enabled) throw new AppError('CONNECTOR_NOT_CONNECTED', `${row.provider_id} was disconnected meanwhile; connect it again first`);
+      await agentChanged(agent.id);
+      deps.logger.info({ agentId: agent.id, provider: row.provider_id, connectionId: row.id }, 'connector enabled on agent');
+      return { message: 'enabled' };
+    },
+
+    async disableAgentConnector(req, ctx) {
+      const agent = await agentFor(ctx, req.agentId, 'manager');
+      if (!isUuid(req.connectionId)) throw notFound('connector of this agent');
+      const bound = await store.disableOnAgent(sql, agent.id, req.connectionId, now());
+      if (bound === 0) throw notFound('connector of this agent');
+      await agentChanged(agent.id);
+      deps.logger.info({ agentId: agent.id, connectionId: req.connectionId, tools: bound }, 'connector disabled on agent');
+      return { message: 'disabled' };
     },
   };
 }

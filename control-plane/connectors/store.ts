@@ -79,3 +79,76 @@ export async function connectionAgents(sql: Sql, c: { id: string; workspace_id: 
     order by a.name, t.name
     limit 1000`;
 }
+
+/** The agent a legacy agent-connector route names: enough to fence it by workspace. */
+export async function agentRef(sql: Sql, agentId: string): Promise<{ id: string; workspace_id: string } | undefined> {
+  const [row] = await sql<Array<{ id: string; workspace_id: string }>>`select id, workspace_id from agents where id = ${agentId}`;
+  return row;
+}
+
+export interface AgentConnectorTool {
+  tool_id: string;
+  tool_name: string;
+  connection_id: string;
+  bound_actions: string[];
+}
+
+/** The agent's switched-on connector tools (bounded by the tools-per-agent limit of migration 0004). */
+export async function activeConnectorTools(sql: Sql, agentId: string): Promise<AgentConnectorTool[]> {
+  return sql<AgentConnectorTool[]>`
+    select t.id as tool_id, t.name as tool_name, t.connector_binding->>'connection_id' as connection_id,
+      coalesce(array(select a->>'name' from jsonb_array_elements(t.connector_binding->'actions') a), '{}') as bound_actions
+    from agent_tools t
+    where t.agent_id = ${agentId} and t.is_active and t.connector_binding is not null
+    order by t.created_at, t.id`;
+}
+
+export interface EnableWrite {
+  agent_id: string;
+  connection_id: string;
+  /** Used only when the agent has no tool bound to the connection yet (then: like `connectors` on PUT /agents/{id}). */
+  tool: { id: string; name: string; description: string; connector_binding: unknown };
+  now: Date;
+}
+
+/**
+ * Enable a connection on an agent: its tools bound to the connection are switched back on (a
+ * restricted action list is kept); without one, a connector tool named by the provider is
+ * created, or a same-named tool re-bound and re-activated. Bumps the agent's draft `updated_at`.
+ * False, nothing written: the connection was disconnected meanwhile.
+ */
+export async function enableOnAgent(sql: Sql, w: EnableWrite): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    // Locks the connection row against a concurrent disconnect (which updates it): never a tool switched on over a purged secret.
+    const [live] = await tx<Array<{ is_active: boolean }>>`select is_active from connector_connections where id = ${w.connection_id} for share`;
+    if (!live?.is_active) return false;
+    const on = await tx`
+      update agent_tools set is_active = true, disabled_by_connection = false, updated_at = ${w.now}
+      where agent_id = ${w.agent_id} and connector_binding->>'connection_id' = ${w.connection_id}`;
+    if (on.count === 0) {
+      await tx`
+        insert into agent_tools (id, agent_id, name, description, connector_binding, is_active)
+        values (${w.tool.id}, ${w.agent_id}, ${w.tool.name}, ${w.tool.description}, ${tx.json(w.tool.connector_binding as never)}::jsonb, true)
+        on conflict (agent_id, name) do update set
+          connector_binding = excluded.connector_binding, is_active = true, disabled_by_connection = false, updated_at = ${w.now}`;
+    }
+    await tx`update agents set updated_at = ${w.now} where id = ${w.agent_id}`;
+    return true;
+  });
+}
+
+/**
+ * Disable by hand: the agent's tools bound to the connection are switched off (not deleted) and
+ * NOT marked `disabled_by_connection`, so a reconnect leaves them off. Answers how many tools
+ * are bound at all (0: the connection was never enabled on this agent).
+ */
+export async function disableOnAgent(sql: Sql, agentId: string, connectionId: string, now: Date): Promise<number> {
+  return sql.begin(async (tx) => {
+    const bound = await tx`
+      update agent_tools set is_active = false, disabled_by_connection = false,
+        updated_at = case when is_active then ${now} else updated_at end
+      where agent_id = ${agentId} and connector_binding->>'connection_id' = ${connectionId}`;
+    if (bound.count > 0) await tx`update agents set updated_at = ${now} where id = ${agentId}`;
+    return bound.count;
+  });
+}

@@ -137,8 +137,8 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
   },
   // Call-center webhooks (spec doc 3); roles apply on top (writes, test, retry: owner/admin).
   'voiceplane.v1.ConnectorService': {
-    ...rules(['ListCatalog', 'ListConnections', 'ListConnectionAgents'], 'connectors:read'),
-    ...rules(['StartOAuth', 'ConnectKey', 'Disconnect', 'ExecuteAction'], 'connectors:write'),
+    ...rules(['ListCatalog', 'ListConnections', 'ListConnectionAgents', 'ListAgentConnectors'], 'connectors:read'),
+    ...rules(['StartOAuth', 'ConnectKey', 'Disconnect', 'ExecuteAction', 'EnableAgentConnector', 'DisableAgentConnector'], 'connectors:write'),
   },
   'voiceplane.v1.WebhookService': {
     ...rules(['GetWebhookSettings', 'ListWebhookDeliveries', 'GetWebhookDelivery'], 'webhooks:read'),

@@ -10,10 +10,11 @@
 const str = (description: string) => ({ type: 'string', minLength: 1, maxLength: 500, description });
 const email = { type: 'string', format: 'email', maxLength: 254, description: 'Email address' };
 const phone = { type: 'string', pattern: '^\\+?[0-9 ()-]{5,20}$', description: 'Phone number, E.164 preferred' };
+const issueKey = { type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,19}-[0-9]{1,10}$', description: 'Issue key, e.g. OPS-12' };
 const obj = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required, additionalProperties: false });
 
 export const CATALOG_DATA = {
-  version: 1,
+  version: 2,
   providers: [
     {
       id: 'google_workspace',
@@ -81,9 +82,9 @@ export const CATALOG_DATA = {
       ],
       products: ['issues'],
       actions: [
-        { name: 'create_issue', product: 'issues', description: 'Create an issue.', parameters: obj({ project_key: str('Project key'), summary: str('Summary'), description: { type: 'string', maxLength: 20000 } }, ['project_key', 'summary']) },
-        { name: 'find_issue', product: 'issues', description: 'Read an issue by key.', parameters: obj({ issue_key: str('e.g. OPS-12') }, ['issue_key']) },
-        { name: 'add_comment', product: 'issues', description: 'Comment on an issue.', parameters: obj({ issue_key: str('e.g. OPS-12'), body: { type: 'string', minLength: 1, maxLength: 20000 } }, ['issue_key', 'body']) },
+        { name: 'create_issue', product: 'issues', description: 'Create an issue.', parameters: obj({ project_key: { type: 'string', pattern: '^[A-Z][A-Z0-9_]{0,19}$', description: 'Project key, e.g. OPS' }, summary: str('Summary'), description: { type: 'string', maxLength: 20000 }, issue_type: { ...str('Issue type name (default Task)'), maxLength: 60 } }, ['project_key', 'summary']) },
+        { name: 'find_issue', product: 'issues', description: 'Read an issue by key.', parameters: obj({ issue_key: issueKey }, ['issue_key']) },
+        { name: 'add_comment', product: 'issues', description: 'Comment on an issue.', parameters: obj({ issue_key: issueKey, body: { type: 'string', minLength: 1, maxLength: 20000 } }, ['issue_key', 'body']) },
       ],
     },
     {
@@ -94,7 +95,7 @@ export const CATALOG_DATA = {
       credential_fields: [{ key: 'api_key', label: 'API token', secret: true, help: 'Personal preferences > API.', pattern: '^[0-9a-f]{40}$', pattern_help: '40 hexadecimal characters' }],
       products: ['crm'],
       actions: [
-        { name: 'find_person', product: 'crm', description: 'Find persons by email or phone.', parameters: obj({ term: str('Email or phone') }, ['term']) },
+        { name: 'find_person', product: 'crm', description: 'Find persons by email or phone.', parameters: obj({ term: { ...str('Email, phone or name (at least 2 characters)'), minLength: 2 } }, ['term']) },
         { name: 'create_person', product: 'crm', description: 'Create a person.', parameters: obj({ name: str('Name'), email, phone }, ['name']) },
         { name: 'create_deal', product: 'crm', description: 'Create a deal.', parameters: obj({ title: str('Title'), value: { type: 'number', minimum: 0 }, person_id: { type: 'integer', minimum: 1 } }, ['title']) },
       ],
@@ -157,9 +158,9 @@ export const CATALOG_DATA = {
       ],
       products: ['helpdesk'],
       actions: [
-        { name: 'create_ticket', product: 'helpdesk', description: 'Open a ticket.', parameters: obj({ subject: str('Subject'), description: { type: 'string', minLength: 1, maxLength: 65000 }, email }, ['subject', 'description', 'email']) },
+        { name: 'create_ticket', product: 'helpdesk', description: 'Open a ticket.', parameters: obj({ subject: str('Subject'), description: { type: 'string', minLength: 1, maxLength: 65000 }, email, priority: { enum: ['low', 'medium', 'high', 'urgent'] } }, ['subject', 'description', 'email']) },
         { name: 'find_ticket', product: 'helpdesk', description: 'Read a ticket by id.', parameters: obj({ ticket_id: { type: 'integer', minimum: 1 } }, ['ticket_id']) },
-        { name: 'add_note', product: 'helpdesk', description: 'Add a note to a ticket.', parameters: obj({ ticket_id: { type: 'integer', minimum: 1 }, body: { type: 'string', minLength: 1, maxLength: 65000 } }, ['ticket_id', 'body']) },
+        { name: 'add_note', product: 'helpdesk', description: 'Add a note to a ticket (private unless private is false).', parameters: obj({ ticket_id: { type: 'integer', minimum: 1 }, body: { type: 'string', minLength: 1, maxLength: 65000 }, private: { type: 'boolean' } }, ['ticket_id', 'body']) },
       ],
     },
     {
@@ -175,8 +176,8 @@ export const CATALOG_DATA = {
       products: ['itsm'],
       actions: [
         { name: 'create_incident', product: 'itsm', description: 'Open an incident.', parameters: obj({ short_description: str('Summary'), description: { type: 'string', maxLength: 20000 }, urgency: { enum: ['1', '2', '3'] } }, ['short_description']) },
-        { name: 'find_incident', product: 'itsm', description: 'Read an incident by number.', parameters: obj({ number: str('e.g. INC0010001') }, ['number']) },
-        { name: 'add_work_note', product: 'itsm', description: 'Add a work note to an incident.', parameters: obj({ sys_id: str('Incident sys_id'), note: { type: 'string', minLength: 1, maxLength: 20000 } }, ['sys_id', 'note']) },
+        { name: 'find_incident', product: 'itsm', description: 'Read an incident by number.', parameters: obj({ number: { type: 'string', pattern: '^[A-Z]{2,8}[0-9]{1,20}$', description: 'Incident number, e.g. INC0010001' } }, ['number']) },
+        { name: 'add_work_note', product: 'itsm', description: 'Add a work note to an incident.', parameters: obj({ sys_id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'Incident sys_id (from find_incident)' }, note: { type: 'string', minLength: 1, maxLength: 20000 } }, ['sys_id', 'note']) },
       ],
     },
   ],

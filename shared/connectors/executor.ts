@@ -46,10 +46,11 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
   const now = () => new Date(clock.now());
 
   function http(adapter: ProviderAdapter, cred: Credential, signal: AbortSignal): VendorHttp {
-    const template = deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl;
     // Placeholders take credential fields the catalog pattern already restricted to DNS labels.
-    const baseUrl = template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
-    return vendorHttp({ outbound: deps.outbound, baseUrl, headers: adapter.headers(cred), secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
+    const fill = (template: string) => template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
+    const baseUrl = fill(deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl);
+    const extraBaseUrls = Object.fromEntries(Object.entries(adapter.extraBaseUrls ?? {}).map(([name, url]) => [name, fill(deps.baseUrls[`${adapter.id}_${name}`] ?? url)]));
+    return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers: adapter.headers(cred), secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
   }
 
   async function execute(row: ConnectionRow, action: string, body: unknown, signal: AbortSignal): Promise<unknown> {

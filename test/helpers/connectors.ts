@@ -9,6 +9,7 @@ import { CalcomFake } from '../fakes/calcom.js';
 import { HubSpotFake } from '../fakes/hubspot.js';
 import { StripeFake } from '../fakes/stripe.js';
 import { ZendeskFake } from '../fakes/zendesk.js';
+import type { VendorFake } from '../fakes/vendor-base.js';
 import { api, createTestUser, type ApiResponse, type TestUser } from './accounts.js';
 import { startTestInfra, type TestInfra } from './infra.js';
 
@@ -42,7 +43,13 @@ export interface ConnectorsSuite {
   rowsOf(provider: string): Promise<Array<{ id: string; secret_enc: string | null }>>;
 }
 
-export function connectorsSuite(): ConnectorsSuite {
+/** More vendor fakes for one test file: started with the four, closed with them; `baseUrls` is read after they listen. */
+export interface ExtraVendors {
+  fakes: VendorFake[];
+  baseUrls(): Record<string, string>;
+}
+
+export function connectorsSuite(extra?: ExtraVendors): ConnectorsSuite {
   const s = {
     hubspot: new HubSpotFake(),
     zendesk: new ZendeskFake(),
@@ -62,10 +69,10 @@ export function connectorsSuite(): ConnectorsSuite {
   } as unknown as ConnectorsSuite;
 
   beforeAll(async () => {
-    const fakes = [s.hubspot, s.zendesk, s.stripe, s.calcom];
+    const fakes = [s.hubspot, s.zendesk, s.stripe, s.calcom, ...(extra?.fakes ?? [])];
     await Promise.all(fakes.map((f) => f.start()));
     s.infra = await startTestInfra({
-      connectorBaseUrls: { hubspot: s.hubspot.url, zendesk: `${s.zendesk.url}/{subdomain}`, stripe: s.stripe.url, calcom: s.calcom.url },
+      connectorBaseUrls: { hubspot: s.hubspot.url, zendesk: `${s.zendesk.url}/{subdomain}`, stripe: s.stripe.url, calcom: s.calcom.url, ...extra?.baseUrls() },
       connectorTimeoutMs: CONNECTOR_TIMEOUT_MS,
     });
     s.cp = await startControlPlane(s.infra, { port: 0, host: '127.0.0.1' });
@@ -84,7 +91,7 @@ export function connectorsSuite(): ConnectorsSuite {
   afterAll(async () => {
     await s.cp?.close();
     await s.infra?.close();
-    await Promise.all([s.hubspot.close(), s.zendesk.close(), s.stripe.close(), s.calcom.close()]);
+    await Promise.all([s.hubspot, s.zendesk, s.stripe, s.calcom, ...(extra?.fakes ?? [])].map((f) => f.close()));
   });
   return s;
 }

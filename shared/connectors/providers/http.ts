@@ -40,6 +40,8 @@ export interface VendorRequest {
   /** `application/x-www-form-urlencoded` body (Stripe). */
   form?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
+  /** Name of one of the adapter's `extraBaseUrls` (a vendor with a second host, e.g. Twilio Lookups); default the main base URL. */
+  base?: string;
 }
 
 export interface VendorHttp {
@@ -49,6 +51,8 @@ export interface VendorHttp {
 export interface VendorHttpOptions {
   outbound: OutboundClient;
   baseUrl: string;
+  /** The adapter's other hosts by name, already resolved (overrides applied). */
+  extraBaseUrls?: Readonly<Record<string, string>>;
   /** Sent on every request (Authorization, version headers). */
   headers: Record<string, string>;
   /** Credential values never echoed in a reason (a vendor may quote the key it refused). */
@@ -62,7 +66,9 @@ export function vendorHttp(opts: VendorHttpOptions): VendorHttp {
   const scrub = (s: string) => opts.secrets.reduce((acc, v) => (v.length >= 4 ? acc.split(v).join('[redacted]') : acc), s).slice(0, MAX_REASON_CHARS);
   return {
     async request(path, req = {}) {
-      const url = new URL(base + path);
+      const root = req.base === undefined ? base : opts.extraBaseUrls?.[req.base]?.replace(/\/+$/, '');
+      if (root === undefined) throw new Error(`adapter asked for an undeclared base URL ${req.base}`);
+      const url = new URL(root + path);
       for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
       const headers: Record<string, string> = { accept: 'application/json', ...opts.headers, ...req.headers };
       let body: string | undefined;
@@ -113,11 +119,20 @@ function kindOf(status: number): VendorErrorKind {
   return 'rejected';
 }
 
-/** The message field of the vendors' error bodies (HubSpot, Stripe, Zendesk, Cal.com, ...). */
+/** The message field of the vendors' error bodies (HubSpot, Stripe, Zendesk, Cal.com, Jira, ...). */
 export function vendorReason(body: unknown): string | undefined {
   if (!body || typeof body !== 'object') return undefined;
   const b = body as Record<string, any>;
-  const candidates = [b.error?.message, b.message, b.error?.title, b.description, typeof b.error === 'string' ? b.error : undefined, b.errors?.[0]?.message, b.errors?.[0]?.detail];
+  // Freshdesk validation: `{description: "Validation failed", errors: [{field, message}]}` says which field only in `errors`.
+  const fieldError = typeof b.description === 'string' && typeof b.errors?.[0]?.message === 'string' ? `${b.description}: ${b.errors[0].field ? `${b.errors[0].field}: ` : ''}${b.errors[0].message}` : undefined;
+  const candidates = [fieldError, b.error?.message, b.message, b.error?.title, b.description, typeof b.error === 'string' ? b.error : undefined, b.errors?.[0]?.message, b.errors?.[0]?.detail, b.errorMessages?.[0], firstValue(b.errors)];
   const found = candidates.find((c) => typeof c === 'string' && c.trim() !== '');
   return found?.trim();
+}
+
+/** Jira's `{errors: {field: message}}`: the first field's message, named. */
+function firstValue(errors: unknown): string | undefined {
+  if (!errors || typeof errors !== 'object' || Array.isArray(errors)) return undefined;
+  const [k, v] = Object.entries(errors)[0] ?? [];
+  return typeof v === 'string' ? `${k}: ${v}` : undefined;
 }

@@ -18,6 +18,11 @@ export interface ProviderAdapter {
   id: string;
   /** Production base URL; `{field}` is replaced by that credential field (per-tenant hosts). */
   defaultBaseUrl: string;
+  /**
+   * Other hosts of the same vendor by name (Twilio Lookups lives on lookups.twilio.com), used
+   * with `request(path, {base: name})`. Overridable as CONNECTOR_<ID>_<NAME>_BASE_URL.
+   */
+  extraBaseUrls?: Readonly<Record<string, string>>;
   /** Headers on every request: the credential and API version headers. */
   headers(cred: Credential): Record<string, string>;
   /** ONE real request proving the credential works; returns the label of the account found. */

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file voiceplane/v1/connectors.proto.
  */
 export const file_voiceplane_v1_connectors: GenFile = /*@__PURE__*/
-  fileDesc("Ch52b2ljZXBsYW5lL3YxL2Nvbm5lY3RvcnMucHJvdG8SDXZvaWNlcGxhbmUudjEimQEKD0NyZWRlbnRpYWxGaWVsZBILCgNrZXkYASABKAkSDQoFbGFiZWwYAiABKAkSDgoGc2VjcmV0GAMgASgIEgwKBGhlbHAYBCABKAkSFAoHcGF0dGVybhgFIAEoCUgAiAEBEhkKDHBhdHRlcm5faGVscBgGIAEoCUgBiAEBQgoKCF9wYXR0ZXJuQg8KDV9wYXR0ZXJuX2hlbHAicAoNQ2F0YWxvZ0FjdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3Byb2R1Y3QYBCABKAki5QEKDENhdGFsb2dFbnRyeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCWF1dGhfa2luZBgEIAEoCRIXCg9vYXV0aF9hdmFpbGFibGUYBSABKAgSOQoRY3JlZGVudGlhbF9maWVsZHMYBiADKAsyHi52b2ljZXBsYW5lLnYxLkNyZWRlbnRpYWxGaWVsZBIQCghwcm9kdWN0cxgHIAMoCRItCgdhY3Rpb25zGAggAygLMhwudm9pY2VwbGFuZS52MS5DYXRhbG9nQWN0aW9uIoQBChBDb25uZWN0aW9uQWN0aW9uEgwKBG5hbWUYASABKAkSDwoHcHJvZHVjdBgCIAEoCRIPCgdlbmFibGVkGAMgASgIEhMKC2Rlc2NyaXB0aW9uGAQgASgJEisKCnBhcmFtZXRlcnMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IukDCgpDb25uZWN0aW9uEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRITCgtwcm92aWRlcl9pZBgDIAEoCRIWCg5jb25uZWN0b3JfbmFtZRgEIAEoCRIVCg1hY2NvdW50X2xhYmVsGAUgASgJEhEKCWF1dGhfbW9kZRgGIAEoCRIRCglpc19hY3RpdmUYByABKAgSFQoNaGVhbHRoX3N0YXR1cxgIIAEoCRIaCg1oZWFsdGhfZGV0YWlsGAkgASgJSACIAQESHgoRaGVhbHRoX2NoZWNrZWRfYXQYCiABKAlIAYgBARIdChB0b2tlbl9leHBpcmVzX2F0GAsgASgJSAKIAQESFgoOZ3JhbnRlZF9zY29wZXMYDCADKAkSGAoQZW5hYmxlZF9wcm9kdWN0cxgNIAMoCRIUCgxhbGxfcHJvZHVjdHMYDiADKAkSMAoHYWN0aW9ucxgPIAMoCzIfLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFjdGlvbhISCgpjcmVhdGVkX2F0GBAgASgJEhIKCnVwZGF0ZWRfYXQYESABKAlCEAoOX2hlYWx0aF9kZXRhaWxCFAoSX2hlYWx0aF9jaGVja2VkX2F0QhMKEV90b2tlbl9leHBpcmVzX2F0IhQKEkxpc3RDYXRhbG9nUmVxdWVzdCJFChNMaXN0Q2F0YWxvZ1Jlc3BvbnNlEi4KCXByb3ZpZGVycxgBIAMoCzIbLnZvaWNlcGxhbmUudjEuQ2F0YWxvZ0VudHJ5Ii4KFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkkKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEi4KC2Nvbm5lY3Rpb25zGAEgAygLMhkudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uIk0KEVN0YXJ0T0F1dGhSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIQCghwcm9kdWN0cxgDIAMoCSImChJTdGFydE9BdXRoUmVzcG9uc2USEAoIYXV0aF91cmwYASABKAkiaQoRQ29ubmVjdEtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEiwKC2NyZWRlbnRpYWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChdDb25uZWN0aW9uQWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSJxCg9Db25uZWN0aW9uQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSEgoKYWdlbnRfbmFtZRgCIAEoCRIPCgd0b29sX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIUCgxhY3Rpb25fY291bnQYBSABKAUiSgoYQ29ubmVjdGlvbkFnZW50c1Jlc3BvbnNlEi4KBmFnZW50cxgBIAMoCzIeLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50IkAKEURpc2Nvbm5lY3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIiUKEkRpc2Nvbm5lY3RSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJImQKFEV4ZWN1dGVBY3Rpb25SZXF1ZXN0EhUKDWNvbm5lY3Rpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiUKBGJvZHkYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KFUV4ZWN1dGVBY3Rpb25SZXNwb25zZRIkCgRkYXRhGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlMoAFChBDb25uZWN0b3JTZXJ2aWNlElQKC0xpc3RDYXRhbG9nEiEudm9pY2VwbGFuZS52MS5MaXN0Q2F0YWxvZ1JlcXVlc3QaIi52b2ljZXBsYW5lLnYxLkxpc3RDYXRhbG9nUmVzcG9uc2USYAoPTGlzdENvbm5lY3Rpb25zEiUudm9pY2VwbGFuZS52MS5MaXN0Q29ubmVjdGlvbnNSZXF1ZXN0GiYudm9pY2VwbGFuZS52MS5MaXN0Q29ubmVjdGlvbnNSZXNwb25zZRJRCgpTdGFydE9BdXRoEiAudm9pY2VwbGFuZS52MS5TdGFydE9BdXRoUmVxdWVzdBohLnZvaWNlcGxhbmUudjEuU3RhcnRPQXV0aFJlc3BvbnNlEkkKCkNvbm5lY3RLZXkSIC52b2ljZXBsYW5lLnYxLkNvbm5lY3RLZXlSZXF1ZXN0Ghkudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uEmcKFExpc3RDb25uZWN0aW9uQWdlbnRzEiYudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uQWdlbnRzUmVxdWVzdBonLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50c1Jlc3BvbnNlElEKCkRpc2Nvbm5lY3QSIC52b2ljZXBsYW5lLnYxLkRpc2Nvbm5lY3RSZXF1ZXN0GiEudm9pY2VwbGFuZS52MS5EaXNjb25uZWN0UmVzcG9uc2USWgoNRXhlY3V0ZUFjdGlvbhIjLnZvaWNlcGxhbmUudjEuRXhlY3V0ZUFjdGlvblJlcXVlc3QaJC52b2ljZXBsYW5lLnYxLkV4ZWN1dGVBY3Rpb25SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("Ch52b2ljZXBsYW5lL3YxL2Nvbm5lY3RvcnMucHJvdG8SDXZvaWNlcGxhbmUudjEimQEKD0NyZWRlbnRpYWxGaWVsZBILCgNrZXkYASABKAkSDQoFbGFiZWwYAiABKAkSDgoGc2VjcmV0GAMgASgIEgwKBGhlbHAYBCABKAkSFAoHcGF0dGVybhgFIAEoCUgAiAEBEhkKDHBhdHRlcm5faGVscBgGIAEoCUgBiAEBQgoKCF9wYXR0ZXJuQg8KDV9wYXR0ZXJuX2hlbHAicAoNQ2F0YWxvZ0FjdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3Byb2R1Y3QYBCABKAki5QEKDENhdGFsb2dFbnRyeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCWF1dGhfa2luZBgEIAEoCRIXCg9vYXV0aF9hdmFpbGFibGUYBSABKAgSOQoRY3JlZGVudGlhbF9maWVsZHMYBiADKAsyHi52b2ljZXBsYW5lLnYxLkNyZWRlbnRpYWxGaWVsZBIQCghwcm9kdWN0cxgHIAMoCRItCgdhY3Rpb25zGAggAygLMhwudm9pY2VwbGFuZS52MS5DYXRhbG9nQWN0aW9uIoQBChBDb25uZWN0aW9uQWN0aW9uEgwKBG5hbWUYASABKAkSDwoHcHJvZHVjdBgCIAEoCRIPCgdlbmFibGVkGAMgASgIEhMKC2Rlc2NyaXB0aW9uGAQgASgJEisKCnBhcmFtZXRlcnMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IukDCgpDb25uZWN0aW9uEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRITCgtwcm92aWRlcl9pZBgDIAEoCRIWCg5jb25uZWN0b3JfbmFtZRgEIAEoCRIVCg1hY2NvdW50X2xhYmVsGAUgASgJEhEKCWF1dGhfbW9kZRgGIAEoCRIRCglpc19hY3RpdmUYByABKAgSFQoNaGVhbHRoX3N0YXR1cxgIIAEoCRIaCg1oZWFsdGhfZGV0YWlsGAkgASgJSACIAQESHgoRaGVhbHRoX2NoZWNrZWRfYXQYCiABKAlIAYgBARIdChB0b2tlbl9leHBpcmVzX2F0GAsgASgJSAKIAQESFgoOZ3JhbnRlZF9zY29wZXMYDCADKAkSGAoQZW5hYmxlZF9wcm9kdWN0cxgNIAMoCRIUCgxhbGxfcHJvZHVjdHMYDiADKAkSMAoHYWN0aW9ucxgPIAMoCzIfLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFjdGlvbhISCgpjcmVhdGVkX2F0GBAgASgJEhIKCnVwZGF0ZWRfYXQYESABKAlCEAoOX2hlYWx0aF9kZXRhaWxCFAoSX2hlYWx0aF9jaGVja2VkX2F0QhMKEV90b2tlbl9leHBpcmVzX2F0IhQKEkxpc3RDYXRhbG9nUmVxdWVzdCJFChNMaXN0Q2F0YWxvZ1Jlc3BvbnNlEi4KCXByb3ZpZGVycxgBIAMoCzIbLnZvaWNlcGxhbmUudjEuQ2F0YWxvZ0VudHJ5Ii4KFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkkKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEi4KC2Nvbm5lY3Rpb25zGAEgAygLMhkudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uIk0KEVN0YXJ0T0F1dGhSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIQCghwcm9kdWN0cxgDIAMoCSImChJTdGFydE9BdXRoUmVzcG9uc2USEAoIYXV0aF91cmwYASABKAkiaQoRQ29ubmVjdEtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEiwKC2NyZWRlbnRpYWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChdDb25uZWN0aW9uQWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSJxCg9Db25uZWN0aW9uQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSEgoKYWdlbnRfbmFtZRgCIAEoCRIPCgd0b29sX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIUCgxhY3Rpb25fY291bnQYBSABKAUiSgoYQ29ubmVjdGlvbkFnZW50c1Jlc3BvbnNlEi4KBmFnZW50cxgBIAMoCzIeLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50IkAKEURpc2Nvbm5lY3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIiUKEkRpc2Nvbm5lY3RSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJImQKFEV4ZWN1dGVBY3Rpb25SZXF1ZXN0EhUKDWNvbm5lY3Rpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiUKBGJvZHkYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KFUV4ZWN1dGVBY3Rpb25SZXNwb25zZRIkCgRkYXRhGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIioKFkFnZW50Q29ubmVjdG9yc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiegoOQWdlbnRDb25uZWN0b3ISLQoKY29ubmVjdGlvbhgBIAEoCzIZLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbhIPCgd0b29sX2lkGAIgASgJEhEKCXRvb2xfbmFtZRgDIAEoCRIVCg1ib3VuZF9hY3Rpb25zGAQgAygJIkwKF0FnZW50Q29ubmVjdG9yc1Jlc3BvbnNlEjEKCmNvbm5lY3RvcnMYASADKAsyHS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yIkYKG0VuYWJsZUFnZW50Q29ubmVjdG9yUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIkcKHERpc2FibGVBZ2VudENvbm5lY3RvclJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSIpChZBZ2VudENvbm5lY3RvclJlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkyvgcKEENvbm5lY3RvclNlcnZpY2USVAoLTGlzdENhdGFsb2cSIS52b2ljZXBsYW5lLnYxLkxpc3RDYXRhbG9nUmVxdWVzdBoiLnZvaWNlcGxhbmUudjEuTGlzdENhdGFsb2dSZXNwb25zZRJgCg9MaXN0Q29ubmVjdGlvbnMSJS52b2ljZXBsYW5lLnYxLkxpc3RDb25uZWN0aW9uc1JlcXVlc3QaJi52b2ljZXBsYW5lLnYxLkxpc3RDb25uZWN0aW9uc1Jlc3BvbnNlElEKClN0YXJ0T0F1dGgSIC52b2ljZXBsYW5lLnYxLlN0YXJ0T0F1dGhSZXF1ZXN0GiEudm9pY2VwbGFuZS52MS5TdGFydE9BdXRoUmVzcG9uc2USSQoKQ29ubmVjdEtleRIgLnZvaWNlcGxhbmUudjEuQ29ubmVjdEtleVJlcXVlc3QaGS52b2ljZXBsYW5lLnYxLkNvbm5lY3Rpb24SZwoUTGlzdENvbm5lY3Rpb25BZ2VudHMSJi52b2ljZXBsYW5lLnYxLkNvbm5lY3Rpb25BZ2VudHNSZXF1ZXN0Gicudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uQWdlbnRzUmVzcG9uc2USUQoKRGlzY29ubmVjdBIgLnZvaWNlcGxhbmUudjEuRGlzY29ubmVjdFJlcXVlc3QaIS52b2ljZXBsYW5lLnYxLkRpc2Nvbm5lY3RSZXNwb25zZRJaCg1FeGVjdXRlQWN0aW9uEiMudm9pY2VwbGFuZS52MS5FeGVjdXRlQWN0aW9uUmVxdWVzdBokLnZvaWNlcGxhbmUudjEuRXhlY3V0ZUFjdGlvblJlc3BvbnNlEmQKE0xpc3RBZ2VudENvbm5lY3RvcnMSJS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yc1JlcXVlc3QaJi52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yc1Jlc3BvbnNlEmkKFEVuYWJsZUFnZW50Q29ubmVjdG9yEioudm9pY2VwbGFuZS52MS5FbmFibGVBZ2VudENvbm5lY3RvclJlcXVlc3QaJS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yUmVzcG9uc2USawoVRGlzYWJsZUFnZW50Q29ubmVjdG9yEisudm9pY2VwbGFuZS52MS5EaXNhYmxlQWdlbnRDb25uZWN0b3JSZXF1ZXN0GiUudm9pY2VwbGFuZS52MS5BZ2VudENvbm5lY3RvclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * @generated from message voiceplane.v1.CredentialField
@@ -589,6 +589,144 @@ export const ExecuteActionResponseSchema: GenMessage<ExecuteActionResponse> = /*
   messageDesc(file_voiceplane_v1_connectors, 18);
 
 /**
+ * Legacy agent connector routes (`/connectors/agents/{agent_id}/connectors[/{connection_id}]`).
+ * The spec lists them without authentication; like execute they need a bearer here: the agent
+ * must be in one of the caller's workspaces (404 otherwise), enable/disable need owner, admin or
+ * manager. Enabling is a connector tool bound to the connection; disabling switches it off.
+ *
+ * @generated from message voiceplane.v1.AgentConnectorsRequest
+ */
+export type AgentConnectorsRequest = Message<"voiceplane.v1.AgentConnectorsRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.AgentConnectorsRequest.
+ * Use `create(AgentConnectorsRequestSchema)` to create a new message.
+ */
+export const AgentConnectorsRequestSchema: GenMessage<AgentConnectorsRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 19);
+
+/**
+ * @generated from message voiceplane.v1.AgentConnector
+ */
+export type AgentConnector = Message<"voiceplane.v1.AgentConnector"> & {
+  /**
+   * Secrets are never part of it.
+   *
+   * @generated from field: voiceplane.v1.Connection connection = 1;
+   */
+  connection?: Connection | undefined;
+
+  /**
+   * @generated from field: string tool_id = 2;
+   */
+  toolId: string;
+
+  /**
+   * @generated from field: string tool_name = 3;
+   */
+  toolName: string;
+
+  /**
+   * The actions the tool binds, as `<provider_id>__<action>`.
+   *
+   * @generated from field: repeated string bound_actions = 4;
+   */
+  boundActions: string[];
+};
+
+/**
+ * Describes the message voiceplane.v1.AgentConnector.
+ * Use `create(AgentConnectorSchema)` to create a new message.
+ */
+export const AgentConnectorSchema: GenMessage<AgentConnector> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 20);
+
+/**
+ * @generated from message voiceplane.v1.AgentConnectorsResponse
+ */
+export type AgentConnectorsResponse = Message<"voiceplane.v1.AgentConnectorsResponse"> & {
+  /**
+   * @generated from field: repeated voiceplane.v1.AgentConnector connectors = 1;
+   */
+  connectors: AgentConnector[];
+};
+
+/**
+ * Describes the message voiceplane.v1.AgentConnectorsResponse.
+ * Use `create(AgentConnectorsResponseSchema)` to create a new message.
+ */
+export const AgentConnectorsResponseSchema: GenMessage<AgentConnectorsResponse> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 21);
+
+/**
+ * @generated from message voiceplane.v1.EnableAgentConnectorRequest
+ */
+export type EnableAgentConnectorRequest = Message<"voiceplane.v1.EnableAgentConnectorRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string connection_id = 2;
+   */
+  connectionId: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.EnableAgentConnectorRequest.
+ * Use `create(EnableAgentConnectorRequestSchema)` to create a new message.
+ */
+export const EnableAgentConnectorRequestSchema: GenMessage<EnableAgentConnectorRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 22);
+
+/**
+ * @generated from message voiceplane.v1.DisableAgentConnectorRequest
+ */
+export type DisableAgentConnectorRequest = Message<"voiceplane.v1.DisableAgentConnectorRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string connection_id = 2;
+   */
+  connectionId: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.DisableAgentConnectorRequest.
+ * Use `create(DisableAgentConnectorRequestSchema)` to create a new message.
+ */
+export const DisableAgentConnectorRequestSchema: GenMessage<DisableAgentConnectorRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 23);
+
+/**
+ * @generated from message voiceplane.v1.AgentConnectorResponse
+ */
+export type AgentConnectorResponse = Message<"voiceplane.v1.AgentConnectorResponse"> & {
+  /**
+   * `enabled` or `disabled`.
+   *
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.AgentConnectorResponse.
+ * Use `create(AgentConnectorResponseSchema)` to create a new message.
+ */
+export const AgentConnectorResponseSchema: GenMessage<AgentConnectorResponse> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 24);
+
+/**
  * @generated from service voiceplane.v1.ConnectorService
  */
 export const ConnectorService: GenService<{
@@ -647,6 +785,30 @@ export const ConnectorService: GenService<{
     methodKind: "unary";
     input: typeof ExecuteActionRequestSchema;
     output: typeof ExecuteActionResponseSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.ConnectorService.ListAgentConnectors
+   */
+  listAgentConnectors: {
+    methodKind: "unary";
+    input: typeof AgentConnectorsRequestSchema;
+    output: typeof AgentConnectorsResponseSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.ConnectorService.EnableAgentConnector
+   */
+  enableAgentConnector: {
+    methodKind: "unary";
+    input: typeof EnableAgentConnectorRequestSchema;
+    output: typeof AgentConnectorResponseSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.ConnectorService.DisableAgentConnector
+   */
+  disableAgentConnector: {
+    methodKind: "unary";
+    input: typeof DisableAgentConnectorRequestSchema;
+    output: typeof AgentConnectorResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_voiceplane_v1_connectors, 0);
