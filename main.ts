@@ -20,7 +20,13 @@ const attachEngine: Attach = async (ctx, config, infra) => {
   await ctx.checkpoint();
   const engine = await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
   ctx.onClose(() => engine.close());
-  return { bus: records.bus, enginePort: engine.port };
+  ctx.onForce(() => engine.forceDrain());
+  // SIGTERM drains the engine's calls while the API still serves them (DRAIN_TIMEOUT_S); Ctrl-C
+  // (SIGINT) and a second signal end them at once.
+  const beforeApiClose = async (signal: string) => {
+    if (signal === 'SIGTERM') logger.info(await engine.drain({ timeoutMs: config.drainTimeoutS * 1000 }), 'drained');
+  };
+  return { bus: records.bus, enginePort: engine.port, beforeApiClose };
 };
 
 runMain({ name: 'voiceplane' }, (ctx) => runControlPlane(ctx, ctx.config.role === 'all' ? attachEngine : undefined));

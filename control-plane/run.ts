@@ -19,6 +19,11 @@ export interface Attached {
   bus?: TranscriptBus;
   /** Engine WebSocket port (logged). */
   enginePort?: number;
+  /**
+   * Shutdown step that must run while the API still serves (an engine's drain on SIGTERM: its
+   * calls keep using `/text`, `/end` and carrier callbacks until they end).
+   */
+  beforeApiClose?: (signal: string) => Promise<void>;
 }
 
 /**
@@ -37,6 +42,8 @@ export async function runControlPlane(ctx: MainContext, attach?: Attach): Promis
   await ctx.checkpoint();
   const cp = await startControlPlane({ config, logger, clock: realClock, ...infra }, { bus: attached.bus });
   ctx.onClose(() => cp.close());
+  // Registered after the API's closer, so it runs before it (closers run in reverse).
+  if (attached.beforeApiClose) ctx.onClose(attached.beforeApiClose);
   ctx.started();
   await ctx.checkpoint();
   logger.info({ port: cp.port, grpcPort: cp.grpcPort, engine: attached.enginePort, embeddedDb: infra.embeddedDb, registry: infra.registry.kind }, 'control plane listening');

@@ -29,7 +29,13 @@ runMain(
     ctx.onClose(() => records.close());
     await ctx.checkpoint();
     const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
-    ctx.onClose(() => node.close());
+    // SIGTERM (an orchestrator's stop, a rolling deploy) drains: no new sessions, live calls kept
+    // up to DRAIN_TIMEOUT_S (docs/operations.md); SIGINT and a second signal end calls at once.
+    ctx.onClose(async (signal) => {
+      if (signal === 'SIGTERM') logger.info(await node.drain({ timeoutMs: config.drainTimeoutS * 1000 }), 'drained');
+      await node.close();
+    });
+    ctx.onForce(() => node.forceDrain());
     ctx.started();
     await ctx.checkpoint();
   },

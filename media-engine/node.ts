@@ -21,6 +21,7 @@ import { Pacer } from './session/pacer.js';
 import type { TwilioTransport } from './transports/twilio.js';
 import { SocketAdmission } from './transports/socket-admission.js';
 import { assertNativeUws, uws, type us_listen_socket } from './uws.js';
+import { type DrainOptions, type DrainOutcome, SHUTDOWN_REASON, startDrain, type Drain } from './drain.js';
 
 export type { EngineNodeOptions } from './engine-context.js';
 
@@ -32,6 +33,17 @@ export interface EngineNode {
   pacer: Pacer;
   /** Pops carrier inbound audio (jitter buffers) on its own tick. */
   carrierPacer: Pacer;
+  /** True from the first `drain()`: `/ready` answers 503 and control planes place no session here. */
+  readonly draining: boolean;
+  /**
+   * Graceful drain (SIGTERM; `drain.ts`): no new sessions, live calls kept until they end or
+   * `timeoutMs` passes, then a goodbye. Resolves when drained; call `close()` afterwards.
+   * Idempotent (a second call returns the same drain).
+   */
+  drain(opts: DrainOptions): Promise<DrainOutcome>;
+  /** A second signal: stop waiting for the drain (the calls then end with `close()`). */
+  forceDrain(): void;
+  /** Ends every call at once (`server_shutdown`), leaves the registry, stops listening. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -59,6 +71,16 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   registerBrowserRoute(app, ctx);
   registerCarrierRoute(app, ctx, carrierStreams);
   registerMetricsRoute(app, metrics.registry, { token: config.metricsToken, production: config.nodeEnv === 'production' });
+  let drain: Drain | undefined;
+  let closed = false;
+  // Orchestrator probes (docs/operations.md): ready = take new calls; live = the process works.
+  app.get('/ready', (res) => {
+    const ready = !drain && !closed;
+    res.writeStatus(ready ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(JSON.stringify({ status: ready ? 'ready' : 'draining', node_id: nodeId, calls: calls.size }));
+  });
+  app.get('/live', (res) => {
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'live', node_id: nodeId }));
+  });
   app.get('/healthz', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'ok', node_id: nodeId, calls: calls.size, prewarmed: prewarmed.size, sockets: admission.count }));
   });
@@ -81,7 +103,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const beat = () =>
     // Pre-warmed sessions are load too: they hold capacity (atCapacity) until adopted or expired.
     registry.nodes
-      .heartbeat({ nodeId, wsUrl, capacity: config.engineCapacity, load: calls.size + prewarmed.size, updatedAtMs: clock.now(), health: health() }, heartbeatMs * 3)
+      .heartbeat({ nodeId, wsUrl, capacity: config.engineCapacity, load: calls.size + prewarmed.size, updatedAtMs: clock.now(), health: health(), ...(drain ? { draining: true } : {}) }, heartbeatMs * 3)
       .catch((err: Error) => {
         logger.warn({ err }, 'registry heartbeat failed');
       });
@@ -93,20 +115,30 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   pacer.start();
   carrierPacer.start();
   logger.info({ nodeId, port, wsUrl }, 'media engine listening');
-  let closed = false;
   return {
     nodeId,
     port,
     calls,
     pacer,
     carrierPacer,
+    get draining() {
+      return drain !== undefined;
+    },
+    drain(drainOpts) {
+      drain ??= startDrain({ clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: beat }, drainOpts);
+      return drain.done;
+    },
+    forceDrain() {
+      drain?.force();
+    },
     async close() {
       if (closed) return;
       closed = true;
+      drain?.force();
       pacer.stop();
       carrierPacer.stop();
       clock.clearInterval(heartbeat);
-      for (const a of [...calls.values()]) a.endCall('server_shutdown');
+      for (const a of [...calls.values()]) a.endCall(SHUTDOWN_REASON);
       prewarmed.closeAll();
       await stopCommands().catch(() => {});
       await registry.nodes.removeNode(nodeId).catch(() => {});

@@ -107,6 +107,16 @@ export interface Config {
   otelServiceName: string;
   /** BILLING_ENABLED: calls are metered into the credit ledger and an empty balance refuses sockets (docs/billing.md). Default false. */
   billingEnabled: boolean;
+  /**
+   * DRAIN_TIMEOUT_S: after SIGTERM an engine node takes no new sessions and keeps its live calls
+   * up to this long; then the rest hear a goodbye and are ended (docs/operations.md). Default 3600.
+   */
+  drainTimeoutS: number;
+  /**
+   * NODE_LOST_AFTER_S: an engine node absent from the registry (heartbeat lapsed) for this long,
+   * while the registry answered, is lost: its calls are finalized with `node_lost`. Default 4.
+   */
+  nodeLostAfterS: number;
 }
 
 export class ConfigError extends Error {
@@ -240,6 +250,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'voiceplane',
     billingEnabled: bool(env, 'BILLING_ENABLED', false),
+    drainTimeoutS: int(env, 'DRAIN_TIMEOUT_S', 3600, 0, 86_400),
+    nodeLostAfterS: int(env, 'NODE_LOST_AFTER_S', 4, 1, 3600),
     ...overrides,
   };
   return config;

@@ -6,7 +6,10 @@
  *   starting must stop it too, not leave it running until the next start cleans it up. During
  *   start-up the step that is running finishes and registers its closer; the next `checkpoint()`
  *   then shuts down;
- * - closers run once, in reverse order of registration, each failure logged;
+ * - closers run once, in reverse order of registration, each failure logged; each is told the
+ *   signal, so an engine node drains its calls on SIGTERM (an orchestrator's stop) but not on
+ *   SIGINT (Ctrl-C in development); a second signal during shutdown calls the `onForce` callbacks
+ *   (a drain then ends its calls at once) instead of being ignored;
  * - a start-up refusal we raise ourselves (`AppError`: a data directory we cannot open, ...) is
  *   one line that says what to do; anything else is a bug and keeps its stack.
  */
@@ -18,8 +21,10 @@ import { createLogger, type Logger } from './logger.js';
 export interface MainContext {
   config: Config;
   logger: Logger;
-  /** Registers a shutdown step (run in reverse order of registration). */
-  onClose(close: () => Promise<void>): void;
+  /** Registers a shutdown step (run in reverse order of registration), told the signal that stops the process. */
+  onClose(close: (signal: string) => Promise<void>): void;
+  /** Registers what a second signal during shutdown does (hurry a drain). */
+  onForce(force: () => void): void;
   /** Between start-up steps: shuts down now if a signal arrived during the last one. */
   checkpoint(): Promise<void>;
   /** Start-up is over: from now on a signal shuts down at once. */
@@ -46,15 +51,20 @@ export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<v
     throw e;
   }
   const logger = createLogger({ level: config.logLevel, name: opts.name });
-  const closers: Array<() => Promise<void>> = [];
+  const closers: Array<(signal: string) => Promise<void>> = [];
+  const forcers: Array<() => void> = [];
   let stopping = false;
   let isStarted = false;
   let stopRequested: string | undefined;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: shutting down without waiting for live calls');
+      for (const force of forcers) force();
+      return;
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    for (const close of closers.reverse()) await close().catch((err) => logger.error({ err }, 'shutdown step failed'));
+    for (const close of closers.reverse()) await close(signal).catch((err) => logger.error({ err }, 'shutdown step failed'));
     process.exit(0);
   };
   const onSignal = (signal: string) => {
@@ -68,6 +78,7 @@ export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<v
     config,
     logger,
     onClose: (close) => void closers.push(close),
+    onForce: (force) => void forcers.push(force),
     checkpoint: async () => {
       if (stopRequested) await stop(stopRequested);
     },

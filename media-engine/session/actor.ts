@@ -364,6 +364,21 @@ export class CallActor {
     this.timers.set('hangup', this.t.hangupGraceMs);
   }
 
+  /**
+   * The node's drain deadline passed (issue 23, docs/operations.md): cut what is playing, say
+   * `text`, then end with `reason`, at the latest after the hangup grace. A call already saying
+   * its goodbye keeps it (it ends within the same grace).
+   */
+  shutdown(text: string, reason: string): void {
+    if (this.closed || this.ending) return;
+    if (this.runs.current) this.interrupt();
+    this.ending = true;
+    this.goodbyeReason = reason;
+    this.timers.cancel('idle');
+    this.startRun('goodbye', text);
+    this.timers.set('hangup', this.t.hangupGraceMs);
+  }
+
   /** Ends the call on purpose: `call_ended`, then the socket closes. */
   endCall(reason: string): void {
     if (this.closed) return;

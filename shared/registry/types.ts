@@ -23,6 +23,11 @@ export interface EngineNode {
    * copies it into `system_health`, so the engine never writes Postgres. Absent from older nodes.
    */
   health?: HealthReport;
+  /**
+   * The node is draining (SIGTERM, issue 23): it keeps its live calls until they end but takes no
+   * new sessions, so `pickNode` skips it. It still heartbeats: its calls are not lost.
+   */
+  draining?: boolean;
 }
 
 export interface StoredSession {
@@ -205,11 +210,11 @@ export class RemoteCommandError extends Error {
   }
 }
 
-/** Least-loaded live node with free capacity (ties: lowest load ratio, then id for determinism). */
+/** Least-loaded live node with free capacity that is not draining (ties: lowest load ratio, then id for determinism). */
 export function pickNode(nodes: EngineNode[]): EngineNode | undefined {
   let best: EngineNode | undefined;
   for (const n of nodes) {
-    if (n.load >= n.capacity) continue;
+    if (n.load >= n.capacity || n.draining) continue;
     if (!best) {
       best = n;
       continue;
