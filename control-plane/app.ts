@@ -33,6 +33,7 @@ import { createAlertsDomain, type AlertsDomain } from './alerts/index.js';
 import { createControlPlaneMetrics, type ControlPlaneMetrics } from './http/metrics.js';
 import { createBillingDomain, type BillingDomain } from './billing/index.js';
 import { createConnectorsDomain, type ConnectorsDomain } from './connectors/index.js';
+import { createNodeSweeper, type NodeSweeper } from './ops/node-sweeper.js';
 
 export interface ControlPlane {
   server: RunningServer;
@@ -63,6 +64,8 @@ export interface ControlPlane {
   postCall: PostCallRelay;
   /** Closes carrier calls that never recorded an end (status `abandoned` in their event). */
   abandoned: AbandonedSweeper;
+  /** Finalizes the calls of engine nodes that died (`node_lost`; docs/operations.md). */
+  nodeSweeper: NodeSweeper;
   close(): Promise<void>;
 }
 
@@ -91,6 +94,8 @@ export interface ControlPlaneOptions {
   nodeId?: string;
   /** Builds the QA scoring LLM from an agent's published settings (tests inject failures). Default: as analysis. */
   qaLlmFor?: LlmFactory;
+  /** Seconds between node-sweeper passes (tests). Default 2. */
+  nodeSweepIntervalS?: number;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -174,6 +179,19 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   await campaigns.start();
   await systemAnalytics.startReporting({ connections: () => server.connections?.() ?? 0, nodeId: opts.nodeId });
   const abandoned = startAbandonedSweeper({ sql: deps.sql, clock: deps.clock, logger: deps.logger });
+  // Node loss and crash repair on the job queue; the first pass now (a restart repairs at once).
+  const nodeSweeper = createNodeSweeper({
+    sql: deps.sql,
+    jobs,
+    clock: deps.clock,
+    logger: deps.logger,
+    registry: deps.registry,
+    lostAfterMs: deps.config.nodeLostAfterS * 1000,
+    intervalS: opts.nodeSweepIntervalS,
+    endLostCall: (callId, reason) => telephony.endLostCall(callId, reason),
+  });
+  await jobs.work('ops.node-sweep', (job) => nodeSweeper.run(job), { concurrency: 1 });
+  await nodeSweeper.kick();
   let closed = false;
   return {
     server,
@@ -196,6 +214,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     metrics,
     postCall,
     abandoned,
+    nodeSweeper,
     async close() {
       if (closed) return;
       closed = true;

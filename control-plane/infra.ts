@@ -49,7 +49,7 @@ export async function startInfra(config: Config, logger: Logger, clock: Clock, o
     const applied = await migrate(sql);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     if (!config.redisUrl) logger.info('REDIS_URL unset: in-process session registry (single node only)');
-    const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: opts.registryPrefix, clock, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
+    const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: opts.registryPrefix ?? config.registryPrefix, clock, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
     closers.push(() => registry.close());
     const key = await loadSecretsKey(config, logger);
     const jwtKey = config.jwtSecret

@@ -20,8 +20,8 @@ export interface EngineNodeOptions {
   logger: Logger;
   clock: Clock;
   registry: Registry;
-  /** Durable records (conversations); one per call. */
-  recorderFactory?: (config: SessionConfig) => CallRecorder | undefined;
+  /** Durable records (conversations); one per call, told this node's id (stored for the node-loss sweeper). */
+  recorderFactory?: (config: SessionConfig, nodeId: string) => CallRecorder | undefined;
   /** Test hook: provider overrides (e.g. sim providers with scripted latencies). */
   providerFactory?: (config: SessionConfig) => CallProviders;
   nodeId?: string;

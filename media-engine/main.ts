@@ -21,7 +21,7 @@ runMain(
   },
   async (ctx) => {
     const { config, logger } = ctx;
-    const registry = await createRegistry({ redisUrl: config.redisUrl });
+    const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: config.registryPrefix, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
     ctx.onClose(() => registry.close());
     const sql = createSql(config.databaseUrl!);
     ctx.onClose(() => sql.end({ timeout: 5 }));

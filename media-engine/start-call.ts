@@ -55,7 +55,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       profile: setup.kind === 'browser' ? setup.profile : 'telephony',
       clock,
       logger,
-      recorder: opts.recorderFactory?.(sc),
+      recorder: opts.recorderFactory?.(sc, ctx.nodeId),
       outbound: ctx.outbound,
       telemetry,
       allowanceMs: setup.allowanceMs,

@@ -117,6 +117,12 @@ export interface Config {
    * while the registry answered, is lost: its calls are finalized with `node_lost`. Default 4.
    */
   nodeLostAfterS: number;
+  /**
+   * REGISTRY_PREFIX: prefix of every registry key in Redis; deployments (or test suites) sharing
+   * one Redis keep apart by it. Every control plane and engine node of one deployment must agree.
+   * Default `vp`.
+   */
+  registryPrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -252,6 +258,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     billingEnabled: bool(env, 'BILLING_ENABLED', false),
     drainTimeoutS: int(env, 'DRAIN_TIMEOUT_S', 3600, 0, 86_400),
     nodeLostAfterS: int(env, 'NODE_LOST_AFTER_S', 4, 1, 3600),
+    registryPrefix: registryPrefix(env),
     ...overrides,
   };
   return config;
@@ -289,6 +296,13 @@ function corsOrigins(env: Env): string[] {
     }
   }
   return list.map((o) => o.replace(/\/$/, '').toLowerCase());
+}
+
+/** REGISTRY_PREFIX: becomes part of every Redis key (and of Cluster hash tags' neighbours): plain characters only. */
+function registryPrefix(env: Env): string {
+  const v = str(env, 'REGISTRY_PREFIX') ?? 'vp';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(v)) throw new ConfigError('REGISTRY_PREFIX', 'must be 1-64 letters, digits, _ . or -');
+  return v;
 }
 
 /** METRICS_TOKEN: a short token is guessable, and a scrape reveals call volumes per node. */

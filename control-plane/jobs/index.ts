@@ -56,6 +56,8 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   // Re-reads the current state each time, so a retry or a duplicate is harmless; a stale
   // registry refuses or admits calls wrongly, hence many quick retries.
   'billing.publish': { retryLimit: 20, retryDelaySeconds: 2, retryBackoff: true, expireInSeconds: 60 },
+  // Like alert ticks: the successor is queued first, so a crashed pass only delays the next one.
+  'ops.node-sweep': { retryLimit: 1, retryDelaySeconds: 2, retryBackoff: false, expireInSeconds: 60 },
 };
 
 export interface EnqueueOptions {

@@ -52,6 +52,12 @@ export interface JobPayloads {
    * workspace's, without `workspace_id`, after a price change); control-plane/billing.
    */
   'billing.publish': { workspace_id?: string };
+  /**
+   * One pass of the node sweeper (control-plane/ops/node-sweeper.ts): conversations and live
+   * calls of engine nodes gone from the registry are finalized with `node_lost`. One key for the
+   * deployment, so one pass at a time across replicas; each pass queues its successor first.
+   */
+  'ops.node-sweep': { tick: 'nodes' };
 }
 
 export type JobName = keyof JobPayloads;

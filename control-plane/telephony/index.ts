@@ -14,6 +14,7 @@ import { createTelephonyService } from './service.js';
 import { createTwilioClient } from './twilio-client.js';
 import type { LiveCalls } from './live-calls.js';
 import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
+import { endLostCall } from './manage.js';
 
 export type { TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CallEvent, CallRecord } from './live-calls.js';
@@ -24,6 +25,8 @@ export interface TelephonyDomain extends Domain {
   calls: LiveCalls;
   /** The outbound dial path of `POST /telephony/calls/outbound`, for callers without a request (campaigns). */
   dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
+  /** Ends a live call whose engine node is gone (carrier hangup, seat freed, `ended` event once); false: not live. */
+  endLostCall(callId: string, reason: string): Promise<boolean>;
 }
 
 export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Partial<Pick<TelephonyDeps, 'twilio'>>): TelephonyDomain {
@@ -34,6 +37,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Part
     routes: telephonyRoutes,
     calls: ctx.calls,
     dial: (req, as) => dialOutbound(ctx, req, as),
+    endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
     async close() {
       if (closed) return;
       closed = true;

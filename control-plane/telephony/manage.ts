@@ -106,6 +106,31 @@ export async function endCall(ctx: Ctx, hc: HandlerContext, callId: string) {
 }
 
 /**
+ * A call whose engine node was lost (issue 23; control-plane/ops/node-sweeper.ts): out of the
+ * registry (its seat and campaign slot free), hung up at the carrier, its session forgotten, and
+ * the `ended` event once (only the caller whose delete removed the record gets here). A call
+ * handed to a person is left alone: its AI stint had already ended. False: nothing to do.
+ */
+export async function endLostCall(ctx: Ctx, callId: string, reason: string): Promise<boolean> {
+  const c = await ctx.calls.get(callId);
+  if (!c || c.transferred_to) return false;
+  const gone = await ctx.calls.remove(callId);
+  if (!gone) return false;
+  if (gone.provider_call_sid) {
+    const account = resolveAccount(ctx, await ctx.deps.liveConfig(gone.agent_id).catch(() => undefined));
+    if (account) {
+      await ctx.deps.twilio
+        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }))
+        .catch((err: unknown) => ctx.log.warn({ callId, err }, 'carrier hangup of a lost call failed'));
+    }
+  }
+  if (gone.session_id) await ctx.deps.registry.sessions.deleteSession(gone.session_id).catch(() => {});
+  emit(ctx, { type: 'ended', call: gone, detail: reason, durationS: ctx.calls.durationS(gone) });
+  ctx.log.warn({ callId, reason }, 'live call ended: its engine node is gone');
+  return true;
+}
+
+/**
  * Cold transfer: the carrier call gets `<Dial>` TwiML (the agent's own number as caller id, the
  * new leg recorded), which stops the media stream; the AI drops off (engine end command).
  */

@@ -34,6 +34,10 @@ const HOLD_RECHECK_S = 5;
 const NEVER_CONNECTED = new Set(['busy', 'no-answer', 'failed', 'canceled']);
 /** `metadata.end_reason` the abandoned-call sweeper writes (post-call/abandoned.ts). */
 export const ABANDONED_REASON = 'abandoned';
+/** `metadata.end_reason` the node sweeper writes when the call's engine node died (control-plane/ops/node-sweeper.ts). */
+export const NODE_LOST_REASON = 'node_lost';
+/** End reasons of calls closed without a recorded completion: their event's status is `abandoned` (spec doc 3). */
+const UNRECORDED_ENDS = new Set([ABANDONED_REASON, NODE_LOST_REASON]);
 
 interface StintRow {
   id: string;
@@ -241,8 +245,8 @@ export function callCompletedBody(eventId: string, createdAt: Date, stints: Stin
   const startedAt = first.started_at;
   const endedAt = stints.reduce<Date | null>((max, s) => (s.ended_at && (!max || s.ended_at > max) ? s.ended_at : max), null);
   // A conversation row exists only once the carrier connected the call to the engine: `completed`,
-  // unless the sweeper closed it without a recorded end (`abandoned`).
-  const status = stints.some((s) => (s.metadata ?? {}).end_reason === ABANDONED_REASON) ? 'abandoned' : 'completed';
+  // unless a sweeper closed it without a recorded end (`abandoned`, `node_lost`: status `abandoned`).
+  const status = stints.some((s) => UNRECORDED_ENDS.has(String((s.metadata ?? {}).end_reason))) ? 'abandoned' : 'completed';
   const summary = stints.map((s) => s.summary).filter((s): s is string => !!s).join('\n\n') || null;
   const humans = stints.filter((s) => s.segment_kind === 'human');
   const recordingSid = str(meta.recording_sid);

@@ -16,6 +16,8 @@ export interface StartInfo {
   call_id?: string;
   metadata: Record<string, unknown>;
   started_at_ms: number;
+  /** The engine node running the call (node-loss sweeper). */
+  engine_node_id?: string;
 }
 
 export function conversationStartRow(id: string, info: StartInfo, nowMs: number, segmentKind: 'ai' | 'human' = 'ai'): ConversationRecordRow {
@@ -36,6 +38,7 @@ export function conversationStartRow(id: string, info: StartInfo, nowMs: number,
     ended_at: null,
     created_at: new Date(nowMs),
     updated_at: new Date(nowMs),
+    engine_node_id: info.engine_node_id || null,
   };
 }
 

@@ -63,7 +63,8 @@ export interface ConversationRecorder extends CallRecorder {
 }
 
 export interface ConversationWriter {
-  recorderFor(config: SessionConfig): ConversationRecorder;
+  /** `nodeId`: the engine node running the call, stored on the conversation (node-loss sweeper). */
+  recorderFor(config: SessionConfig, nodeId?: string): ConversationRecorder;
   queued(): number;
   /** Resolves when everything queued before the call (including pending audio) is written. Retries while Postgres is down. */
   flush(): Promise<void>;

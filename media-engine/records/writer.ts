@@ -197,7 +197,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
 
   // ------------------------------------------------------------ recorders
 
-  function recorderFor(config: SessionConfig): ConversationRecorder {
+  function recorderFor(config: SessionConfig, nodeId?: string): ConversationRecorder {
     const conversationId = newId();
     let startRow: ConversationRecordRow | undefined;
     let startQueued = false;
@@ -210,7 +210,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
       conversationId,
       start(info: StartInfo) {
         if (!valid || startRow) return;
-        startRow = conversationStartRow(conversationId, { ...info, call_id: info.call_id ?? config.call_id }, clock.now());
+        startRow = conversationStartRow(conversationId, { ...info, call_id: info.call_id ?? config.call_id, engine_node_id: nodeId }, clock.now());
         startQueued = enqueue([{ kind: 'start', row: startRow }], maxQueue + reserve);
         if (!startQueued) refuse('start', 1, ctx());
         publish({ type: 'start', conversation_id: conversationId, session_id: info.session_id, agent_id: info.agent_id, started_at: startRow.started_at.toISOString() });
@@ -253,7 +253,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           startRow ??
           conversationStartRow(
             conversationId,
-            { session_id: config.session_id, agent_id: config.agent_id, user_id: config.user_id, workspace_id: config.workspace_id, call_id: config.call_id, metadata: {}, started_at_ms: rec.ended_at_ms - rec.total_duration_ms },
+            { session_id: config.session_id, agent_id: config.agent_id, user_id: config.user_id, workspace_id: config.workspace_id, call_id: config.call_id, metadata: {}, started_at_ms: rec.ended_at_ms - rec.total_duration_ms, engine_node_id: nodeId },
             clock.now(),
           );
         const row = conversationEndRow(base, rec);

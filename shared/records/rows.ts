@@ -31,6 +31,8 @@ export interface ConversationRecordRow {
   ended_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** The engine node running the call (migration 0017): its loss finalizes the row (`node_lost`). */
+  engine_node_id: string | null;
 }
 
 /** A stored conversation as the control plane reads it (`select *`). */
