@@ -1,0 +1,85 @@
+/**
+ * A real media-engine process (`media-engine/main.ts`, transpiled by `buildChild`) for tests that
+ * SIGTERM or SIGKILL engine nodes (issue 23). It runs the production entry unchanged: the test
+ * chooses its configuration by environment (the suite's schema through `search_path` in
+ * DATABASE_URL, its registry prefix through REGISTRY_PREFIX) and learns its port and node id from
+ * the `media engine listening` log line.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { TEST_DATABASE_URL } from './infra.js';
+
+export interface EngineChild {
+  proc: ChildProcess;
+  nodeId: string;
+  port: number;
+  /** Resolves with the exit code (null after a signal) and the signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
+  /** Every JSON log line the process printed. */
+  logs: Array<Record<string, unknown>>;
+}
+
+export interface EngineChildOptions {
+  /** Output dir of `buildChild`. */
+  dir: string;
+  schema: string;
+  registryPrefix: string;
+  redisUrl: string;
+  /** Extra environment (DRAIN_TIMEOUT_S, ...). */
+  env?: Record<string, string>;
+}
+
+/** The suite's schema as a DATABASE_URL (postgres.js passes unknown query keys as connection parameters). */
+export function schemaDatabaseUrl(schema: string): string {
+  const u = new URL(TEST_DATABASE_URL);
+  u.searchParams.set('search_path', `${schema},public`);
+  return u.toString();
+}
+
+export function startEngineChild(o: EngineChildOptions): Promise<EngineChild> {
+  const proc = spawn(process.execPath, [path.join(o.dir, 'media-engine/main.js')], {
+    env: {
+      ...process.env,
+      ROLE: 'media-engine',
+      DATABASE_URL: schemaDatabaseUrl(o.schema),
+      REDIS_URL: o.redisUrl,
+      REGISTRY_PREFIX: o.registryPrefix,
+      ENGINE_PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: path.join(o.dir, 'data'),
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      ...o.env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) => {
+    proc.once('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() }));
+  });
+  return new Promise((resolve, reject) => {
+    const early = () => reject(new Error(`engine child exited before listening: ${JSON.stringify(logs.slice(-3))}`));
+    proc.once('exit', early);
+    createInterface({ input: proc.stdout! }).on('line', (line) => {
+      let rec: Record<string, unknown>;
+      try {
+        rec = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      logs.push(rec);
+      if (rec.msg === 'media engine listening') {
+        proc.off('exit', early);
+        resolve({ proc, nodeId: String(rec.nodeId), port: Number(rec.port), exited, logs });
+      }
+    });
+  });
+}
+
+/** GET on the engine's HTTP routes (`/ready`, `/live`). */
+export async function probe(port: number, route: string): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}${route}`);
+  await res.arrayBuffer();
+  return res.status;
+}
