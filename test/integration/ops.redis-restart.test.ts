@@ -1,0 +1,117 @@
+/**
+ * Issue 23, "restart Redis: no live call dropped": a real Redis of this suite's own (a
+ * `redis-server` on a free port, no persistence, so a restart comes back EMPTY; the machine's
+ * shared Redis is never touched), the full control plane and a real engine process with three
+ * live calls. Redis is stopped and started again: the engine writes its node, claims and sessions
+ * again (registry replay on reconnect), every call is still up and answers a text turn routed
+ * through the command bus, and the node sweeper never takes the restart for a dead node.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
+import { buildChild } from '../helpers/child-build.js';
+import { until } from '../helpers/campaigns.js';
+import { startEngineChild, type EngineChild } from '../helpers/engine-child.js';
+import { api } from '../helpers/accounts.js';
+import { VoiceClient } from '../helpers/voice-client.js';
+
+let redisPort = 0;
+let redis: ChildProcess | undefined;
+let h: TelephonyHarness;
+let dir = '';
+let child: EngineChild | undefined;
+let agentId = '';
+const clients: VoiceClient[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts redis-server on `redisPort` and resolves once it accepts connections. */
+function startRedis(): Promise<ChildProcess> {
+  const p = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    p.once('exit', (code) => reject(new Error(`redis-server exited (${code})`)));
+    p.stdout!.on('data', (d: Buffer) => {
+      if (String(d).includes('Ready to accept connections')) resolve(p);
+    });
+  });
+}
+
+async function stopRedis(): Promise<void> {
+  const p = redis;
+  redis = undefined;
+  if (!p || p.exitCode !== null) return;
+  const exited = new Promise((r) => p.once('exit', r));
+  p.kill('SIGTERM');
+  await exited;
+}
+
+beforeAll(async () => {
+  redisPort = await freePort();
+  redis = await startRedis();
+  h = await startTelephonyHarness({ env: { REDIS_URL: `redis://127.0.0.1:${redisPort}` }, app: { jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, nodeSweepIntervalS: 1 } });
+  await h.engine.close();
+  agentId = await h.createAgent({ welcome: '' });
+  dir = buildChild([]);
+  child = await startEngineChild({ dir, schema: h.infra.schema, registryPrefix: h.infra.registryPrefix, redisUrl: `redis://127.0.0.1:${redisPort}` });
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  if (child && child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
+  await h?.close();
+  await stopRedis();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function textTurn(sessionId: string, client: VoiceClient): Promise<void> {
+  const from = client.events.length;
+  const r = await api(h.app, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text: 'Still there?' } });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  await client.waitFor((e) => e.type === 'turn_complete', 15_000, from);
+}
+
+describe('Redis restart with live calls', () => {
+  it('drops no call: the engine writes its state again and every call keeps working', { timeout: 90_000 }, async () => {
+    const calls: Array<{ sessionId: string; client: VoiceClient }> = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await api(h.app, 'POST', '/api/v1/voice/sessions/start', { body: { agent_id: agentId } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const client = await VoiceClient.connect(r.body.ws_url, { sendAudio: false });
+      clients.push(client);
+      await client.waitForType('pipeline_ready', 10_000);
+      calls.push({ sessionId: r.body.session_id, client });
+    }
+    for (const c of calls) await textTurn(c.sessionId, c.client);
+
+    await stopRedis();
+    redis = await startRedis();
+    const restartedAt = performance.now();
+    // Replay on reconnect: the node and every claim are back in the empty Redis.
+    await until(async () => (await h.infra.registry.nodes.listNodes().catch(() => [])).some((n) => n.nodeId === child!.nodeId), 15_000, 'node back in the registry');
+    for (const c of calls) expect(await h.infra.registry.sessions.sessionOwner(c.sessionId)).toBe(child!.nodeId);
+    console.log(`engine node back in the registry ${Math.round(performance.now() - restartedAt)} ms after Redis restarted`);
+
+    for (const c of calls) await textTurn(c.sessionId, c.client);
+    // A pass now sees the node listed: nothing is watched, so nothing can be judged lost later.
+    expect((await h.app.nodeSweeper.sweep()).lostNodes).toEqual([]);
+    expect(await h.infra.sql`select node_id from engine_node_watch`).toHaveLength(0);
+    const rows = await h.infra.sql<Array<{ status: string }>>`select status from conversations where session_id = any(${h.infra.sql.array(calls.map((c) => c.sessionId))})`;
+    expect(rows.map((r) => r.status)).toEqual(['active', 'active', 'active']);
+    for (const c of calls) {
+      expect(c.client.closeCode).toBeUndefined();
+      expect(c.client.types()).not.toContain('call_ended');
+    }
+    expect(child!.proc.exitCode).toBeNull();
+  });
+});
