@@ -38,18 +38,38 @@ export function schemaDatabaseUrl(schema: string): string {
 }
 
 export function startEngineChild(o: EngineChildOptions): Promise<EngineChild> {
-  const proc = spawn(process.execPath, [path.join(o.dir, 'media-engine/main.js')], {
+  return startServiceChild(o, 'media-engine/main.js', 'media engine listening', {
+    ROLE: 'media-engine',
+    ENGINE_PORT: '0',
+  });
+}
+
+/**
+ * A real control plane process (`control-plane/main.ts`): the API and its job workers (node
+ * sweeper included) on the suite's schema and registry prefix. `secretsKey` must be the suite's
+ * (encrypted provider keys are shared through the database).
+ */
+export function startControlPlaneChild(o: EngineChildOptions & { secretsKey: string }): Promise<EngineChild> {
+  return startServiceChild(o, 'control-plane/main.js', 'control plane listening', {
+    ROLE: 'control-plane',
+    HTTP_PORT: '0',
+    SECRETS_KEY: o.secretsKey,
+    SEED_DEMO: 'false',
+  });
+}
+
+function startServiceChild(o: EngineChildOptions, entry: string, listening: string, roleEnv: Record<string, string>): Promise<EngineChild> {
+  const proc = spawn(process.execPath, [path.join(o.dir, entry)], {
     env: {
       ...process.env,
-      ROLE: 'media-engine',
       DATABASE_URL: schemaDatabaseUrl(o.schema),
       REDIS_URL: o.redisUrl,
       REGISTRY_PREFIX: o.registryPrefix,
-      ENGINE_PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: path.join(o.dir, 'data'),
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
+      ...roleEnv,
       ...o.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -59,7 +79,7 @@ export function startEngineChild(o: EngineChildOptions): Promise<EngineChild> {
     proc.once('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() }));
   });
   return new Promise((resolve, reject) => {
-    const early = () => reject(new Error(`engine child exited before listening: ${JSON.stringify(logs.slice(-3))}`));
+    const early = () => reject(new Error(`${entry} exited before listening: ${JSON.stringify(logs.slice(-3))}`));
     proc.once('exit', early);
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       let rec: Record<string, unknown>;
@@ -69,9 +89,9 @@ export function startEngineChild(o: EngineChildOptions): Promise<EngineChild> {
         return;
       }
       logs.push(rec);
-      if (rec.msg === 'media engine listening') {
+      if (rec.msg === listening) {
         proc.off('exit', early);
-        resolve({ proc, nodeId: String(rec.nodeId), port: Number(rec.port), exited, logs });
+        resolve({ proc, nodeId: String(rec.nodeId ?? ''), port: Number(rec.port), exited, logs });
       }
     });
   });
