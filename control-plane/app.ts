@@ -66,7 +66,8 @@ export interface ControlPlane {
   abandoned: AbandonedSweeper;
   /** Finalizes the calls of engine nodes that died (`node_lost`; docs/operations.md). */
   nodeSweeper: NodeSweeper;
-  close(): Promise<void>;
+  /** `graceMs`: requests in flight may finish first (SIGTERM; `RunningServer.close`). */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }
 
 export interface ControlPlaneOptions {
@@ -215,10 +216,10 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     postCall,
     abandoned,
     nodeSweeper,
-    async close() {
+    async close(closeOpts = {}) {
       if (closed) return;
       closed = true;
-      await server.close();
+      await server.close(closeOpts);
       await grpcServer?.close();
       annotator.close();
       abandoned.close();

@@ -13,6 +13,9 @@ import { startControlPlane } from './app.js';
 import { startInfra, type Infra } from './infra.js';
 import { ensureDemoOrgKey, seedDemo } from './seed.js';
 
+/** How long in-flight API requests may run on after SIGTERM before they are cut. */
+const REQUEST_DRAIN_MS = 10_000;
+
 /** What an in-process engine hands back to the control plane. */
 export interface Attached {
   /** The engine's record writer and the control plane's SSE streams share one bus. */
@@ -41,7 +44,8 @@ export async function runControlPlane(ctx: MainContext, attach?: Attach): Promis
   const attached = attach ? await attach(ctx, config, infra) : {};
   await ctx.checkpoint();
   const cp = await startControlPlane({ config, logger, clock: realClock, ...infra }, { bus: attached.bus });
-  ctx.onClose(() => cp.close());
+  // SIGTERM: requests in flight get up to 10 s to finish (jobs get their own 10 s in jobs.close()).
+  ctx.onClose((signal) => cp.close(signal === 'SIGTERM' ? { graceMs: REQUEST_DRAIN_MS } : undefined));
   // Registered after the API's closer, so it runs before it (closers run in reverse).
   if (attached.beforeApiClose) ctx.onClose(attached.beforeApiClose);
   ctx.started();

@@ -42,8 +42,18 @@ export interface RunningServer {
   port: number;
   /** Open client connections (HTTP/1.1 and HTTP/2 sockets); the one-port server reports them. */
   connections?(): number;
-  close(): Promise<void>;
+  /** Requests being answered now (streams included). */
+  inFlight?(): number;
+  /**
+   * Stops accepting connections. With `graceMs` (SIGTERM, docs/operations.md) requests in flight
+   * may finish for up to that long (live streams such as SSE are not waited for; responses meanwhile
+   * say `connection: close`); then every request still open is aborted and its socket closed.
+   */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }
+
+/** Poll period of the in-flight wait of a graceful close. */
+const DRAIN_POLL_MS = 50;
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 /** Headers the gateway strips from public requests: they have no effect here either. */
@@ -119,7 +129,16 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   const shutdown = new AbortController();
   // Every in-flight request links its signal to this one: the listener count is the concurrency.
   setMaxListeners(0, shutdown.signal);
-  const handler = createControlPlaneHandler(opts, shutdown.signal);
+  const inner = createControlPlaneHandler(opts, shutdown.signal);
+  // Requests in flight (a graceful close waits for them) and whether the server is closing.
+  const inFlight = new Set<NodeRes>();
+  let closing = false;
+  const handler = (req: NodeReq, res: NodeRes) => {
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+    if (closing && !res.headersSent) res.setHeader('connection', 'close');
+    return inner(req, res);
+  };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
   const h2 = http2.createServer({}, handler as never);
   h1.on('clientError', (err, socket) => {
@@ -151,13 +170,26 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   return {
     port: typeof addr === 'object' && addr ? addr.port : opts.port,
     connections: () => sockets.size,
-    async close() {
-      shutdown.abort();
-      await new Promise<void>((resolve) => {
-        front.close(() => resolve());
+    inFlight: () => inFlight.size,
+    async close(closeOpts = {}) {
+      closing = true;
+      // Answers still to come end their connection: the client reconnects to another replica.
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+      const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      h1.closeIdleConnections();
+      const untilMs = performance.now() + (closeOpts.graceMs ?? 0);
+      while (performance.now() < untilMs && [...inFlight].some((res) => !isStream(res))) {
+        await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
         h1.closeIdleConnections();
-        for (const s of sockets) s.destroy();
-      });
+      }
+      shutdown.abort();
+      for (const s of sockets) s.destroy();
+      await closed;
     },
   };
+}
+
+/** A live stream (SSE) never ends by itself: a graceful close does not wait for it. */
+function isStream(res: NodeRes): boolean {
+  return String(res.getHeader?.('content-type') ?? '').startsWith('text/event-stream');
 }
