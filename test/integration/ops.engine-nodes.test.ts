@@ -18,7 +18,8 @@ import { until } from '../helpers/campaigns.js';
 import { probe, startEngineChild, type EngineChild } from '../helpers/engine-child.js';
 import { api } from '../helpers/accounts.js';
 import { TEST_REDIS_URL } from '../helpers/infra.js';
-import { VoiceClient } from '../helpers/voice-client.js';
+import type { VoiceClient } from '../helpers/voice-client.js';
+import { establishedCall } from '../helpers/established-call.js';
 
 let h: TelephonyHarness;
 let dir = '';
@@ -49,18 +50,11 @@ async function engine(env: Record<string, string> = {}): Promise<EngineChild> {
 
 const portOf = (wsUrl: string) => Number(new URL(wsUrl).port);
 
-/** Starts sessions until one is placed on `node` (placement is least-loaded, not chosen by the caller). */
+/** Starts sessions until one is placed on `node` (placement is least-loaded, not chosen by the caller) and is up. */
 async function callOn(node: EngineChild, tries = 8): Promise<{ sessionId: string; client: VoiceClient }> {
-  for (let i = 0; i < tries; i++) {
-    const r = await api(h.app, 'POST', '/api/v1/voice/sessions/start', { body: { agent_id: agentId } });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    if (portOf(r.body.ws_url) !== node.port) continue;
-    const client = await VoiceClient.connect(r.body.ws_url, { sendAudio: false });
-    clients.push(client);
-    await client.waitForType('pipeline_ready', 10_000);
-    return { sessionId: r.body.session_id, client };
-  }
-  throw new Error(`no session placed on ${node.nodeId} in ${tries} tries`);
+  const call = await establishedCall(h.app.port, agentId, { tries, accept: (port) => port === node.port });
+  clients.push(call.client);
+  return call;
 }
 
 /** Injects a caller text and waits for the agent's answered turn. */
@@ -121,6 +115,8 @@ describe('engine node lifecycle', () => {
     const c = await engine({ DRAIN_TIMEOUT_S: '1' });
     const call = await callOn(c);
     await until(async () => (await conversation(call.sessionId)) !== undefined, 10_000, 'conversation row');
+    // The first turn's reply has played out: any speech after SIGTERM is the goodbye.
+    await call.client.waitForType('turn_complete', 20_000);
     const from = call.client.events.length;
     const termAt = performance.now();
     c.proc.kill('SIGTERM');
