@@ -147,7 +147,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     try {
       await deps.registry.commands.sendCommand(owner, { kind: 'text', sessionId, payload: { text, role: r } }, commandTimeoutMs);
     } catch (err) {
-      throw commandError(err, owner, sessionId);
+      throw await commandError(err, owner, sessionId);
     }
     return { session_id: sessionId, status: 'injected' as const, text };
   }
@@ -163,7 +163,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     try {
       await deps.registry.commands.sendCommand(owner, { kind: 'end', sessionId }, commandTimeoutMs);
     } catch (err) {
-      const mapped = commandError(err, owner, sessionId);
+      const mapped = await commandError(err, owner, sessionId);
       // The owner no longer knows the session: the registry entry is stale.
       if (mapped.code === 'NOT_FOUND' && !(err instanceof RegistryTimeoutError)) await deps.registry.sessions.deleteSession(sessionId).catch(() => {});
       throw mapped;
@@ -171,11 +171,17 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     return { session_id: sessionId, status: 'ended' as const };
   }
 
-  function commandError(err: unknown, nodeId: string, sessionId: string): AppError {
-    // The owner did not answer: it died or is wedged; for the caller the live session is gone.
+  async function commandError(err: unknown, nodeId: string, sessionId: string): Promise<AppError> {
     if (err instanceof RegistryTimeoutError) {
-      log.warn({ session: maskSessionId(sessionId), nodeId }, 'session owner did not answer');
-      return notFound('session');
+      // A node still heartbeating is alive but unreachable for a moment (its command
+      // subscription reconnecting after a Redis restart, issue 23): retry, its call is still up.
+      // A node gone from the registry died: for the caller the live session is gone.
+      const listed = await deps.registry.nodes.listNodes().then(
+        (nodes) => nodes.some((n) => n.nodeId === nodeId),
+        () => false,
+      );
+      log.warn({ session: maskSessionId(sessionId), nodeId, listed }, 'session owner did not answer');
+      return listed ? new AppError('SERVICE_UNAVAILABLE', 'the engine node of this session did not answer; retry', { retryAfterS: 1 }) : notFound('session');
     }
     // Our own errors (a registry outage is already a 503 with Retry-After) pass unchanged.
     if (err instanceof AppError) return err;

@@ -61,7 +61,7 @@ async function callOn(node: EngineChild, tries = 8): Promise<{ sessionId: string
 async function textTurn(sessionId: string, client: VoiceClient): Promise<void> {
   const from = client.events.length;
   const r = await api(h.app, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text: 'Are you still there?' } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(r.status, `${JSON.stringify(r.body)} (socket close code ${client.closeCode}; events ${client.types().slice(-4).join(',')})`).toBe(200);
   await client.waitFor((e) => e.type === 'turn_complete', 15_000, from);
 }
 

@@ -75,10 +75,22 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** 503s answered while the engine's command subscription was still reconnecting (retried, as clients do). */
+let retried503 = 0;
+
+/** A caller text and its answered turn; a 503 (Retry-After) is retried like a client would, at most 10 times. */
 async function textTurn(sessionId: string, client: VoiceClient): Promise<void> {
   const from = client.events.length;
-  const r = await api(h.app, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text: 'Still there?' } });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  for (let attempt = 0; ; attempt++) {
+    const r = await api(h.app, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text: 'Still there?' } });
+    if (r.status === 503 && attempt < 10) {
+      retried503++;
+      await new Promise((resolve) => setTimeout(resolve, Number(r.headers['retry-after'] ?? 1) * 1000));
+      continue;
+    }
+    expect(r.status, `${JSON.stringify(r.body)} (socket close code ${client.closeCode}; events ${client.types().slice(-4).join(',')})`).toBe(200);
+    break;
+  }
   await client.waitFor((e) => e.type === 'turn_complete', 15_000, from);
 }
 
@@ -102,6 +114,7 @@ describe('Redis restart with live calls', () => {
     console.log(`engine node back in the registry ${Math.round(performance.now() - restartedAt)} ms after Redis restarted`);
 
     for (const c of calls) await textTurn(c.sessionId, c.client);
+    console.log(`text turns answered 503 (Retry-After) while the engine's command subscription reconnected: ${retried503}`);
     // A pass now sees the node listed: nothing is watched, so nothing can be judged lost later.
     expect((await h.app.nodeSweeper.sweep()).lostNodes).toEqual([]);
     expect(await h.infra.sql`select node_id from engine_node_watch`).toHaveLength(0);

@@ -281,6 +281,21 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect((await api.end(id)).status).toBe(404);
   });
 
+  it('an owner still listed but not answering (its command subscription reconnecting) -> 503, retryable', async () => {
+    const id = await startOnB();
+    // Full (load = capacity): never chosen for the other tests' sessions while it is listed.
+    await engineReg.nodes.heartbeat(node('C-mute', 10, 10), 60_000);
+    try {
+      await engineReg.sessions.claimSession(id, 'C-mute', 60_000);
+      const r = await api.text(id, { text: 'hello' });
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(r.headers.get('retry-after')).toBe('1');
+    } finally {
+      await engineReg.nodes.removeNode('C-mute');
+    }
+  });
+
   it('stored but unclaimed: text -> 409; end purges it from any replica', async () => {
     const id = await startOnB();
     const t = await api.text(id, { text: 'hello' });
