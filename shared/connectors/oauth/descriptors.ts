@@ -1,0 +1,138 @@
+/**
+ * The OAuth door of each provider that has one (catalog `auth_kinds` includes `oauth`): the
+ * vendor's documented endpoints, the scopes asked per product, the scopes each action needs, and
+ * the verification call that labels the account. Data plus two tiny functions per vendor; the
+ * flow itself (oauth/flow.ts) is the same authorization-code flow for all of them.
+ *
+ * Jira is absent on purpose: Atlassian OAuth 2.0 (3LO) tokens call
+ * `api.atlassian.com/ex/jira/{cloudId}` instead of the site, which the Jira key adapter does not
+ * do (docs/connectors.md, "NOT done").
+ */
+
+export interface OAuthDescriptor {
+  providerId: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  /** How a token is revoked: Google `POST token=` (RFC 7009), HubSpot `DELETE .../{refresh_token}`. */
+  revoke?: { url: string; style: 'form' | 'delete_refresh_token_path' };
+  /** The verification call: bearer GET (Google userinfo) or the token in the path (HubSpot token info). */
+  verify: { url: string; style: 'bearer' | 'token_in_path' };
+  /** The account label from the verification answer. */
+  label(info: Record<string, any>): string;
+  /** Scopes the verification answer reports (HubSpot), when the token answer has none. */
+  scopesOf?(info: Record<string, any>): string[] | undefined;
+  /** Asked on every consent, whatever the products (e.g. `openid email` for the label). */
+  baseScopes: string[];
+  /** Asked per product. */
+  productScopes: Record<string, string[]>;
+  /** Per action: ANY of these scopes covers it (a broader scope counts). Absent: the product's grant covers it. */
+  actionScopes?: Record<string, string[]>;
+  /** Per resource kind (suite only): any of these scopes covers the listing, and the product to reconnect. */
+  resourceScopes?: Record<string, { anyOf: string[]; product: string }>;
+  /** Separator of `scope` in the authorize URL (HubSpot and Google: space). */
+  scopeSeparator: string;
+  /** PKCE S256 (RFC 7636) where the vendor supports it. */
+  pkce: boolean;
+  /** Extra authorize parameters (offline access, incremental consent). */
+  authorizeParams: Record<string, string>;
+}
+
+const G = 'https://www.googleapis.com/auth/';
+
+const googleWorkspace: OAuthDescriptor = {
+  providerId: 'google_workspace',
+  // https://developers.google.com/identity/protocols/oauth2/web-server
+  authorizeUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
+  tokenUrl: 'https://oauth2.googleapis.com/token',
+  revoke: { url: 'https://oauth2.googleapis.com/revoke', style: 'form' },
+  verify: { url: 'https://openidconnect.googleapis.com/v1/userinfo', style: 'bearer' },
+  label: (info) => String(info.email ?? info.name ?? `Google account ${String(info.sub ?? '')}`),
+  baseScopes: ['openid', 'email'],
+  productScopes: {
+    calendar: [`${G}calendar.events`, `${G}calendar.freebusy`],
+    mail: [`${G}gmail.send`],
+    // drive.metadata.readonly is the "listing permission" of spec behaviour 6 (spreadsheet picker).
+    sheets: [`${G}spreadsheets`, `${G}drive.metadata.readonly`],
+  },
+  actionScopes: {
+    list_free_slots: [`${G}calendar.freebusy`, `${G}calendar.readonly`, `${G}calendar`],
+    create_event: [`${G}calendar.events`, `${G}calendar`],
+    send_email: [`${G}gmail.send`, `${G}gmail.compose`, `${G}gmail.modify`, 'https://mail.google.com/'],
+    append_row: [`${G}spreadsheets`],
+  },
+  resourceScopes: {
+    spreadsheets: { anyOf: [`${G}drive.metadata.readonly`, `${G}drive.readonly`, `${G}drive`], product: 'sheets' },
+    sheets: { anyOf: [`${G}spreadsheets`, `${G}spreadsheets.readonly`], product: 'sheets' },
+  },
+  scopeSeparator: ' ',
+  pkce: true,
+  // Refresh token (offline), consent shown so one is issued on every grant, incremental consent.
+  authorizeParams: { access_type: 'offline', prompt: 'consent', include_granted_scopes: 'true' },
+};
+
+const hubspot: OAuthDescriptor = {
+  providerId: 'hubspot',
+  // https://developers.hubspot.com/docs/api/oauth-quickstart-guide
+  authorizeUrl: 'https://app.hubspot.com/oauth/authorize',
+  tokenUrl: 'https://api.hubapi.com/oauth/v1/token',
+  revoke: { url: 'https://api.hubapi.com/oauth/v1/refresh-tokens', style: 'delete_refresh_token_path' },
+  verify: { url: 'https://api.hubapi.com/oauth/v1/access-tokens', style: 'token_in_path' },
+  label: (info) => `HubSpot portal ${String(info.hub_id ?? info.hub_domain ?? '')}`,
+  scopesOf: (info) => (Array.isArray(info.scopes) ? info.scopes.map(String) : undefined),
+  baseScopes: ['oauth'],
+  productScopes: { crm: ['crm.objects.contacts.read', 'crm.objects.contacts.write', 'crm.objects.deals.write'] },
+  actionScopes: {
+    find_contact: ['crm.objects.contacts.read'],
+    create_contact: ['crm.objects.contacts.write'],
+    create_note: ['crm.objects.contacts.write'],
+    create_deal: ['crm.objects.deals.write'],
+  },
+  scopeSeparator: ' ',
+  // HubSpot's authorization-code flow documents no PKCE.
+  pkce: false,
+  authorizeParams: {},
+};
+
+const slack: OAuthDescriptor = {
+  providerId: 'slack',
+  // https://api.slack.com/authentication/oauth-v2 (bot token; Slack answers errors as 200 `ok:false`).
+  authorizeUrl: 'https://slack.com/oauth/v2/authorize',
+  tokenUrl: 'https://slack.com/api/oauth.v2.access',
+  revoke: { url: 'https://slack.com/api/auth.revoke', style: 'form' },
+  verify: { url: 'https://slack.com/api/auth.test', style: 'bearer' },
+  label: (info) => `Slack ${String(info.team ?? info.url ?? '')}`,
+  baseScopes: [],
+  productScopes: { messaging: ['chat:write', 'channels:read', 'users:read', 'users:read.email'] },
+  actionScopes: { send_message: ['chat:write'], list_channels: ['channels:read'], find_user: ['users:read.email'] },
+  scopeSeparator: ',',
+  pkce: false,
+  authorizeParams: {},
+};
+
+const calcom: OAuthDescriptor = {
+  providerId: 'calcom',
+  // https://cal.com/help/apps-and-integrations/oauth (an approved Cal.com OAuth client); the v2
+  // token endpoint is the RFC 6749 one (form bodies, both grants, PKCE).
+  authorizeUrl: 'https://app.cal.com/auth/oauth2/authorize',
+  tokenUrl: 'https://api.cal.com/v2/auth/oauth2/token',
+  verify: { url: 'https://api.cal.com/v2/me', style: 'bearer' },
+  label: (info) => String(info.data?.email ?? info.data?.username ?? 'Cal.com user'),
+  baseScopes: [],
+  productScopes: { scheduling: [] },
+  scopeSeparator: ' ',
+  pkce: true,
+  authorizeParams: {},
+};
+
+export const OAUTH_DESCRIPTORS: ReadonlyMap<string, OAuthDescriptor> = new Map([googleWorkspace, hubspot, slack, calcom].map((d) => [d.providerId, d]));
+
+/** Scopes asked for `products` (deduplicated, in a stable order). */
+export function scopesFor(d: OAuthDescriptor, products: readonly string[]): string[] {
+  return [...new Set([...d.baseScopes, ...products.flatMap((p) => d.productScopes[p] ?? [])])];
+}
+
+/** Does the grant cover `action`? A provider or action without scope data is covered by its product. */
+export function actionCovered(d: OAuthDescriptor | undefined, action: string, granted: readonly string[]): boolean {
+  const need = d?.actionScopes?.[action];
+  return !need || need.some((s) => granted.includes(s));
+}
