@@ -1,0 +1,231 @@
+/**
+ * An OAuth 2.0 authorization server fake in two vendors' dialects (paths and error bodies):
+ * Google (`/o/oauth2/v2/auth`, `/token`, `/revoke`, `/v1/userinfo`) and HubSpot
+ * (`/oauth/authorize`, `/oauth/v1/token`, `DELETE /oauth/v1/refresh-tokens/{t}`,
+ * `GET /oauth/v1/access-tokens/{t}`). Authorization-code grants with redirect_uri and PKCE S256
+ * checks, refresh grants (optionally rotating the refresh token), revocation, the verification
+ * call, and the shared fault injection (429, 500, slow first byte) of VendorFake. Access tokens
+ * it issues are accepted by the vendor fakes `link`ed to it, until expired or revoked (a 401
+ * exactly like a vendor's for an expired token).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRecord } from './http-fake.js';
+import { VendorFake } from './vendor-base.js';
+
+type Dialect = 'google' | 'hubspot';
+
+interface Grant {
+  clientId: string;
+  redirectUri: string;
+  scopes: string[];
+  challenge?: string;
+  user: FakeUser;
+  used: boolean;
+}
+
+export interface FakeUser {
+  id: string;
+  email: string;
+}
+
+const PATHS = {
+  google: { authorize: '/o/oauth2/v2/auth', token: '/token', revoke: '/revoke', verify: '/v1/userinfo' },
+  hubspot: { authorize: '/oauth/authorize', token: '/oauth/v1/token', revoke: '/oauth/v1/refresh-tokens', verify: '/oauth/v1/access-tokens' },
+} as const;
+
+export class OAuthProviderFake extends VendorFake {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** The account that consents next. */
+  user: FakeUser = { id: '1001', email: 'owner@acme.example' };
+  /** Next consent: approve, or send the user back with `error=access_denied`. */
+  consent: 'approve' | 'deny' = 'approve';
+  /** Scopes the user grants on the next consent (default: all asked). */
+  grantOnly?: string[];
+  /** `expires_in` of issued access tokens. */
+  accessTtlS = 3599;
+  /** Issue a new refresh token on every refresh (the old one stops working). */
+  rotateRefreshTokens = false;
+  /** The verification call answers this status (401, 500) instead of the account. */
+  verifyFailsWith?: number;
+  /** Every token revoked, in order. */
+  readonly revoked: string[] = [];
+  /** Authorize calls as received (scope, code_challenge, include_granted_scopes, ...). */
+  readonly authorizeCalls: URLSearchParams[] = [];
+  /** Live access tokens: scopes and user. */
+  readonly accessTokens = new Map<string, { scopes: string[]; user: FakeUser }>();
+  /** Live refresh tokens. */
+  readonly refreshTokens = new Map<string, { scopes: string[]; user: FakeUser }>();
+  private readonly codes = new Map<string, Grant>();
+  /** Google's incremental consent: what each user granted this client so far. */
+  private readonly granted = new Map<string, Set<string>>();
+  private readonly linked: VendorFake[] = [];
+
+  constructor(readonly dialect: Dialect) {
+    super();
+    this.clientId = `${dialect}-client-${randomBytes(4).toString('hex')}`;
+    this.clientSecret = `${dialect}-secret-${randomBytes(12).toString('hex')}`;
+    this.validKeys.add(`${this.clientId}:${this.clientSecret}`);
+  }
+
+  get paths() {
+    return PATHS[this.dialect];
+  }
+
+  /** The vendor API fake accepts the access tokens issued here (and stops when they expire). */
+  link(vendor: VendorFake): void {
+    this.linked.push(vendor);
+  }
+
+  /** Ends an access token as its expiry would: the verification call and linked vendors answer 401. */
+  expireAccessToken(token: string): void {
+    this.accessTokens.delete(token);
+    this.validKeys.delete(token);
+    for (const v of this.linked) v.revoke(token);
+  }
+
+  expireAllAccessTokens(): void {
+    for (const t of [...this.accessTokens.keys()]) this.expireAccessToken(t);
+  }
+
+  scopesOf(token: string): string[] | undefined {
+    return this.accessTokens.get(token)?.scopes;
+  }
+
+  protected errorBody(status: number, message: string) {
+    if (this.dialect === 'hubspot') return { status: status === 400 ? 'BAD_REFRESH_TOKEN' : 'error', message, correlationId: 'c0ffee00-0000-4000-8000-000000000001' };
+    if (status === 429) return { error: { code: 429, message, status: 'RESOURCE_EXHAUSTED' } };
+    if (status >= 500) return { error: { code: status, message, status: 'INTERNAL' } };
+    return { error: status === 401 ? 'invalid_client' : 'invalid_grant', error_description: message };
+  }
+
+  private form(rec: HttpRecord): URLSearchParams {
+    return new URLSearchParams(rec.rawBody);
+  }
+
+  protected credentialOf(rec: HttpRecord): string | undefined {
+    const p = this.paths;
+    if (rec.path === p.token || (rec.path === p.revoke && this.dialect === 'google')) {
+      const f = this.form(rec);
+      return `${f.get('client_id') ?? ''}:${f.get('client_secret') ?? ''}`;
+    }
+    if (this.dialect === 'hubspot' && rec.path.startsWith(`${p.verify}/`)) return decodeURIComponent(rec.path.slice(p.verify.length + 1));
+    if (this.dialect === 'hubspot' && rec.path.startsWith(`${p.revoke}/`)) return `${this.clientId}:${this.clientSecret}`;
+    return this.bearer(rec);
+  }
+
+  protected override async handle(rec: HttpRecord, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The consent page is the user's browser, not an API call: no credential, no faults.
+    if (rec.method === 'GET' && rec.path === this.paths.authorize) return this.authorize(rec, res);
+    return super.handle(rec, req, res);
+  }
+
+  private authorize(rec: HttpRecord, res: ServerResponse): void {
+    const q = rec.query;
+    this.authorizeCalls.push(q);
+    const redirect = new URL(q.get('redirect_uri') ?? 'http://invalid.example/');
+    if (q.get('client_id') !== this.clientId) return this.sendJson(rec, res, 400, { error: 'invalid_client' });
+    redirect.searchParams.set('state', q.get('state') ?? '');
+    if (this.consent === 'deny') {
+      redirect.searchParams.set('error', 'access_denied');
+      redirect.searchParams.set('error_description', 'The user denied access');
+    } else {
+      const asked = (q.get('scope') ?? '').split(/[ ,]+/).filter(Boolean);
+      const scopes = this.grantOnly ?? asked;
+      const code = `code-${randomBytes(12).toString('hex')}`;
+      this.codes.set(code, { clientId: this.clientId, redirectUri: redirect.origin + redirect.pathname, scopes, challenge: q.get('code_challenge') ?? undefined, user: this.user, used: false });
+      redirect.searchParams.set('code', code);
+      if (this.dialect === 'google' && q.get('include_granted_scopes') === 'true') {
+        const all = this.granted.get(this.user.id) ?? new Set<string>();
+        for (const s of scopes) all.add(s);
+        this.granted.set(this.user.id, all);
+        this.codes.get(code)!.scopes = [...all];
+      }
+    }
+    rec.status = 302;
+    res.writeHead(302, { location: redirect.toString() });
+    res.end();
+  }
+
+  private issue(rec: HttpRecord, res: ServerResponse, scopes: string[], user: FakeUser, refreshToken?: string): void {
+    const access = `${this.dialect === 'google' ? 'ya29.' : 'CJ'}${randomBytes(24).toString('hex')}`;
+    this.accessTokens.set(access, { scopes, user });
+    this.validKeys.add(access);
+    for (const v of this.linked) v.validKeys.add(access);
+    const body: Record<string, unknown> = { access_token: access, token_type: 'Bearer', expires_in: this.accessTtlS };
+    if (refreshToken) body.refresh_token = refreshToken;
+    // Google lists the granted scopes; HubSpot reports them on the token info call only.
+    if (this.dialect === 'google') body.scope = scopes.join(' ');
+    this.sendJson(rec, res, 200, body);
+  }
+
+  protected route(rec: HttpRecord, res: ServerResponse): void {
+    const p = this.paths;
+    if (rec.method === 'POST' && rec.path === p.token) {
+      const f = this.form(rec);
+      if (f.get('grant_type') === 'authorization_code') {
+        const grant = this.codes.get(f.get('code') ?? '');
+        if (!grant || grant.used) return this.fail(rec, res, 400, 'Malformed auth code.');
+        grant.used = true;
+        if (f.get('redirect_uri') !== grant.redirectUri) return this.fail(rec, res, 400, 'redirect_uri_mismatch');
+        if (grant.challenge) {
+          const verifier = f.get('code_verifier') ?? '';
+          if (createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) return this.fail(rec, res, 400, 'Invalid code verifier.');
+        }
+        const refresh = `${this.dialect === 'google' ? '1//' : 'rt-'}${randomBytes(24).toString('hex')}`;
+        this.refreshTokens.set(refresh, { scopes: grant.scopes, user: grant.user });
+        return this.issue(rec, res, grant.scopes, grant.user, refresh);
+      }
+      if (f.get('grant_type') === 'refresh_token') {
+        const token = f.get('refresh_token') ?? '';
+        const held = this.refreshTokens.get(token);
+        if (!held) return this.fail(rec, res, 400, 'Token has been expired or revoked.');
+        let next: string | undefined;
+        if (this.rotateRefreshTokens) {
+          this.refreshTokens.delete(token);
+          next = `${this.dialect === 'google' ? '1//' : 'rt-'}${randomBytes(24).toString('hex')}`;
+          this.refreshTokens.set(next, held);
+        }
+        return this.issue(rec, res, held.scopes, held.user, next);
+      }
+      return this.fail(rec, res, 400, 'unsupported_grant_type');
+    }
+    if (this.dialect === 'google' && rec.method === 'POST' && rec.path === p.revoke) {
+      const token = this.form(rec).get('token') ?? '';
+      if (!this.revokeToken(token)) return this.fail(rec, res, 400, 'Token expired or revoked');
+      return this.sendJson(rec, res, 200, {});
+    }
+    if (this.dialect === 'hubspot' && rec.method === 'DELETE' && rec.path.startsWith(`${p.revoke}/`)) {
+      if (!this.revokeToken(decodeURIComponent(rec.path.slice(p.revoke.length + 1)))) return this.fail(rec, res, 404, 'refresh token not found');
+      rec.status = 204;
+      res.writeHead(204);
+      return void res.end();
+    }
+    if (rec.method === 'GET' && (rec.path === p.verify || rec.path.startsWith(`${p.verify}/`))) {
+      if (this.verifyFailsWith) return this.fail(rec, res, this.verifyFailsWith, 'verification refused by the test');
+      const token = this.dialect === 'hubspot' ? decodeURIComponent(rec.path.slice(p.verify.length + 1)) : this.bearer(rec)!;
+      const held = this.accessTokens.get(token)!;
+      if (this.dialect === 'hubspot') {
+        return this.sendJson(rec, res, 200, { token, user: held.user.email, hub_domain: 'acme.hubspot.com', scopes: held.scopes, hub_id: 4455667, app_id: 99, expires_in: this.accessTtlS, user_id: Number(held.user.id), token_type: 'access' });
+      }
+      return this.sendJson(rec, res, 200, { sub: held.user.id, email: held.user.email, email_verified: true });
+    }
+    return this.fail(rec, res, 404, `no route ${rec.method} ${rec.path}`);
+  }
+
+  /** RFC 7009: a refresh token ends its grant (and every access token of it); an access token ends itself. */
+  private revokeToken(token: string): boolean {
+    const refresh = this.refreshTokens.get(token);
+    if (refresh) {
+      this.refreshTokens.delete(token);
+      for (const [t, a] of this.accessTokens) if (a.user.id === refresh.user.id) this.expireAccessToken(t);
+    } else if (this.accessTokens.has(token)) {
+      this.expireAccessToken(token);
+    } else {
+      return false;
+    }
+    this.revoked.push(token);
+    return true;
+  }
+}
