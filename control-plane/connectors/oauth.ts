@@ -90,7 +90,7 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
   /** Where the browser goes after the vendor's redirect. */
   async function callback(query: CallbackQuery, signal: AbortSignal): Promise<string> {
     const fail = (error: string, reason: string, provider?: string) => {
-      deps.logger.warn({ provider, error, reason }, 'connector oauth callback refused');
+      deps.logger.warn({ provider, error: error.slice(0, 50), reason: reason.slice(0, MAX_REASON_CHARS) }, 'connector oauth callback refused');
       return dashboard({ error, reason, ...(provider ? { provider } : {}) });
     };
     const read = readState(deps.stateKey, query.state);
