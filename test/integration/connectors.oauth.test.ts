@@ -176,6 +176,21 @@ describe('callback refusals', () => {
     expect(await connectionOf('hubspot')).toBeUndefined();
   });
 
+  it('a code exchange that times out or is refused: error redirect, nothing stored', async () => {
+    const slow = await consent('hubspot');
+    // The next request of the authorization server is the code exchange (the consent page consumed its own).
+    hubspotAuth.faults.once({ slowFirstByteMs: 2500 });
+    const params = await slow.finish();
+    expect(Object.fromEntries(params)).toMatchObject({ error: 'token_exchange_failed', provider: 'hubspot' });
+    expect(params.get('reason')).toMatch(/no answer within 1500 ms/);
+    // A code the vendor did not issue (with a good state) is refused at the token endpoint, in its words.
+    const again = await consent('hubspot');
+    const bogus = new URL(again.callback);
+    bogus.searchParams.set('code', 'code-never-issued');
+    expect(Object.fromEntries(await follow(bogus))).toMatchObject({ error: 'token_exchange_failed', reason: 'Malformed auth code.' });
+    expect(await connectionOf('hubspot')).toBeUndefined();
+  });
+
   it('verification failure: nothing stored, the token revoked at the vendor', async () => {
     hubspotAuth.verifyFailsWith = 401;
     const revokedBefore = hubspotAuth.revoked.length;
@@ -300,6 +315,37 @@ describe('Google Workspace', () => {
     expect(Date.parse((await connectionOf('google_workspace')).token_expires_at)).toBeGreaterThan(row!.token_expires_at.getTime() + 3000_000);
     // The old access token was never sent to the API: no 401 round trip.
     expect(google.requests.at(-1)!.status).toBe(200);
+  });
+
+  it('two actions racing on an expired token with rotation: one refresh wins, the other uses its tokens', async () => {
+    const cred = await storedCred('google_workspace');
+    googleAuth.rotateRefreshTokens = true;
+    googleAuth.expireAccessToken(cred!.access_token);
+    // The first refresh to arrive is held back, so the second rotates the refresh token first.
+    googleAuth.faults.once({ slowFirstByteMs: 300 });
+    const body = { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' };
+    try {
+      const [a, b] = await Promise.all([execute(id, 'list_free_slots', body), execute(id, 'list_free_slots', body)]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+    } finally {
+      googleAuth.rotateRefreshTokens = false;
+    }
+    const refreshes = googleAuth.requests.filter((r) => r.path === '/token').slice(-2);
+    expect(refreshes.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect(googleAuth.refreshTokens.has((await storedCred('google_workspace'))!.refresh_token!)).toBe(true);
+    expect((await connectionOf('google_workspace')).health_status).toBe('ok');
+  });
+
+  it('a token endpoint outage leaves health error (not reconnect_needed), and the next action recovers', async () => {
+    googleAuth.expireAccessToken((await storedCred('google_workspace'))!.access_token);
+    googleAuth.faults.once({ status500: true });
+    const body = { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' };
+    const res = await execute(id, 'list_free_slots', body);
+    expect(res.status).toBe(502);
+    expect(res.body.detail).toMatch(/could not refresh/);
+    expect(await connectionOf('google_workspace')).toMatchObject({ health_status: 'error', health_detail: expect.stringMatching(/^token refresh: /) });
+    expect((await execute(id, 'list_free_slots', body)).status).toBe(200);
+    expect((await connectionOf('google_workspace')).health_status).toBe('ok');
   });
 
   it('a refused refresh leaves health reconnect_needed', async () => {
