@@ -47,7 +47,8 @@ beforeAll(async () => {
   infra = await startTestInfra({
     publicBaseUrl: PUBLIC,
     connectorsDashboardUrl: DASHBOARD,
-    connectorBaseUrls: { google_workspace: google.url, hubspot: hubspot.url },
+    // One fake serves every Google host (main, gmail, sheets).
+    connectorBaseUrls: { google_workspace: google.url, google_workspace_gmail: google.url, google_workspace_sheets: google.url, hubspot: hubspot.url },
     connectorOAuthClients: { google_workspace: client(googleAuth), hubspot: client(hubspotAuth) },
     connectorTimeoutMs: 1500,
   });
