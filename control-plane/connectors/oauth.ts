@@ -12,10 +12,9 @@ import type { Sql } from '../../shared/db/client.js';
 import type { OutboundClient } from '../../shared/outbound/index.js';
 import { AppError, invalid } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import type { ProviderEntry } from '../../shared/connectors/catalog.js';
+import type { Catalog, ProviderEntry } from '../../shared/connectors/catalog.js';
 import { scopesFor } from '../../shared/connectors/oauth/descriptors.js';
 import { exchangeCode, OAuthError, revokeToken, verifyToken, type OAuthClient, type TokenDeps } from '../../shared/connectors/oauth/tokens.js';
-import type { Catalog } from '../../shared/connectors/catalog.js';
 import * as store from './store.js';
 import { newNonce, pkcePair, readState, saveState, signState, STATE_TTL_MS, takeState, type StateProblem } from './oauth-state.js';
 
