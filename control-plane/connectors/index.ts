@@ -16,6 +16,8 @@ import { connectorRoutes } from './routes.js';
 import { createConnectorBinder } from './binder.js';
 import type { ConnectorBinder } from '../agents/deps.js';
 import { createConnectorService } from './service.js';
+import { liveConnections } from './live-connections.js';
+import type { LiveConnections } from '../voice/agent-view.js';
 
 export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets'> & {
   auth: Auth;
@@ -29,11 +31,19 @@ export interface ConnectorsDomain extends Domain {
   catalog: Catalog;
   /** Handed to the agents domain: `POST /agents/{id}/tools` with `connector`. */
   binder: ConnectorBinder;
+  /** Handed to the voice domain: which bound connections are live at session start. */
+  liveConnections: LiveConnections;
 }
 
 export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
   const { catalog, adapters } = loadConnectorRuntime({ catalogData: deps.catalogData, adapters: deps.adapters, baseUrls: deps.config.connectorBaseUrls });
   const executor = createConnectorExecutor({ ...deps, catalog, adapters, baseUrls: deps.config.connectorBaseUrls, timeoutMs: deps.config.connectorTimeoutMs });
   const impl = createConnectorService({ ...deps, catalog, adapters, executor });
-  return { catalog, binder: createConnectorBinder(deps.sql, catalog), services: [{ service: ConnectorService, impl }] as ServiceBinding[], routes: connectorRoutes };
+  return {
+    catalog,
+    binder: createConnectorBinder(deps.sql, catalog),
+    liveConnections: (workspaceId, ids, signal) => liveConnections(deps.sql, workspaceId, ids, signal),
+    services: [{ service: ConnectorService, impl }] as ServiceBinding[],
+    routes: connectorRoutes,
+  };
 }

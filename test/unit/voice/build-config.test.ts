@@ -50,6 +50,7 @@ function agent(over: Partial<AgentLiveView> = {}): AgentLiveView {
         retry_count: 1,
       },
     ],
+    connectorTools: [],
     knowledge: [
       { id: 'kb-always', title: 'Hours', content: 'Open 9 to 5.', mode: 'always' },
       { id: 'kb-demand', title: 'Refunds', content: 'Refunds within 30 days.', mode: 'on_demand' },
@@ -95,6 +96,7 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_turbo', voice: 'rachel', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: {},
       dynamic_variables: {},
