@@ -129,6 +129,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
     });
     expect(cfg).toEqual({
       session_id: 'sess_abc',
@@ -158,6 +160,7 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_flash', voice: 'bella', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: { crm_id: 'c-9' },
       dynamic_variables: { customer: 'Jo', order: '42', vip: 'true' },
@@ -165,6 +168,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
       created_at_ms: 1_700_000_000_000,
     } satisfies SessionConfig);
   });
