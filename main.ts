@@ -18,7 +18,17 @@ const attachEngine: Attach = async (ctx, config, infra) => {
   const records = await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock });
   ctx.onClose(() => records.close());
   await ctx.checkpoint();
-  const engine = await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
+  const engine = await startEngineNode({
+    config,
+    logger,
+    clock: realClock,
+    registry: infra.registry,
+    recorderFactory: records.writer.recorderFor,
+    recordsQueued: records.writer.queued,
+    // Connector tools read connections and open their credentials with the control plane's key.
+    sql: infra.sql,
+    secrets: infra.secrets,
+  });
   ctx.onClose(() => engine.close());
   return { bus: records.bus, enginePort: engine.port };
 };

@@ -103,7 +103,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   // Before agents: connector tools bind the workspace's connections (issue 18).
   const connectors = createConnectorsDomain({ ...deps, auth: accounts.auth, outbound });
   const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder });
-  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig });
+  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections });
   const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound });
   // Every conversation that ends (engine, carrier or PUT) gets its summary job.
   postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));

@@ -10,7 +10,10 @@ import type { Logger } from '../shared/logger.js';
 import type { OutboundClient } from '../shared/outbound/index.js';
 import type { Registry } from '../shared/registry/index.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
+import type { Sql } from '../shared/db/client.js';
+import type { SecretBox } from '../shared/secrets.js';
 import type { CallActor } from './session/actor.js';
+import type { CallConnectors } from './session/connector-tools.js';
 import type { CallRecorder } from './session/recorder.js';
 import type { CallProviders, PrewarmCache } from './prewarm.js';
 import type { SocketAdmission } from './transports/socket-admission.js';
@@ -36,6 +39,12 @@ export interface EngineNodeOptions {
   tracer?: Tracer;
   /** The records writer's queue depth, exported as `voiceplane_records_queue_depth`. */
   recordsQueued?: () => number;
+  /**
+   * Connector tools on calls (issue 18): the database holding the connections and the key that
+   * opens their credentials. Both needed; absent: connector tool calls are error results.
+   */
+  sql?: Sql;
+  secrets?: SecretBox;
 }
 
 export interface EngineContext {
@@ -54,6 +63,8 @@ export interface EngineContext {
   metrics: EngineMetrics;
   /** Absent: tracing off, calls create no spans. */
   tracer?: Tracer;
+  /** The node's connector (one per process); absent without `sql` and `secrets`. */
+  connectors?: CallConnectors;
 }
 
 /**

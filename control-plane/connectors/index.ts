@@ -20,6 +20,8 @@ import { stateKey } from './oauth-state.js';
 import { createConnectorBinder } from './binder.js';
 import type { ConnectorBinder } from '../agents/deps.js';
 import { createConnectorService } from './service.js';
+import { liveConnections } from './live-connections.js';
+import type { LiveConnections } from '../voice/agent-view.js';
 
 export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets' | 'jwtKey'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
   auth: Auth;
@@ -33,6 +35,8 @@ export interface ConnectorsDomain extends Domain {
   catalog: Catalog;
   /** Handed to the agents domain: `POST /agents/{id}/tools` with `connector`. */
   binder: ConnectorBinder;
+  /** Handed to the voice domain: which bound connections are live at session start. */
+  liveConnections: LiveConnections;
 }
 
 export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
@@ -51,5 +55,11 @@ export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
   });
   const binder = createConnectorBinder(deps.sql, catalog);
   const impl = createConnectorService({ ...deps, catalog, adapters, executor, binder, invalidations: deps.registry?.invalidations, oauthClients, oauth });
-  return { catalog, binder, services: [{ service: ConnectorService, impl }] as ServiceBinding[], routes: connectorRoutes };
+  return {
+    catalog,
+    binder,
+    liveConnections: (workspaceId, ids, signal) => liveConnections(deps.sql, workspaceId, ids, signal),
+    services: [{ service: ConnectorService, impl }] as ServiceBinding[],
+    routes: connectorRoutes,
+  };
 }

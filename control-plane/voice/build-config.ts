@@ -42,6 +42,9 @@ export interface StartRequest {
   telephony_provider?: string;
   /** Programmatic callers only (telephony): the live call this session serves. Not on the public route. */
   call_id?: string;
+  /** Programmatic callers only (telephony): the carrier's calling and called numbers. Not on the public route. */
+  from_number?: string;
+  to_number?: string;
 }
 
 export const WELCOME_MODES: readonly WelcomeMode[] = ['auto', 'tts', 'none'];
@@ -74,6 +77,8 @@ const STRING_FIELDS = [
   'connection_type',
   'telephony_provider',
   'call_id',
+  'from_number',
+  'to_number',
 ] as const;
 
 /**
@@ -135,6 +140,7 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
     idle_max_attempts: idleMaxAttempts(agent.metadata),
     providers: { asr: { ...providers.asr }, llm: { ...providers.llm }, tts: ttsWithOverrides(providers.tts, req) },
     tools: agent.tools.map((t) => ({ ...t })),
+    connector_tools: agent.connectorTools.map((t) => ({ ...t, actions: t.actions.map((a) => ({ ...a })) })),
     agent_metadata: { ...agent.metadata },
     session_metadata: { ...(req.session_metadata ?? {}) },
     dynamic_variables: vars,
@@ -148,6 +154,10 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
   if (telephony) config.telephony_provider = telephony;
   const callId = text(req.call_id);
   if (callId) config.call_id = callId;
+  const from = text(req.from_number);
+  if (from) config.from_number = from;
+  const to = text(req.to_number);
+  if (to) config.to_number = to;
   return config;
 }
 

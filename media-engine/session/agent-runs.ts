@@ -38,7 +38,7 @@ export class AgentRuns {
     private readonly host: RunHost,
   ) {
     this.output = new SpeechOutput(d.transport, d.clock);
-    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock });
+    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock, connectors: d.connectors });
   }
 
   /** Starts a run. `speakOnly`: speak this text (no LLM); else answer `messages`. */

@@ -58,6 +58,7 @@ describe('toAgentLiveView: the one adapter from the agents domain', () => {
       metadata: { idle_max_attempts: 1 },
       providers: { asr: { provider_name: 'deepgram', api_key: 'k' } },
       tools: [],
+      connectorTools: [],
       knowledge: [],
     });
   });

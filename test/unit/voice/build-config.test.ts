@@ -50,6 +50,7 @@ function agent(over: Partial<AgentLiveView> = {}): AgentLiveView {
         retry_count: 1,
       },
     ],
+    connectorTools: [],
     knowledge: [
       { id: 'kb-always', title: 'Hours', content: 'Open 9 to 5.', mode: 'always' },
       { id: 'kb-demand', title: 'Refunds', content: 'Refunds within 30 days.', mode: 'on_demand' },
@@ -95,6 +96,7 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_turbo', voice: 'rachel', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: {},
       dynamic_variables: {},
@@ -127,6 +129,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
     });
     expect(cfg).toEqual({
       session_id: 'sess_abc',
@@ -156,6 +160,7 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_flash', voice: 'bella', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: { crm_id: 'c-9' },
       dynamic_variables: { customer: 'Jo', order: '42', vip: 'true' },
@@ -163,6 +168,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
       created_at_ms: 1_700_000_000_000,
     } satisfies SessionConfig);
   });
