@@ -12,6 +12,7 @@ import type { Registry } from '../shared/registry/index.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { CallActor } from './session/actor.js';
 import type { CallRecorder } from './session/recorder.js';
+import type { KnowledgeSearch } from './knowledge/search.js';
 import type { CallProviders, PrewarmCache } from './prewarm.js';
 import type { SocketAdmission } from './transports/socket-admission.js';
 
@@ -34,6 +35,8 @@ export interface EngineNodeOptions {
   outbound?: OutboundClient;
   /** Traces of calls (tests: a provider with an in-memory exporter). Default: from OTEL_EXPORTER_OTLP_ENDPOINT, else none. */
   tracer?: Tracer;
+  /** Answers calls' `search_knowledge` (Postgres full-text search, media-engine/knowledge). Absent: calls get no knowledge search. */
+  knowledge?: KnowledgeSearch;
   /** The records writer's queue depth, exported as `voiceplane_records_queue_depth`. */
   recordsQueued?: () => number;
 }

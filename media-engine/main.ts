@@ -10,6 +10,7 @@ import { createSql } from '../shared/db/client.js';
 import { runMain } from '../shared/run-main.js';
 import { startEngineNode } from './node.js';
 import { startEngineRecords } from './records/index.js';
+import { createPgKnowledgeSearch } from './knowledge/search.js';
 
 runMain(
   {
@@ -28,7 +29,7 @@ runMain(
     const records = await startEngineRecords({ config, sql, logger, clock: realClock });
     ctx.onClose(() => records.close());
     await ctx.checkpoint();
-    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
+    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, knowledge: createPgKnowledgeSearch(sql) });
     ctx.onClose(() => node.close());
     ctx.started();
     await ctx.checkpoint();

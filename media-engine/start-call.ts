@@ -57,6 +57,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       logger,
       recorder: opts.recorderFactory?.(sc),
       outbound: ctx.outbound,
+      knowledge: opts.knowledge,
       telemetry,
       allowanceMs: setup.allowanceMs,
       ...(carrier

@@ -11,6 +11,7 @@ import type { AsrProvider, AsrStream, LlmProvider, TtsProvider } from '../../sha
 import type { AmdSettings } from '../../shared/voice/amd.js';
 import type { CallTelemetry } from '../../shared/observability/call-telemetry.js';
 import type { CallRecorder } from './recorder.js';
+import type { KnowledgeSearch } from '../knowledge/search.js';
 import type { CallTransport } from './transport.js';
 
 export type Phase = 'listening' | 'user_speaking' | 'thinking' | 'speaking';
@@ -27,6 +28,8 @@ export interface CallActorDeps {
   recorder?: CallRecorder;
   /** Tenant URLs (HTTP tools) go through it (shared/outbound). Absent: tool calls are refused. */
   outbound?: OutboundClient;
+  /** Answers the `search_knowledge` function (issue 19). Absent: calls get no knowledge search. */
+  knowledge?: KnowledgeSearch;
   /** Called once when the call is over (after `call_ended`, socket closing). */
   onClosed?: (reason: string) => void;
   /**
