@@ -6,7 +6,7 @@
  * barge-in mid-node stays in the node, and a transition with no edge is refused and the model told.
  */
 import { describe, expect, it } from 'vitest';
-import type { FlowConfig } from '../../../shared/voice/flow.js';
+import { BOOKING_FLOW } from '../../fixtures/flows/booking.js';
 import type { LlmEvent, LlmProvider, LlmRequest } from '../../../shared/providers/types.js';
 import type { SimLlmScript } from '../../../shared/providers/llm/sim.js';
 import { actorHarness, type ActorHarness } from './actor-harness.js';
@@ -16,24 +16,6 @@ const LONG =
   'The terrace opens in the summer and seats twenty people. We also have a private room upstairs. ' +
   'Most evenings are busy after eight, so earlier is easier. Which day would you like?';
 
-export const BOOKING_FLOW: FlowConfig = {
-  start_node_id: 'greet',
-  nodes: [
-    { id: 'greet', type: 'start', label: 'Greet', instructions: 'Greet the caller and ask how you can help.' },
-    { id: 'collect', type: 'prompt', label: 'Collect booking', instructions: 'Ask for the date and the party size of {{customer|the caller}}.', collect: ['date', 'party_size'] },
-    { id: 'confirm', type: 'prompt', label: 'Confirm', instructions: 'Read back: a table for {{party_size}} on {{date}}. Ask to confirm.' },
-    { id: 'end', type: 'end', label: 'Goodbye', instructions: 'Say goodbye.' },
-  ],
-  edges: [
-    { from: 'greet', to: 'collect', description: 'the caller wants to book a table' },
-    { from: 'collect', to: 'confirm', description: 'date and party size are known' },
-    { from: 'confirm', to: 'end', description: 'the caller confirmed' },
-  ],
-  variables: [
-    { name: 'date', type: 'string' },
-    { name: 'party_size', type: 'integer' },
-  ],
-};
 
 const SCRIPT: SimLlmScript = {
   rules: [
