@@ -59,7 +59,10 @@ export function createPgKnowledgeSearch(sql: Sql): KnowledgeSearch {
           select m.id, m.title, m.content, ts_rank(m.search_vector, q.tsq, 1) as rank
           from memory_items m, q
           where q.tsq is not null and m.search_vector @@ q.tsq
-            and m.workspace_id = ${q.workspaceId} and m.is_active and m.id = any(${q.itemIds as string[]}::uuid[])
+            and m.workspace_id = ${q.workspaceId} and m.is_active
+            -- A semi-join, not \`= any($ids)\`: prepared statements turn generic after five runs, and a
+            -- generic \`= any\` scans the whole id array for every candidate row (slow for big scopes).
+            and m.id in (select unnest(${q.itemIds as string[]}::uuid[]))
           order by rank desc, m.id
           limit ${limit}
         )
