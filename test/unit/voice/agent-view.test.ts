@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toAgentLiveView, type LiveAgentConfig } from '../../../control-plane/voice/agent-view.js';
+import type { FlowNodeJson, SnapshotFlow } from '../../../control-plane/agents/types.js';
 
 function live(over: Partial<LiveAgentConfig> = {}): LiveAgentConfig {
   return {
@@ -122,7 +123,7 @@ describe('toAgentLiveView: the one adapter from the agents domain', () => {
 });
 
 describe('toAgentLiveView: flow mode (issue 19)', () => {
-  const flow = (nodes: Array<{ id: string; type: string; label: string; config?: Record<string, unknown> }>, edges: Array<{ from: string; to: string; condition?: string }>) => ({
+  const flow = (nodes: FlowNodeJson[], edges: Array<{ from: string; to: string; condition?: string }>): SnapshotFlow => ({
     id: 'f1',
     version: 2,
     graph: { nodes, edges, start_node_id: 's' },
