@@ -94,6 +94,7 @@ async function turn(c: VoiceClient, text: string, n: number): Promise<ReceivedEv
 }
 
 interface ChatBody {
+  temperature?: number;
   messages: Array<{ role: string; content: string | null }>;
   tools?: Array<{ type: string; function: { name: string; description: string; parameters: Record<string, unknown> } }>;
 }
@@ -122,6 +123,7 @@ describe('a flow call through the OpenAI-compatible adapter', () => {
     // The model's transition moved the call: the next request of the same turn is in collect.
     expect(collect!.messages[0]!.content).toContain('## Current step: Collect booking');
     expect(toolNames(collect!)).toEqual(['search_knowledge', 'set_variables', 'go_to_confirm']);
+    expect([greet!.temperature, collect!.temperature]).toEqual([undefined, 0.2]);
     const entered = await c.waitFor((e) => e.type === 'flow_node_entered' && e.node_id === 'collect', 5000);
     expect(entered).toMatchObject({ label: 'Collect booking', node_type: 'prompt', turn: 1 });
 

@@ -36,6 +36,7 @@ const SCRIPT: SimLlmScript = {
 interface Seen {
   system: string;
   tools: string[];
+  temperature?: number;
 }
 
 /** Records what each LLM request carried: the system prompt and the offered function names. */
@@ -43,7 +44,7 @@ function recordRequests(seen: Seen[]): (llm: LlmProvider) => LlmProvider {
   return (llm) => ({
     ...llm,
     stream: (req: LlmRequest) => {
-      seen.push({ system: req.messages[0]?.content ?? '', tools: req.tools.map((t) => t.name) });
+      seen.push({ system: req.messages[0]?.content ?? '', tools: req.tools.map((t) => t.name), temperature: req.temperature });
       return llm.stream(req);
     },
   });
@@ -79,6 +80,8 @@ describe('CallActor in flow mode', () => {
     expect(seen[0]!.tools).toEqual(['set_variables', 'go_to_collect']);
     expect(seen[1]!.system).toContain('## Current step: Collect booking\n\nAsk for the date and the party size of Kim.');
     expect(seen[1]!.tools).toEqual(['set_variables', 'go_to_confirm']);
+    // The node's own temperature (greet sets none).
+    expect([seen[0]!.temperature, seen[1]!.temperature]).toEqual([undefined, 0.2]);
     expect(h.transport.of('turn_complete')[0]!.assistant_text).toBe('Sure. For which date, and how many people?');
 
     await say(h, 'Tomorrow, for four people', 2);
