@@ -13,7 +13,11 @@ import { runControlPlane, type Attach } from './control-plane/run.js';
 
 /** ROLE=all: the engine's record writer and one engine node, on the control plane's infrastructure. */
 const attachEngine: Attach = async (ctx, config, infra) => {
-  const [{ startEngineRecords }, { startEngineNode }] = await Promise.all([import('./media-engine/records/index.js'), import('./media-engine/node.js')]);
+  const [{ startEngineRecords }, { startEngineNode }, { createPgKnowledgeSearch }] = await Promise.all([
+    import('./media-engine/records/index.js'),
+    import('./media-engine/node.js'),
+    import('./media-engine/knowledge/search.js'),
+  ]);
   const { logger } = ctx;
   const records = await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock });
   ctx.onClose(() => records.close());
@@ -28,6 +32,7 @@ const attachEngine: Attach = async (ctx, config, infra) => {
     // Connector tools read connections and open their credentials with the control plane's key.
     sql: infra.sql,
     secrets: infra.secrets,
+    knowledge: createPgKnowledgeSearch(infra.sql),
   });
   ctx.onClose(() => engine.close());
   return { bus: records.bus, enginePort: engine.port };

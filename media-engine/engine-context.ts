@@ -15,6 +15,7 @@ import type { SecretBox } from '../shared/secrets.js';
 import type { CallActor } from './session/actor.js';
 import type { CallConnectors } from './session/connector-tools.js';
 import type { CallRecorder } from './session/recorder.js';
+import type { KnowledgeSearch } from './knowledge/search.js';
 import type { CallProviders, PrewarmCache } from './prewarm.js';
 import type { SocketAdmission } from './transports/socket-admission.js';
 
@@ -37,6 +38,8 @@ export interface EngineNodeOptions {
   outbound?: OutboundClient;
   /** Traces of calls (tests: a provider with an in-memory exporter). Default: from OTEL_EXPORTER_OTLP_ENDPOINT, else none. */
   tracer?: Tracer;
+  /** Answers calls' `search_knowledge` (Postgres full-text search, media-engine/knowledge). Absent: calls get no knowledge search. */
+  knowledge?: KnowledgeSearch;
   /** The records writer's queue depth, exported as `voiceplane_records_queue_depth`. */
   recordsQueued?: () => number;
   /**

@@ -11,6 +11,7 @@ import { createSql } from '../shared/db/client.js';
 import { runMain } from '../shared/run-main.js';
 import { startEngineNode } from './node.js';
 import { startEngineRecords } from './records/index.js';
+import { createPgKnowledgeSearch } from './knowledge/search.js';
 
 runMain(
   {
@@ -33,7 +34,7 @@ runMain(
     const key = config.secretsKey ? decodeKey(config.secretsKey) : undefined;
     if (!key) logger.warn('SECRETS_KEY unset: connector tools on calls answer an error (set it to the control plane key)');
     const secrets = key ? new SecretBox(key) : undefined;
-    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, sql, secrets });
+    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, sql, secrets, knowledge: createPgKnowledgeSearch(sql) });
     ctx.onClose(() => node.close());
     ctx.started();
     await ctx.checkpoint();

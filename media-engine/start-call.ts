@@ -58,6 +58,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       recorder: opts.recorderFactory?.(sc),
       outbound: ctx.outbound,
       connectors: ctx.connectors,
+      knowledge: opts.knowledge,
       telemetry,
       allowanceMs: setup.allowanceMs,
       ...(carrier

@@ -5,6 +5,8 @@
  */
 import type { LiveAgentConfig, LiveTool } from '../agents/types.js';
 import type { ConnectorActionConfig, ConnectorToolConfig, HttpToolConfig, ProviderSettings } from '../../shared/voice/session-config.js';
+import type { FlowConfig } from '../../shared/voice/flow.js';
+import { resolveFlow } from './flow-config.js';
 
 export type { LiveAgentConfig };
 
@@ -15,7 +17,7 @@ export interface KnowledgeItem {
   id: string;
   title: string;
   content: string;
-  /** `always`: folded into every session's prompt. `on_demand`: only when a session asks for it. */
+  /** `always`: folded into every session's prompt (within the budget). `on_demand`: searched, or folded when a session names it. */
   mode: 'always' | 'on_demand';
 }
 
@@ -42,6 +44,10 @@ export interface AgentLiveView {
   /** Active connector tools whose connection is live now (see `liveConnectorTools`). */
   connectorTools: ConnectorToolConfig[];
   knowledge: KnowledgeItem[];
+  /** `flow` mode with a runnable published flow; absent in `single_prompt` mode. */
+  flow?: FlowConfig;
+  /** `flow` mode whose published flow cannot run: why (session start answers 409). */
+  flowProblem?: string;
 }
 
 /** Defaults for agent fields the published snapshot leaves unset. */
@@ -90,10 +96,18 @@ export function toAgentLiveView(c: LiveAgentConfig, liveConnections: ReadonlyMap
     // Connector-bound tools have no endpoint: the engine runs them through the connector instead.
     tools: (c.tools ?? []).filter((t) => !t.connector_binding && t.endpoint_url).map(toHttpTool),
     connectorTools: liveConnectorTools(c.tools ?? [], liveConnections),
-    // The live config carries contents of `always` bindings only; `on_demand` ids come without
-    // content, so a session's knowledge_base_ids cannot fold them in (documented in voice-api.md).
-    knowledge: (c.knowledge?.always ?? []).map((k) => ({ id: k.knowledge_base_id, title: k.title ?? '', content: k.content ?? '', mode: 'always' as const })),
+    knowledge: [
+      ...(c.knowledge?.always ?? []).map((k) => ({ id: k.knowledge_base_id, title: k.title ?? '', content: k.content ?? '', mode: 'always' as const })),
+      ...(c.knowledge?.on_demand ?? []).map((k) => ({ id: k.knowledge_base_id, title: k.title ?? '', content: k.content ?? '', mode: 'on_demand' as const })),
+    ],
+    ...flowOf(c),
   };
+}
+
+function flowOf(c: LiveAgentConfig): Pick<AgentLiveView, 'flow' | 'flowProblem'> {
+  if (c.mode !== 'flow') return {};
+  const r = resolveFlow(c.flow);
+  return 'flow' in r ? { flow: r.flow } : { flowProblem: r.problem };
 }
 
 function toHttpTool(t: LiveTool): HttpToolConfig {

@@ -10,6 +10,7 @@
  * credential elsewhere). Retries (`retry_count`, 5xx/429/network only) wait an exponential
  * backoff with full jitter on the call's clock, so a failing endpoint is not hammered.
  */
+import type { FlowEffect } from './flow-state.js';
 import type { HttpToolConfig } from '../../shared/voice/session-config.js';
 import type { Clock } from '../../shared/clock.js';
 import { sleepBackoff, type BackoffOptions } from '../../shared/backoff.js';
@@ -24,6 +25,8 @@ export interface ToolResult {
   error?: string;
   latencyMs: number;
   attempts: number;
+  /** Flow functions only: how the call's flow moves (`flow-state.ts`), applied by the actor if the run is still current. */
+  effects?: FlowEffect[];
 }
 
 export interface ToolRunDeps {

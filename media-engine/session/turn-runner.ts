@@ -18,6 +18,21 @@ export const MAX_LLM_STEPS = 5;
  */
 const MAX_PENDING_PIECES = 512;
 
+/**
+ * What one LLM step of a run uses when it differs per step: in flow mode a transition taken in
+ * step n gives step n+1 the new node's instructions, tools, temperature and voice.
+ */
+export interface StepContext {
+  tools: readonly CallTool[];
+  /** Replaces the system prompt (the first message) for this step. */
+  system?: string;
+  temperature?: number;
+  /** TTS voice of the text of this step. */
+  voice?: string;
+  /** A called name that is not among `tools`: a tool that answers it (e.g. a refused transition), else "unknown tool". */
+  unknownTool?: (name: string) => ToolResult | undefined;
+}
+
 export interface TurnRunInput {
   messages: LlmMessage[];
   /** The call's tools (`call-tools.ts`), built once per call. */
@@ -28,6 +43,8 @@ export interface TurnRunInput {
   ttsModel?: string;
   language?: string;
   ttsSampleRateHz: number;
+  /** Flow mode: the context of each LLM step (else `tools`, the system prompt in `messages`, the call's voice). */
+  step?: () => StepContext;
   /** `speakOnly`: no LLM, just say this text (welcome, nudges, goodbyes). */
   speakOnly?: string;
   signal: AbortSignal;
@@ -37,7 +54,7 @@ export interface TurnRunInput {
 
 export async function runTurn(input: TurnRunInput): Promise<void> {
   const { post, signal, now } = input;
-  const pieces = new AsyncQueue<{ text: string; step: number }>(MAX_PENDING_PIECES);
+  const pieces = new AsyncQueue<Piece>(MAX_PENDING_PIECES);
   const ttsTask = speakPieces(input, pieces);
   const appended: LlmMessage[] = [];
   let assistantText = '';
@@ -56,14 +73,25 @@ export async function runTurn(input: TurnRunInput): Promise<void> {
   void now;
 }
 
-async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: string; step: number }>, appended: LlmMessage[]): Promise<string> {
+/** A sentence to speak, with the step it came from and (flow mode) the node's voice. */
+interface Piece {
+  text: string;
+  step: number;
+  voice?: string;
+}
+
+async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appended: LlmMessage[]): Promise<string> {
   const { post, signal, now } = input;
-  const toolSpecs: LlmToolSpec[] = input.tools.map((t) => t.spec);
   const messages = [...input.messages];
   const chunker = new SentenceChunker();
   let spoken = '';
   for (let step = 1; step <= MAX_LLM_STEPS; step++) {
     if (signal.aborted) return spoken;
+    const ctx = input.step?.();
+    const tools = ctx?.tools ?? input.tools;
+    const toolSpecs: LlmToolSpec[] = tools.map((t) => t.spec);
+    if (ctx?.system !== undefined && messages[0]?.role === 'system') messages[0] = { role: 'system', content: ctx.system };
+    const voice = ctx?.voice;
     const started = now();
     post({ kind: 'llm_started', step, atMs: started });
     let firstTokenAt = 0;
@@ -71,14 +99,14 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
     let calls: LlmToolCall[] = [];
     let usage = { inputTokens: 0, outputTokens: 0 };
     try {
-      for await (const ev of input.llm.stream({ messages, tools: toolSpecs, signal })) {
+      for await (const ev of input.llm.stream({ messages, tools: toolSpecs, signal, ...(ctx?.temperature !== undefined ? { temperature: ctx.temperature } : {}) })) {
         if (signal.aborted) return spoken;
         if (ev.type === 'text') {
           if (!ev.delta) continue;
           if (!firstTokenAt) firstTokenAt = now();
           stepText += ev.delta;
           post({ kind: 'llm_delta', step, text: ev.delta });
-          for (const p of chunker.push(ev.delta)) pieces.push({ text: p, step });
+          for (const p of chunker.push(ev.delta)) pieces.push({ text: p, step, voice });
         } else if (ev.type === 'tool_calls') {
           if (!firstTokenAt) firstTokenAt = now();
           calls = calls.concat(ev.calls);
@@ -89,12 +117,12 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
     } catch (err) {
       if (signal.aborted) return spoken;
       post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed' });
-      for (const p of chunker.flush()) pieces.push({ text: p, step });
+      for (const p of chunker.flush()) pieces.push({ text: p, step, voice });
       // What was streamed before the failure is spoken, so the model must know it said it.
       if (stepText) appended.push({ role: 'assistant', content: stepText });
       return spoken + stepText;
     }
-    for (const p of chunker.flush()) pieces.push({ text: p, step });
+    for (const p of chunker.flush()) pieces.push({ text: p, step, voice });
     const end = now();
     spoken += stepText;
     post({
@@ -113,7 +141,7 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
     appended.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
     messages.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
     post({ kind: 'tools_started', step, calls, llmMs: Math.round(end - started) });
-    const results = await Promise.all(calls.map((call) => runOneTool(input, step, call)));
+    const results = await Promise.all(calls.map((call) => runOneTool(input, tools, ctx, step, call)));
     if (signal.aborted) return spoken;
     calls.forEach((call, i) => {
       const msg: LlmMessage = { role: 'tool', toolCallId: call.id, content: results[i].content };
@@ -124,11 +152,14 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
   return spoken;
 }
 
-async function runOneTool(input: TurnRunInput, step: number, call: LlmToolCall): Promise<ToolResult> {
+async function runOneTool(input: TurnRunInput, tools: readonly CallTool[], ctx: StepContext | undefined, step: number, call: LlmToolCall): Promise<ToolResult> {
   input.post({ kind: 'tool_progress', step, call });
-  const tool = input.tools.find((t) => t.spec.name === call.name);
+  const tool = tools.find((t) => t.spec.name === call.name);
+  const answer = tool ? undefined : ctx?.unknownTool?.(call.name);
   let result: ToolResult;
-  if (!tool) {
+  if (answer) {
+    result = answer;
+  } else if (!tool) {
     result = { status: 'error', content: JSON.stringify({ error: `unknown tool ${call.name}` }), output: { error: `unknown tool ${call.name}` }, error: `unknown tool ${call.name}`, latencyMs: 0, attempts: 0 };
   } else {
     try {
@@ -143,7 +174,7 @@ async function runOneTool(input: TurnRunInput, step: number, call: LlmToolCall):
   return result;
 }
 
-async function speakPieces(input: TurnRunInput, pieces: AsyncQueue<{ text: string; step: number }>): Promise<void> {
+async function speakPieces(input: TurnRunInput, pieces: AsyncQueue<Piece>): Promise<void> {
   const { post, signal, now } = input;
   let firstRequestAt = 0;
   let firstAudioAt = 0;
@@ -157,7 +188,7 @@ async function speakPieces(input: TurnRunInput, pieces: AsyncQueue<{ text: strin
     try {
       for await (const chunk of input.tts.synthesize({
         text: piece.text,
-        voice: input.ttsVoice,
+        voice: piece.voice ?? input.ttsVoice,
         model: input.ttsModel,
         language: input.language,
         preferredSampleRateHz: input.ttsSampleRateHz,

@@ -5,6 +5,8 @@
  * from it alone: no database read on the call path.
  */
 
+import type { FlowConfig } from './flow.js';
+
 export interface ProviderSettings {
   provider_name: string;
   api_key?: string;
@@ -61,6 +63,19 @@ export interface ConnectorActionConfig {
    * hold `{{variable}}` / `{{variable|default}}`, filled from the call context at run time.
    */
   fixed: Record<string, unknown>;
+}
+
+/**
+ * Knowledge the model can search during the call (`search_knowledge`, docs/flows.md): memory items
+ * of the agent's workspace bound `on_demand`, named by a `kb_mode: tool` session, or `always` ones
+ * that did not fit the prompt's knowledge budget. The engine queries Postgres for them (a tool call,
+ * off the audio path, with a timeout).
+ */
+export interface KnowledgeSearchConfig {
+  /** Memory item ids the search may return (workspace-fenced again by the query). */
+  item_ids: string[];
+  /** Postgres text search configuration of the query (from the agent's language), e.g. `english`. */
+  text_search_config: string;
 }
 
 export type WelcomeMode = 'auto' | 'tts' | 'none';
@@ -121,5 +136,9 @@ export interface SessionConfig {
   to_number?: string;
   /** Per-call bounds (injection rate, LLM history budget); absent: engine defaults. */
   call_limits?: CallLimitsOverrides;
+  /** `flow` mode: the published graph the call follows (docs/flows.md); absent: single prompt. */
+  flow?: FlowConfig;
+  /** Absent: the call has no `search_knowledge` function. */
+  knowledge_search?: KnowledgeSearchConfig;
   created_at_ms: number;
 }
