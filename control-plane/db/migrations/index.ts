@@ -15,6 +15,7 @@ import { m0010_system_analytics } from './0010_system_analytics.js';
 import { m0011_alerts } from './0011_alerts.js';
 import { m0012_billing } from './0012_billing.js';
 import { m0013_connectors } from './0013_connectors.js';
+import { m0016_simtests } from './0016_simtests.js';
 
 export interface Migration {
   version: number;
@@ -22,4 +23,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors];
+export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors, m0016_simtests];

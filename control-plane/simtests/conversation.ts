@@ -1,0 +1,105 @@
+/**
+ * One simulated conversation in text mode: the agent side is the engine's turn runner
+ * (shared/agent/turn-runner.ts: LLM steps, tools in parallel, at most 5 steps per turn) over the
+ * engine's bounded history (shared/agent/history.ts), started from the same session config a call
+ * gets (system prompt, welcome message, tools, `max_turns`); no audio, so it runs as fast as the
+ * models and tools answer. The caller side is `nextCallerTurn` (caller.ts).
+ *
+ * It stops when the caller reports its goal reached, when the caller hangs up (`end_call`), or
+ * after `max_turns` caller turns (the case's, capped by the agent's own). An agent LLM failure
+ * (the engine speaks what it had and ends the turn; here: no retry, as on a call) or a caller LLM
+ * failure throws `ProviderFailure`: the case is `errored`.
+ */
+import type { Clock } from '../../shared/clock.js';
+import type { LlmProvider } from '../../shared/providers/types.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
+import { CallHistory } from '../../shared/agent/history.js';
+import { runTurn, type AgentTool, type TurnMsg } from '../../shared/agent/turn-runner.js';
+import { nextCallerTurn } from './caller.js';
+import { ProviderFailure } from './forced-call.js';
+import type { TranscriptEntryJson } from './store.js';
+
+/** The engine's history defaults (media-engine/session/limits.ts), unless the config overrides them. */
+const HISTORY_TOKEN_BUDGET = 8000;
+const HISTORY_MAX_MESSAGES = 200;
+/** Tool results shown in the transcript are cut to this. */
+const MAX_TOOL_TEXT_CHARS = 500;
+
+export interface ConversationInput {
+  config: SessionConfig;
+  testCase: { persona: string; goal: string; max_turns: number };
+  agentLlm: LlmProvider;
+  callerLlm: LlmProvider;
+  tools: AgentTool[];
+  clock: Clock;
+  /** Per caller request. */
+  callerTimeoutMs: number;
+  signal: AbortSignal;
+}
+
+export interface ConversationOutcome {
+  transcript: TranscriptEntryJson[];
+  turns: number;
+  tokens: number;
+  retries: number;
+  endedBy: 'goal_reached' | 'caller_hung_up' | 'max_turns';
+}
+
+export async function simulateConversation(input: ConversationInput): Promise<ConversationOutcome> {
+  const { config, clock, signal } = input;
+  const history = new CallHistory({
+    tokenBudget: config.call_limits?.history_token_budget ?? HISTORY_TOKEN_BUDGET,
+    maxMessages: config.call_limits?.history_max_messages ?? HISTORY_MAX_MESSAGES,
+  });
+  history.push({ role: 'system', content: config.system_prompt });
+  const transcript: TranscriptEntryJson[] = [];
+  if (config.welcome_message) {
+    history.push({ role: 'assistant', content: config.welcome_message });
+    transcript.push({ role: 'agent', content: config.welcome_message, turn: 0 });
+  }
+  const maxTurns = Math.min(input.testCase.max_turns, config.max_turns > 0 ? config.max_turns : Infinity);
+  let tokens = 0;
+  let retries = 0;
+  for (let turn = 1; turn <= maxTurns; turn++) {
+    const caller = await nextCallerTurn(input.callerLlm, input.testCase, transcript, { clock, timeoutMs: input.callerTimeoutMs, signal });
+    tokens += caller.tokens;
+    retries += caller.retries;
+    if (!caller.say) return { transcript, turns: turn - 1, tokens, retries, endedBy: caller.goalReached ? 'goal_reached' : 'caller_hung_up' };
+    transcript.push({ role: 'caller', content: caller.say, turn });
+    history.push({ role: 'user', content: caller.say });
+    const reply = await agentTurn(input, history.forModel(), turn, transcript);
+    tokens += reply.tokens;
+    history.push(...reply.appended);
+    if (reply.text) transcript.push({ role: 'agent', content: reply.text, turn });
+    if (caller.endCall) return { transcript, turns: turn, tokens, retries, endedBy: 'caller_hung_up' };
+    if (caller.goalReached) return { transcript, turns: turn, tokens, retries, endedBy: 'goal_reached' };
+  }
+  return { transcript, turns: maxTurns, tokens, retries, endedBy: 'max_turns' };
+}
+
+/** One agent reply through the turn runner (text mode: no TTS); tool calls go into the transcript. */
+async function agentTurn(input: ConversationInput, messages: ReturnType<CallHistory['forModel']>, turn: number, transcript: TranscriptEntryJson[]) {
+  let tokens = 0;
+  let llmError: string | undefined;
+  let done: Extract<TurnMsg, { kind: 'run_done' }> | undefined;
+  await runTurn({
+    messages,
+    tools: input.tools,
+    llm: input.agentLlm,
+    language: input.config.language,
+    ttsSampleRateHz: 16000,
+    signal: input.signal,
+    now: () => input.clock.monotonicMs(),
+    post: (m) => {
+      if (m.kind === 'llm_step_done') tokens += m.inputTokens + m.outputTokens;
+      else if (m.kind === 'llm_error') llmError = m.message;
+      else if (m.kind === 'tool_result') {
+        const text = `${m.call.name}(${m.call.arguments}) -> ${m.result.status === 'success' ? m.result.content : `error: ${m.result.error ?? m.result.content}`}`;
+        transcript.push({ role: 'tool', content: text.slice(0, MAX_TOOL_TEXT_CHARS), turn });
+      } else if (m.kind === 'run_done') done = m;
+    },
+  });
+  if (input.signal.aborted) throw input.signal.reason as Error;
+  if (llmError !== undefined) throw new ProviderFailure('agent', llmError);
+  return { appended: done?.appended ?? [], text: (done?.assistantText ?? '').trim(), tokens };
+}
