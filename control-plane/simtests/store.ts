@@ -210,6 +210,10 @@ export interface ResultOutcome {
 /** Stores one case's outcome (only while its run is running) and refreshes the run's counters. */
 export async function finishResult(sql: Sql, runId: string, resultId: string, o: ResultOutcome): Promise<void> {
   await sql.begin(async (tx) => {
+    // Serialises the counters: two cases finishing at once would each count without the other's
+    // uncommitted outcome. With the run row locked first, each count (a new snapshot under READ
+    // COMMITTED) sees every outcome committed before it.
+    await tx`select id from test_runs where id = ${runId} for update`;
     const rows = await tx`
       update test_results r set status = ${o.status}, transcript = ${tx.json(o.transcript as never)}::jsonb,
         assertion_results = ${tx.json(o.assertion_results as never)}::jsonb, turns_taken = ${o.turns_taken},
