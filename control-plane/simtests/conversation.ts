@@ -24,6 +24,8 @@ const HISTORY_TOKEN_BUDGET = 8000;
 const HISTORY_MAX_MESSAGES = 200;
 /** Tool results shown in the transcript are cut to this. */
 const MAX_TOOL_TEXT_CHARS = 500;
+/** An agent answer stored in the transcript is cut to this (the history keeps it whole). */
+const MAX_AGENT_TEXT_CHARS = 4000;
 
 export interface ConversationInput {
   config: SessionConfig;
@@ -70,7 +72,7 @@ export async function simulateConversation(input: ConversationInput): Promise<Co
     const reply = await agentTurn(input, history.forModel(), turn, transcript);
     tokens += reply.tokens;
     history.push(...reply.appended);
-    if (reply.text) transcript.push({ role: 'agent', content: reply.text, turn });
+    if (reply.text) transcript.push({ role: 'agent', content: reply.text.slice(0, MAX_AGENT_TEXT_CHARS), turn });
     if (caller.endCall) return { transcript, turns: turn, tokens, retries, endedBy: 'caller_hung_up' };
     if (caller.goalReached) return { transcript, turns: turn, tokens, retries, endedBy: 'goal_reached' };
   }

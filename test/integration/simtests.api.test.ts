@@ -90,6 +90,14 @@ describe('test cases', () => {
     // Another workspace's member sees nothing of it.
     expect((await api(cp, 'GET', `${A}/${agentId}/test-cases`, { token: bob.token })).status).toBe(404);
     expect((await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: bob.token })).status).toBe(404);
+    // The same implementation over Connect (JSON) on the same port.
+    const connect = await fetch(`http://127.0.0.1:${cp.port}/voiceplane.v1.SimTestService/ListTestCases`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${alice.token}` },
+      body: JSON.stringify({ agentId }),
+    });
+    expect(connect.status).toBe(200);
+    expect(((await connect.json()) as any).testCases.find((c: any) => c.id === id)).toMatchObject({ maxTurns: 50, tags: ['gateless'] });
     const del = await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: alice.token });
     expect(del.body.data).toEqual({ status: 'deleted' });
     expect((await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: alice.token })).status).toBe(404);
