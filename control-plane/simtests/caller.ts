@@ -45,10 +45,14 @@ export interface CallerTurn {
   retries: number;
 }
 
-export function transcriptText(t: TranscriptEntryJson[]): string {
+/**
+ * `Caller: ...` / `Agent: ...` lines (tool entries left out). `heardBy: 'caller'`: agent lines are
+ * what the caller heard (audio mode), as the simulated caller only knows that.
+ */
+export function transcriptText(t: TranscriptEntryJson[], heardBy?: 'caller'): string {
   const text = t
     .filter((e) => e.role !== 'tool')
-    .map((e) => `${e.role === 'caller' ? 'Caller' : 'Agent'}: ${e.content}`)
+    .map((e) => `${e.role === 'caller' ? 'Caller' : 'Agent'}: ${heardBy === 'caller' && e.role === 'agent' && e.heard !== undefined ? e.heard : e.content}`)
     .join('\n');
   return text.length > MAX_TRANSCRIPT_CHARS ? text.slice(-MAX_TRANSCRIPT_CHARS) : text;
 }
@@ -62,7 +66,7 @@ export async function nextCallerTurn(
   const user =
     `Persona: ${c.persona.replace(/\s+/g, ' ').trim() || 'an ordinary caller'}\n` +
     `Goal: ${c.goal.replace(/\s+/g, ' ').trim()}\n\n` +
-    `Conversation so far:\n${transcriptText(transcript) || '(nothing yet)'}\n\n` +
+    `Conversation so far:\n${transcriptText(transcript, 'caller') || '(nothing yet)'}\n\n` +
     'Your next turn as the caller:';
   let tokens = 0;
   let problem = '';

@@ -23,7 +23,9 @@ import type { Sql } from '../../shared/db/client.js';
 import type { LlmProvider } from '../../shared/providers/types.js';
 import type { ProviderSettings } from '../../shared/voice/session-config.js';
 import type { Jobs, JobContext } from '../jobs/index.js';
+import { createAsrProvider, createTtsProvider } from '../../shared/providers/registry.js';
 import { simulateConversation } from './conversation.js';
+import type { SpeechPath } from './speech.js';
 import { ProviderFailure } from './forced-call.js';
 import { judge } from './judge.js';
 import { buildSimTools } from './tools.js';
@@ -145,19 +147,35 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     if (!snap) throw new Error('the run has no snapshot');
     const config = await sessionConfigFor(sql, deps.secrets, run.agent_version, snap.snapshot, run.id, clock.now());
     const llm = await deps.llmFor(config.providers.llm);
+    // Audio mode: the version's own ASR and TTS (the shared provider factory, through the outbound client).
+    const speech: SpeechPath | undefined =
+      run.mode === 'audio'
+        ? {
+            asr: createAsrProvider(config.providers.asr, { clock, outbound: deps.outbound, language: config.language }),
+            tts: createTtsProvider(config.providers.tts, { clock, outbound: deps.outbound }),
+            language: config.language,
+            ttsVoice: config.providers.tts.voice,
+            ttsModel: config.providers.tts.model_name,
+          }
+        : undefined;
     const pending = (await store.listResults(sql, run.id)).filter((r) => r.status === 'pending' || r.status === 'running');
     let next = 0;
     const worker = async () => {
       while (next < pending.length && !signal.aborted) {
         const result = pending[next++]!;
-        await playCase(run.id, result, config, llm, signal);
+        await playCase(run.id, result, config, llm, speech, signal);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(caseConcurrency, pending.length) }, worker));
+    try {
+      await Promise.all(Array.from({ length: Math.min(caseConcurrency, pending.length) }, worker));
+    } finally {
+      speech?.asr.close?.();
+      speech?.tts.close?.();
+    }
     if (signal.aborted) throw signal.reason as Error;
   }
 
-  async function playCase(runId: string, result: store.ResultRow, config: Awaited<ReturnType<typeof sessionConfigFor>>, llm: LlmProvider, signal: AbortSignal): Promise<void> {
+  async function playCase(runId: string, result: store.ResultRow, config: Awaited<ReturnType<typeof sessionConfigFor>>, llm: LlmProvider, speech: SpeechPath | undefined, signal: AbortSignal): Promise<void> {
     if (!(await store.markResultRunning(sql, result.id))) return;
     changed(runId);
     const c = result.case_snapshot;
@@ -165,7 +183,7 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     const tools = buildSimTools(config.tools, c.mocks ?? {}, { outbound: deps.outbound, clock });
     let outcome: store.ResultOutcome;
     try {
-      const conv = await simulateConversation({ config, testCase: c, agentLlm: llm, callerLlm: llm, tools, clock, callerTimeoutMs: timeoutMs, signal });
+      const conv = await simulateConversation({ config, testCase: c, agentLlm: llm, callerLlm: llm, tools, clock, callerTimeoutMs: timeoutMs, speech, signal });
       const verdict = await judge(llm, c.assertions, conv.transcript, { clock, timeoutMs, signal });
       const base = { transcript: conv.transcript, turns_taken: conv.turns, duration_ms: Math.round(clock.monotonicMs() - started), tokens_used: conv.tokens + verdict.tokens, retry_count: verdict.retries };
       outcome = verdict.ok

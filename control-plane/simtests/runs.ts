@@ -11,7 +11,8 @@ import type { SecretBox } from '../../shared/secrets.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { AgentRow } from '../agents/types.js';
 import type { Runner } from './runner.js';
-import { sessionConfigFor, snapshotFor } from './tested-config.js';
+import { sessionConfigFor, snapshotFor, TEXT_MODE_UNUSED } from './tested-config.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
 import * as store from './store.js';
 
 /** Cases in one run. */
@@ -25,6 +26,8 @@ export interface RunRequest {
   /** Only cases carrying this tag (the publish gate: `gate`). */
   tag?: string;
   triggeredBy: 'api' | 'publish_gate';
+  /** Default `text`. */
+  mode?: store.RunMode;
 }
 
 export interface RunCreator {
@@ -48,11 +51,13 @@ export function createRunCreator(deps: { sql: Sql; secrets: SecretBox; clock: Cl
       if (cases.length > MAX_CASES_PER_RUN) throw invalid('case_ids', `a run holds at most ${MAX_CASES_PER_RUN} cases`);
       const runId = newId();
       // Refuses a configuration no session could run (no LLM, unknown provider) before anything is stored.
-      await sessionConfigFor(sql, deps.secrets, version, snapshot, runId, deps.clock.now());
+      const config = await sessionConfigFor(sql, deps.secrets, version, snapshot, runId, deps.clock.now());
+      const mode = req.mode ?? 'text';
+      if (mode === 'audio') requireSpeech(config);
       return (await sql.begin(async (tx) => {
         const run = await store.insertRun(
           tx as unknown as Sql,
-          { id: runId, agent_id: agent.id, workspace_id: agent.workspace_id, agent_version: version, triggered_by: req.triggeredBy, snapshot: { snapshot } },
+          { id: runId, agent_id: agent.id, workspace_id: agent.workspace_id, agent_version: version, mode, triggered_by: req.triggeredBy, snapshot: { snapshot } },
           cases,
           cases.map(() => newId()),
         );
@@ -61,4 +66,14 @@ export function createRunCreator(deps: { sql: Sql; secrets: SecretBox; clock: Cl
       })) as store.RunRow;
     },
   };
+}
+
+/** Audio mode speaks and hears through the version's own ASR and TTS: both must exist. */
+function requireSpeech(config: SessionConfig): void {
+  const missing = (['asr', 'tts'] as const).filter((k) => config.providers[k].provider_name === TEXT_MODE_UNUSED.provider_name);
+  if (missing.length) {
+    throw new AppError('MISSING_PROVIDER', `audio mode needs the version's ${missing.join(' and ')} provider`, {
+      details: missing.map((k) => ({ field: `providers.${k}`, problem: 'missing (required by mode audio)' })),
+    });
+  }
 }

@@ -119,8 +119,9 @@ export function createSimTestService(deps: SimTestServiceDeps): ServiceImpl<type
         throw invalid('agent_version', 'must be 0 (the draft) or a published version number');
       }
       const caseIds = req.caseIds === undefined ? undefined : v.parseCaseIds(json(req.caseIds), isUuid);
+      const mode = req.mode === '' ? 'text' : oneOf('mode', req.mode, store.RUN_MODES)!;
       const agent = await agentFor(ctx, req.agentId, 'edit');
-      const run = await runs.create(agent, { version: req.agentVersion, caseIds, triggeredBy: 'api' });
+      const run = await runs.create(agent, { version: req.agentVersion, caseIds, triggeredBy: 'api', mode });
       return runView(run);
     },
 

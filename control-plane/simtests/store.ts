@@ -20,6 +20,9 @@ export interface CaseRow {
   updated_at: Date;
 }
 
+export type RunMode = 'text' | 'audio';
+export const RUN_MODES: readonly RunMode[] = ['text', 'audio'];
+
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const FINISHED_RUN: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
 
@@ -29,6 +32,7 @@ export interface RunRow {
   workspace_id: string;
   agent_version: number;
   status: RunStatus;
+  mode: RunMode;
   total: number;
   passed: number;
   failed: number;
@@ -52,6 +56,8 @@ export interface TranscriptEntryJson {
   role: 'caller' | 'agent' | 'tool';
   content: string;
   turn: number;
+  /** Audio mode: what the other side's ASR recognised. */
+  heard?: string;
 }
 
 export interface AssertionResultJson {
@@ -79,7 +85,7 @@ export interface ResultRow {
   created_at: Date;
 }
 
-const RUN_COLS = 'id, agent_id, workspace_id, agent_version, status, total, passed, failed, errored, triggered_by, error_message, started_at, finished_at, last_heartbeat, created_at';
+const RUN_COLS = 'id, agent_id, workspace_id, agent_version, status, mode, total, passed, failed, errored, triggered_by, error_message, started_at, finished_at, last_heartbeat, created_at';
 
 // ------------------------------------------------------------------ cases
 
@@ -125,13 +131,13 @@ export async function deleteCase(sql: Sql, agentId: string, id: string): Promise
 /** The run and one `pending` result per case, in one transaction (the job is enqueued in it too). */
 export async function insertRun(
   tx: Sql,
-  run: { id: string; agent_id: string; workspace_id: string; agent_version: number; triggered_by: string; snapshot: RunSnapshot },
+  run: { id: string; agent_id: string; workspace_id: string; agent_version: number; mode: RunMode; triggered_by: string; snapshot: RunSnapshot },
   cases: CaseRow[],
   resultIds: string[],
 ): Promise<RunRow> {
   const [row] = await tx<RunRow[]>`
-    insert into test_runs (id, agent_id, workspace_id, agent_version, status, total, triggered_by, snapshot)
-    values (${run.id}, ${run.agent_id}, ${run.workspace_id}, ${run.agent_version}, 'queued', ${cases.length}, ${run.triggered_by}, ${tx.json(run.snapshot as never)}::jsonb)
+    insert into test_runs (id, agent_id, workspace_id, agent_version, mode, status, total, triggered_by, snapshot)
+    values (${run.id}, ${run.agent_id}, ${run.workspace_id}, ${run.agent_version}, ${run.mode}, 'queued', ${cases.length}, ${run.triggered_by}, ${tx.json(run.snapshot as never)}::jsonb)
     returning ${tx.unsafe(RUN_COLS)}`;
   for (let i = 0; i < cases.length; i++) {
     const c = cases[i]!;

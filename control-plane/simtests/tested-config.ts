@@ -18,7 +18,7 @@ import { toAgentLiveView } from '../voice/agent-view.js';
 import { buildSessionConfig } from '../voice/build-config.js';
 
 /** Stands in for a missing ASR or TTS provider: never built in text mode. */
-const TEXT_MODE_UNUSED = { provider_name: 'unused-in-text-mode' };
+export const TEXT_MODE_UNUSED = { provider_name: 'unused-in-text-mode' };
 
 /** The draft's version number in runs. */
 export const DRAFT_VERSION = 0;

@@ -27,6 +27,7 @@ export function runView(r: RunRow): MessageInitShape<typeof TestRunSchema> {
     agentId: r.agent_id,
     agentVersion: r.agent_version,
     status: r.status,
+    mode: r.mode,
     total: r.total,
     passed: r.passed,
     failed: r.failed,

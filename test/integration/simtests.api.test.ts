@@ -204,6 +204,39 @@ describe('a run of a passing and a failing case', () => {
   });
 });
 
+describe('audio mode', () => {
+  it('every line also passes through the version\'s TTS and ASR; `heard` is what the other side recognised', { timeout: 60_000 }, async () => {
+    const id = await simAgent(cp, alice);
+    for (const provider_type of ['asr', 'tts']) {
+      const p = await api(cp, 'POST', `${A}/${id}/providers`, { token: alice.token, body: { provider_type, provider_name: 'sim' } });
+      expect(p.status, JSON.stringify(p.body)).toBeLessThan(300);
+    }
+    const tc = await addCase({ name: 'Spoken', goal: 'Say "I would like a table for two"', assertions: ['The agent says "table for two"'] }, id);
+    const bad = await api(cp, 'POST', `${A}/${id}/test-runs`, { token: alice.token, body: { agent_version: 0, mode: 'video' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain('mode');
+    const created = await api(cp, 'POST', `${A}/${id}/test-runs`, { token: alice.token, body: { agent_version: 0, mode: 'audio' } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.data.mode).toBe('audio');
+    const run = await waitForRun(cp, created.body.data.id, alice.token, (r) => r.status === 'completed');
+    expect(run).toMatchObject({ passed: 1, mode: 'audio' });
+    const [result] = (await api(cp, 'GET', `${A}/test-runs/${run.id}/results`, { token: alice.token })).body.data;
+    const caller = result.transcript.find((t: any) => t.role === 'caller');
+    const agent = result.transcript.find((t: any) => t.role === 'agent' && t.turn === 1);
+    expect(caller.content).toBe('I would like a table for two');
+    expect(caller.heard.toLowerCase()).toContain('table for two');
+    expect(agent.content.toLowerCase()).toContain('table for two');
+    expect(agent.heard.toLowerCase()).toContain('table for two');
+    // An empty case list is refused; a version without ASR/TTS cannot run in audio mode.
+    expect((await api(cp, 'POST', `${A}/${agentId}/test-runs`, { token: alice.token, body: { mode: 'text', case_ids: [] } })).status).toBe(400);
+    const noSpeech = await api(cp, 'POST', `${A}/${agentId}/test-runs`, { token: alice.token, body: { mode: 'audio' } });
+    expect(noSpeech.status).toBe(400);
+    expect(noSpeech.body.error.code).toBe('MISSING_PROVIDER');
+    expect(noSpeech.body.error.details.map((d: any) => d.field)).toEqual(['providers.asr', 'providers.tts']);
+    await api(cp, 'DELETE', `${A}/${id}/test-cases/${tc}`, { token: alice.token });
+  });
+});
+
 describe('cancel', () => {
   it('stops a running run: its case is cancelled, its held tool call aborted, the stream closes', { timeout: 60_000 }, async () => {
     const id = await addCase({ name: 'Oslo', goal: 'Ask "the weather in Oslo"', assertions: ['The agent says "Oslo"'] });

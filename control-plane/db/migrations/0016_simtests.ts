@@ -7,6 +7,7 @@
  *   so editing the draft during a run changes nothing. `case_ids` fixes the cases at creation.
  *   `status`: queued -> running -> completed | failed | cancelled. `last_heartbeat` is written by
  *   the worker while it runs; a running run with a stale heartbeat is failed by the watchdog job.
+ *   `mode`: `text`, or `audio` (lines also pass through the version's TTS and ASR).
  * - `test_results`: one row per case of a run, created `pending` with the run (so counters and
  *   the stream show every case from the start); the worker fills it in. Unique (run, case): a
  *   re-delivered job updates, never duplicates.
@@ -43,6 +44,7 @@ create table test_runs (
   workspace_id uuid not null,
   agent_version integer not null,
   status text not null check (status in ('queued', 'running', 'completed', 'failed', 'cancelled')),
+  mode text not null default 'text' check (mode in ('text', 'audio')),
   total integer not null default 0,
   passed integer not null default 0,
   failed integer not null default 0,
