@@ -2,7 +2,7 @@
  * The judge: an LLM that reads the finished transcript and gives every assertion a verdict with a
  * one-line reason quoting the turn it rests on, as one forced `record_assertion_verdicts` call.
  * Its prompt is its own. The answer is parsed strictly: exactly one verdict per assertion (by
- * 1-based `index`), `passed` a boolean, `reason` a non-empty string, `quote` a string. A malformed
+ * 1-based `index`), `passed` a boolean, `reason` a non-empty string, `quote` a line of the transcript. A malformed
  * answer is asked again once (`retry_count` 1), then the case is `errored`.
  */
 import type { Clock } from '../../shared/clock.js';
@@ -67,15 +67,20 @@ export async function judge(
     ];
     const answer = await forcedCall('judge', llm, messages, JUDGE_TOOL, o);
     tokens += answer.tokens;
-    const parsed = 'error' in answer.parsed ? answer.parsed : parseVerdicts(answer.parsed.value, assertions);
+    const parsed = 'error' in answer.parsed ? answer.parsed : parseVerdicts(answer.parsed.value, assertions, transcriptText(transcript));
     if ('results' in parsed) return { ok: true, results: parsed.results, tokens, retries: attempt };
     problem = parsed.error;
   }
   return { ok: false, error: `judge answer malformed twice: ${problem}`, tokens, retries: 1 };
 }
 
-/** Strict: every assertion exactly once, right types; anything else is an error naming the problem. */
-export function parseVerdicts(value: Record<string, unknown>, assertions: string[]): { results: AssertionResultJson[] } | { error: string } {
+/**
+ * Strict: every assertion exactly once, right types, and a quote that is really in the transcript
+ * (compared case- and whitespace-insensitively; empty only when the transcript is); anything else
+ * is an error naming the problem.
+ */
+export function parseVerdicts(value: Record<string, unknown>, assertions: string[], transcript: string): { results: AssertionResultJson[] } | { error: string } {
+  const haystack = normalize(transcript);
   const verdicts = value.verdicts;
   if (!Array.isArray(verdicts)) return { error: '`verdicts` must be an array' };
   if (verdicts.length !== assertions.length) return { error: `expected ${assertions.length} verdicts, got ${verdicts.length}` };
@@ -88,6 +93,7 @@ export function parseVerdicts(value: Record<string, unknown>, assertions: string
     if (typeof passed !== 'boolean') return { error: `verdicts[${i}].passed must be a boolean` };
     if (typeof reason !== 'string' || !reason.trim()) return { error: `verdicts[${i}].reason must be a non-empty string` };
     if (typeof quote !== 'string') return { error: `verdicts[${i}].quote must be a string` };
+    if (haystack ? !normalize(quote) || !haystack.includes(normalize(quote)) : quote.trim() !== '') return { error: `verdicts[${i}].quote is not a line of the transcript` };
     byIndex.set(index as number, {
       assertion: assertions[(index as number) - 1]!,
       passed,
@@ -96,4 +102,8 @@ export function parseVerdicts(value: Record<string, unknown>, assertions: string
     });
   }
   return { results: assertions.map((_, i) => byIndex.get(i + 1)!) };
+}
+
+function normalize(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().toLowerCase();
 }

@@ -47,7 +47,7 @@ export interface RunnerOptions {
   busyRetrySeconds?: number;
   /** Per caller or judge request (the agent's own requests are bounded by the provider adapters). Default 60 000 ms. */
   requestTimeoutMs?: number;
-  /** Run jobs worked at once by this process. Default 4. */
+  /** Run jobs worked at once by this process. Default 2. */
   jobConcurrency?: number;
 }
 
@@ -223,7 +223,7 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     await jobs.enqueue('simtests.watchdog', { run_id: runId }, { singletonKey: runId, delaySeconds: staleSeconds });
   }
 
-  await jobs.work('simtests.run', runJob, { concurrency: o.jobConcurrency ?? 4 });
+  await jobs.work('simtests.run', runJob, { concurrency: o.jobConcurrency ?? 2 });
   await jobs.work('simtests.watchdog', watchdogJob, { concurrency: 1 });
 
   return {

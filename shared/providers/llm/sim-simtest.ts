@@ -36,7 +36,10 @@ export function simCallerTurn(material: string): Record<string, unknown> {
 
 export function simJudgeVerdicts(material: string): Record<string, unknown> {
   const [before, after = ''] = material.split(/^Assertions:\s*$/m);
-  const agent = transcriptLines(before ?? '').filter((l) => l.startsWith('Agent:'));
+  const lines = transcriptLines(before ?? '');
+  const agent = lines.filter((l) => l.startsWith('Agent:'));
+  // The quote of a failed assertion: the first agent line, else the first line at all.
+  const fallback = agent[0] ?? lines[0] ?? '';
   const assertions = after
     .split('\n')
     .map((l) => /^\s*(\d+)\.\s*(.*)$/.exec(l))
@@ -49,7 +52,7 @@ export function simJudgeVerdicts(material: string): Record<string, unknown> {
     const list = needles.map((n) => `"${n}"`).join(', ') || '(nothing to look for)';
     return hit
       ? { index, passed: true, reason: `the agent said ${list} in "${hit}"`, quote: hit }
-      : { index, passed: false, reason: `no agent turn says ${list}; closest: "${agent[0] ?? ''}"`, quote: agent[0] ?? '' };
+      : { index, passed: false, reason: `no agent turn says ${list}; closest: "${fallback}"`, quote: fallback };
   });
   return { verdicts };
 }
