@@ -41,7 +41,7 @@ export interface CallerTurn {
   goalReached: boolean;
   endCall: boolean;
   tokens: number;
-  /** Requests repeated because an answer broke the format. */
+  /** Requests repeated because an answer broke the format (provider failures are retried inside the adapters). */
   retries: number;
 }
 
@@ -69,6 +69,7 @@ export async function nextCallerTurn(
     `Conversation so far:\n${transcriptText(transcript, 'caller') || '(nothing yet)'}\n\n` +
     'Your next turn as the caller:';
   let tokens = 0;
+  let retries = 0;
   let problem = '';
   for (let attempt = 0; attempt < 2; attempt++) {
     const messages = [
@@ -77,6 +78,7 @@ export async function nextCallerTurn(
     ];
     const answer = await forcedCall('caller', llm, messages, CALLER_TOOL, o);
     tokens += answer.tokens;
+    retries += attempt > 0 ? 1 : 0;
     if ('error' in answer.parsed) {
       problem = answer.parsed.error;
       continue;
@@ -85,7 +87,7 @@ export async function nextCallerTurn(
     if (typeof v.say !== 'string') problem = '`say` must be a string';
     else if (typeof v.goal_reached !== 'boolean') problem = '`goal_reached` must be a boolean';
     else if (typeof v.end_call !== 'boolean') problem = '`end_call` must be a boolean';
-    else return { say: v.say.trim().slice(0, MAX_LINE_CHARS), goalReached: v.goal_reached, endCall: v.end_call, tokens, retries: attempt };
+    else return { say: v.say.trim().slice(0, MAX_LINE_CHARS), goalReached: v.goal_reached, endCall: v.end_call, tokens, retries };
   }
   throw new ProviderFailure('caller', `malformed answer twice (${problem})`);
 }

@@ -4,7 +4,8 @@
  * OpenAI-compatible and Anthropic adapters send it as the vendor's forced tool choice). The `sim`
  * LLM answers these two tools deterministically (shared/providers/llm/sim-simtest.ts).
  *
- * Provider failures (network, 5xx, timeout) throw `ProviderFailure`; an answer that is not a JSON
+ * Provider failures (network, 5xx, timeout) throw `ProviderFailure` once the adapter's own retries
+ * are spent (shared/providers/http.ts: 429/5xx before the first byte, twice, with backoff); an answer that is not a JSON
  * object is `{error}` (the caller decides whether to ask again).
  */
 import type { Clock } from '../../shared/clock.js';

@@ -59,6 +59,7 @@ export async function judge(
 ): Promise<JudgeOutcome> {
   const user = `Transcript:\n${transcriptText(transcript) || '(empty)'}\n\nAssertions:\n${assertions.map((a, i) => `${i + 1}. ${a.replace(/\s+/g, ' ')}`).join('\n')}`;
   let tokens = 0;
+  let retries = 0;
   let problem = '';
   for (let attempt = 0; attempt < 2; attempt++) {
     const messages = [
@@ -67,11 +68,12 @@ export async function judge(
     ];
     const answer = await forcedCall('judge', llm, messages, JUDGE_TOOL, o);
     tokens += answer.tokens;
+    retries += attempt > 0 ? 1 : 0;
     const parsed = 'error' in answer.parsed ? answer.parsed : parseVerdicts(answer.parsed.value, assertions, transcriptText(transcript));
-    if ('results' in parsed) return { ok: true, results: parsed.results, tokens, retries: attempt };
+    if ('results' in parsed) return { ok: true, results: parsed.results, tokens, retries };
     problem = parsed.error;
   }
-  return { ok: false, error: `judge answer malformed twice: ${problem}`, tokens, retries: 1 };
+  return { ok: false, error: `judge answer malformed twice: ${problem}`, tokens, retries };
 }
 
 /**

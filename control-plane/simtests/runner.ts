@@ -185,7 +185,7 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     try {
       const conv = await simulateConversation({ config, testCase: c, agentLlm: llm, callerLlm: llm, tools, clock, callerTimeoutMs: timeoutMs, speech, signal });
       const verdict = await judge(llm, c.assertions, conv.transcript, { clock, timeoutMs, signal });
-      const base = { transcript: conv.transcript, turns_taken: conv.turns, duration_ms: Math.round(clock.monotonicMs() - started), tokens_used: conv.tokens + verdict.tokens, retry_count: verdict.retries };
+      const base = { transcript: conv.transcript, turns_taken: conv.turns, duration_ms: Math.round(clock.monotonicMs() - started), tokens_used: conv.tokens + verdict.tokens, retry_count: conv.retries + verdict.retries };
       outcome = verdict.ok
         ? { ...base, status: verdict.results.every((r) => r.passed) ? 'passed' : 'failed', assertion_results: verdict.results, error_message: null }
         : { ...base, status: 'errored', assertion_results: [], error_message: verdict.error.slice(0, MAX_ERROR_CHARS) };

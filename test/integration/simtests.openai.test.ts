@@ -108,4 +108,36 @@ describe('simulation tests against an OpenAI-compatible LLM', () => {
     expect(judgeReqs.filter((b) => b.messages[1]!.content!.includes('MALFORMED'))).toHaveLength(2);
     expect(judgeReqs.find((b) => b.messages[1]!.content!.includes('MALFORMED') && b.messages[1]!.content!.includes('previous answer was invalid'))).toBeDefined();
   });
+
+  it('a failing provider is retried (by the adapter); still failing after the retries, the case is errored', { timeout: 60_000 }, async () => {
+    const created = await api(cp, 'POST', A, { token: alice.token, body: { workspace_id: alice.workspaceId, name: 'Flaky', system_prompt: AGENT_PROMPT } });
+    const id = created.body.data.id as string;
+    const llm = { provider_type: 'llm', provider_name: 'openai_compatible', api_key: fake.apiKey, base_url: `${fake.url}/v1`, model_name: 'local-model' };
+    expect((await api(cp, 'POST', `${A}/${id}/providers`, { token: alice.token, body: llm })).status).toBeLessThan(300);
+    await api(cp, 'POST', `${A}/${id}/test-cases`, { token: alice.token, body: { name: 'Hours', goal: 'Learn when the bakery opens', assertions: ['The agent gives the opening time'] } });
+
+    // The caller's first request fails twice (500): the adapter retries it, the case passes.
+    const failedBefore = fake.requests.filter((r) => r.status === 500).length;
+    fake.faults.once({ status500: true }).once({ status500: true });
+    const first = await api(cp, 'POST', `${A}/${id}/test-runs`, { token: alice.token, body: { agent_version: 0 } });
+    const ok = await waitForRun(cp, first.body.data.id, alice.token, (r) => r.status === 'completed');
+    expect(ok).toMatchObject({ passed: 1, errored: 0 });
+    expect(fake.requests.filter((r) => r.status === 500).length - failedBefore).toBe(2);
+
+    // Three failures in a row: errored, naming the caller's provider failure.
+    const before = fake.requests.length;
+    fake.faults.always({ status500: true });
+    try {
+      const second = await api(cp, 'POST', `${A}/${id}/test-runs`, { token: alice.token, body: { agent_version: 0 } });
+      const bad = await waitForRun(cp, second.body.data.id, alice.token, (r) => r.status === 'completed');
+      expect(bad).toMatchObject({ passed: 0, errored: 1 });
+      const [errored] = (await api(cp, 'GET', `${A}/test-runs/${bad.id}/results`, { token: alice.token })).body.data;
+      expect(errored.status).toBe('errored');
+      expect(errored.error_message).toMatch(/^caller LLM failed: /);
+      // The first request and the adapter's two retries, then nothing more for this case.
+      expect(fake.requests.length - before).toBe(3);
+    } finally {
+      fake.faults.clear();
+    }
+  });
 });
