@@ -91,6 +91,11 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
     ...rules(AGENT_READ, 'agents:read'),
     ...rules(['CreateAgent', 'UpdateAgent', 'DeleteAgent'], 'agents:write'),
   },
+  // Simulation tests (issue 20): part of the agent's configuration, like its tools.
+  'voiceplane.v1.SimTestService': {
+    ...rules(['ListTestCases', 'ListTestRuns', 'GetTestRun', 'ListTestResults', 'GetPublishGate'], 'agents:read'),
+    ...rules(['CreateTestCase', 'UpdateTestCase', 'DeleteTestCase', 'CreateTestRun', 'CancelTestRun', 'PutPublishGate'], 'agents:write'),
+  },
   'voiceplane.v1.AgentConfigService': {
     ...rules(CONFIG_READ, 'agents:read'),
     ...rules(

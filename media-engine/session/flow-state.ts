@@ -10,7 +10,8 @@
 import type { FlowConfig, FlowEdgeConfig, FlowNodeConfig } from '../../shared/voice/flow.js';
 import { substitute } from '../../shared/voice/templates.js';
 
-export type FlowEffect = { kind: 'enter'; nodeId: string } | { kind: 'set'; name: string; value: unknown };
+export type { FlowEffect } from '../../shared/voice/flow.js';
+import type { FlowEffect } from '../../shared/voice/flow.js';
 
 /** Longest node path kept for the record (a looping flow must not grow it without bound). */
 export const MAX_NODE_PATH = 500;

@@ -23,6 +23,9 @@ export const FLOW_VARIABLE_TYPES = ['string', 'number', 'integer', 'boolean', 'o
 export type FlowVariableType = (typeof FLOW_VARIABLE_TYPES)[number];
 
 /** Name of the generated function that stores variables. */
+/** How a flow function moves the call's flow (media-engine/session/flow-state.ts applies it). */
+export type FlowEffect = { kind: 'enter'; nodeId: string } | { kind: 'set'; name: string; value: unknown };
+
 export const SET_VARIABLES_FUNCTION = 'set_variables';
 /** Prefix of the generated transition functions: `go_to_<node id>`. */
 export const TRANSITION_PREFIX = 'go_to_';
