@@ -117,7 +117,7 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
       return fail('token_exchange_failed', err.reason, provider);
     }
     const cred = { access_token: tokens.accessToken, ...(tokens.refreshToken ? { refresh_token: tokens.refreshToken } : {}) };
-    let account: { label: string; scopes?: string[] };
+    let account: { label: string; scopes?: string[]; credential?: Record<string, string> };
     try {
       account = await verifyToken(tokenDeps(signal), client, tokens.accessToken);
     } catch (err) {
@@ -143,7 +143,8 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
       provider_id: provider,
       account_label: account.label,
       auth_mode: 'oauth',
-      secret_enc: secrets.encrypt(JSON.stringify({ access_token: tokens.accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) })),
+      // The verification's fields (Jira cloud id and site) first: the tokens can never be shadowed.
+      secret_enc: secrets.encrypt(JSON.stringify({ ...account.credential, access_token: tokens.accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) })),
       enabled_products: entry.products.filter((p) => state.products.includes(p) || same?.enabled_products.includes(p)),
       granted_scopes: [...new Set([...(same?.granted_scopes ?? []), ...granted])],
       token_expires_at: tokens.expiresInS === undefined ? null : new Date(clock.now() + tokens.expiresInS * 1000),

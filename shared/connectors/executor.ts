@@ -75,7 +75,9 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
   function http(adapter: ProviderAdapter, cred: Credential, signal: AbortSignal): VendorHttp {
     // Placeholders take credential fields the catalog pattern already restricted to DNS labels.
     const fill = (template: string) => template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
-    const baseUrl = fill(deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl);
+    // An OAuth token may call another host than a key (Jira 3LO: api.atlassian.com/ex/jira/{cloud_id}).
+    const oauthBase = cred.access_token && adapter.oauthBaseUrl ? (deps.baseUrls[`${adapter.id}_oauth`] ?? adapter.oauthBaseUrl) : undefined;
+    const baseUrl = fill(oauthBase ?? deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl);
     const extraBaseUrls = Object.fromEntries(Object.entries(adapter.extraBaseUrls ?? {}).map(([name, url]) => [name, fill(deps.baseUrls[`${adapter.id}_${name}`] ?? url)]));
     // An OAuth credential (`access_token`) is a bearer token whatever the adapter sends for a key.
     const headers = cred.access_token ? { ...adapter.headers(cred), authorization: `Bearer ${cred.access_token}` } : adapter.headers(cred);

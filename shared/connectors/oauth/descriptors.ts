@@ -4,21 +4,31 @@
  * the verification call that labels the account. Data plus two tiny functions per vendor; the
  * flow itself (oauth/flow.ts) is the same authorization-code flow for all of them.
  *
- * Jira is absent on purpose: Atlassian OAuth 2.0 (3LO) tokens call
- * `api.atlassian.com/ex/jira/{cloudId}` instead of the site, which the Jira key adapter does not
- * do (docs/connectors.md, "NOT done").
+ * Jira (Atlassian 3LO) tokens call `api.atlassian.com/ex/jira/{cloudId}` instead of the site:
+ * its verification call (accessible-resources) finds the cloud id, sealed with the tokens
+ * (`credentialOf`), and the Jira adapter's `oauthBaseUrl` uses it.
  */
 
 export interface OAuthDescriptor {
   providerId: string;
   authorizeUrl: string;
   tokenUrl: string;
-  /** How a token is revoked: Google `POST token=` (RFC 7009), HubSpot `DELETE .../{refresh_token}`. */
-  revoke?: { url: string; style: 'form' | 'delete_refresh_token_path' };
+  /**
+   * How a token is revoked: Google `POST token=` (RFC 7009), HubSpot `DELETE .../{refresh_token}`,
+   * Slack `auth.revoke` authenticated by the access token it revokes (it answers `{ok, revoked}`).
+   */
+  revoke?: { url: string; style: 'form' | 'delete_refresh_token_path' | 'bearer_access_token' };
+  /** Token endpoint body: RFC 6749 form (default), or JSON where the vendor documents only that (Atlassian). */
+  tokenBody?: 'form' | 'json';
   /** The verification call: bearer GET (Google userinfo) or the token in the path (HubSpot token info). */
   verify: { url: string; style: 'bearer' | 'token_in_path' };
   /** The account label from the verification answer. */
-  label(info: Record<string, any>): string;
+  label(info: any): string;
+  /**
+   * Fields the verification answer adds to the sealed credential (Jira: `cloud_id`, `site`), or a
+   * string saying why this grant is unusable (then the connect fails and the grant is revoked).
+   */
+  credentialOf?(info: any): Record<string, string> | string;
   /** Scopes the verification answer reports (HubSpot), when the token answer has none. */
   scopesOf?(info: Record<string, any>): string[] | undefined;
   /** Asked on every consent, whatever the products (e.g. `openid email` for the label). */
@@ -96,9 +106,12 @@ const hubspot: OAuthDescriptor = {
 const slack: OAuthDescriptor = {
   providerId: 'slack',
   // https://api.slack.com/authentication/oauth-v2 (bot token; Slack answers errors as 200 `ok:false`).
+  // With token rotation on (an app setting) `oauth.v2.access` also issues `expires_in` (12 h) and
+  // a refresh token that rotates on every refresh; without it the bot token never expires.
   authorizeUrl: 'https://slack.com/oauth/v2/authorize',
   tokenUrl: 'https://slack.com/api/oauth.v2.access',
-  revoke: { url: 'https://slack.com/api/auth.revoke', style: 'form' },
+  // auth.revoke revokes the token that authenticates the call; a refresh token cannot be passed.
+  revoke: { url: 'https://slack.com/api/auth.revoke', style: 'bearer_access_token' },
   verify: { url: 'https://slack.com/api/auth.test', style: 'bearer' },
   label: (info) => `Slack ${String(info.team ?? info.url ?? '')}`,
   baseScopes: [],
@@ -124,7 +137,42 @@ const calcom: OAuthDescriptor = {
   authorizeParams: {},
 };
 
-export const OAUTH_DESCRIPTORS: ReadonlyMap<string, OAuthDescriptor> = new Map([googleWorkspace, hubspot, slack, calcom].map((d) => [d.providerId, d]));
+/** Atlassian's classic Jira scopes on the resource (`accessible-resources` lists Confluence sites too). */
+const isJiraScope = (s: string) => /:jira-/.test(s);
+
+const jira: OAuthDescriptor = {
+  providerId: 'jira',
+  // https://developer.atlassian.com/cloud/jira/platform/oauth-2-3lo-apps/
+  authorizeUrl: 'https://auth.atlassian.com/authorize',
+  tokenUrl: 'https://auth.atlassian.com/oauth/token',
+  // Atlassian documents no revocation endpoint for 3LO (the user removes the app in their account).
+  verify: { url: 'https://api.atlassian.com/oauth/token/accessible-resources', style: 'bearer' },
+  // Choice (docs/connectors.md): the FIRST resource carrying Jira scopes is the connected site.
+  label: (info) => {
+    const r = jiraResource(info);
+    return r ? String(r.url ?? r.name).replace(/^https:\/\//, '') : 'Jira';
+  },
+  credentialOf: (info) => {
+    const r = jiraResource(info);
+    if (!r || typeof r.id !== 'string' || !r.id) return 'the grant gives access to no Jira site';
+    return { cloud_id: r.id, site: String(r.url ?? '').replace(/^https:\/\//, '').replace(/\/$/, '') };
+  },
+  baseScopes: ['offline_access'],
+  productScopes: { issues: ['read:jira-work', 'write:jira-work', 'read:jira-user'] },
+  actionScopes: { create_issue: ['write:jira-work'], add_comment: ['write:jira-work'], find_issue: ['read:jira-work'] },
+  scopeSeparator: ' ',
+  tokenBody: 'json',
+  pkce: false,
+  // `audience` selects the API; `prompt=consent` shows the site picker on every grant.
+  authorizeParams: { audience: 'api.atlassian.com', prompt: 'consent' },
+};
+
+function jiraResource(info: unknown): Record<string, any> | undefined {
+  if (!Array.isArray(info)) return undefined;
+  return info.find((r) => r && typeof r === 'object' && Array.isArray(r.scopes) && r.scopes.some((s: unknown) => typeof s === 'string' && isJiraScope(s)));
+}
+
+export const OAUTH_DESCRIPTORS: ReadonlyMap<string, OAuthDescriptor> = new Map([googleWorkspace, hubspot, slack, calcom, jira].map((d) => [d.providerId, d]));
 
 /** Scopes asked for `products` (deduplicated, in a stable order). */
 export function scopesFor(d: OAuthDescriptor, products: readonly string[]): string[] {

@@ -81,7 +81,13 @@ async function tokenRequest(deps: TokenDeps, client: OAuthClient, form: Record<s
   const http = vendorHttp({ outbound: deps.outbound, baseUrl: client.tokenUrl, headers: {}, secrets: [client.clientSecret, ...secrets], timeoutMs: deps.timeoutMs, signal: deps.signal });
   let res: Record<string, any>;
   try {
-    res = await http.request('', { method: 'POST', form: { ...form, client_id: client.clientId, client_secret: client.clientSecret } });
+    const body = { ...form, client_id: client.clientId, client_secret: client.clientSecret };
+    if (client.descriptor.tokenBody === 'json') {
+      // JSON has no "absent" form field: drop the undefined ones (e.g. no PKCE verifier).
+      res = await http.request('', { method: 'POST', json: Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)) });
+    } else {
+      res = await http.request('', { method: 'POST', form: body });
+    }
   } catch (err) {
     throw oauthErrorOf(err);
   }
@@ -106,8 +112,11 @@ export function refreshAccessToken(deps: TokenDeps, client: OAuthClient, refresh
   return tokenRequest(deps, client, { grant_type: 'refresh_token', refresh_token: refreshToken }, [refreshToken]);
 }
 
-/** The verification call: the account label, and the scopes when the vendor reports them there. */
-export async function verifyToken(deps: TokenDeps, client: OAuthClient, accessToken: string): Promise<{ label: string; scopes?: string[] }> {
+/**
+ * The verification call: the account label, the scopes when the vendor reports them there, and
+ * the fields it adds to the sealed credential (Jira's cloud id and site).
+ */
+export async function verifyToken(deps: TokenDeps, client: OAuthClient, accessToken: string): Promise<{ label: string; scopes?: string[]; credential?: Record<string, string> }> {
   const d = client.descriptor;
   const inPath = d.verify.style === 'token_in_path';
   const http = vendorHttp({
@@ -125,7 +134,9 @@ export async function verifyToken(deps: TokenDeps, client: OAuthClient, accessTo
     throw oauthErrorOf(err);
   }
   if (!info || typeof info !== 'object' || info.ok === false) throw new OAuthError('refused', String(info?.error ?? 'the verification call answered no account').slice(0, 300));
-  return { label: d.label(info).slice(0, 200), scopes: d.scopesOf?.(info) };
+  const credential = d.credentialOf?.(info);
+  if (typeof credential === 'string') throw new OAuthError('refused', credential);
+  return { label: d.label(info).slice(0, 200), scopes: d.scopesOf?.(info), credential };
 }
 
 /** Revokes the grant at the vendor (the refresh token when there is one: it ends the whole grant). */
@@ -133,11 +144,18 @@ export async function revokeToken(deps: TokenDeps, client: OAuthClient, cred: Cr
   const d = client.descriptor;
   if (!client.revokeUrl || !d.revoke) return;
   const secrets = [cred.access_token ?? '', cred.refresh_token ?? '', client.clientSecret];
-  const http = vendorHttp({ outbound: deps.outbound, baseUrl: client.revokeUrl, headers: {}, secrets, timeoutMs: deps.timeoutMs, signal: deps.signal });
+  const bearer = d.revoke.style === 'bearer_access_token';
+  const headers: Record<string, string> = bearer && cred.access_token ? { authorization: `Bearer ${cred.access_token}` } : {};
+  const http = vendorHttp({ outbound: deps.outbound, baseUrl: client.revokeUrl, headers, secrets, timeoutMs: deps.timeoutMs, signal: deps.signal });
   try {
     if (d.revoke.style === 'delete_refresh_token_path') {
       if (!cred.refresh_token) return;
       await http.request(`/${encodeURIComponent(cred.refresh_token)}`, { method: 'DELETE' });
+    } else if (bearer) {
+      if (!cred.access_token) return;
+      // Slack: 200 `{ok: false, error}` is a refusal too.
+      const res = await http.request<{ ok?: boolean; error?: string }>('', { method: 'POST' });
+      if (res?.ok === false) throw new OAuthError('refused', String(res.error ?? 'revoke refused').slice(0, 300));
     } else {
       await http.request('', { method: 'POST', form: { token: cred.refresh_token ?? cred.access_token, client_id: client.clientId, client_secret: client.clientSecret } });
     }

@@ -23,6 +23,11 @@ export interface ProviderAdapter {
    * with `request(path, {base: name})`. Overridable as CONNECTOR_<ID>_<NAME>_BASE_URL.
    */
   extraBaseUrls?: Readonly<Record<string, string>>;
+  /**
+   * Base URL when the credential is an OAuth token, if it differs from the key's (Jira 3LO calls
+   * `api.atlassian.com/ex/jira/{cloud_id}`). Overridable as CONNECTOR_<ID>_OAUTH_BASE_URL.
+   */
+  oauthBaseUrl?: string;
   /** Headers on every request: the credential and API version headers. An OAuth credential's bearer access token replaces `authorization` (executor). */
   headers(cred: Credential): Record<string, string>;
   /** ONE real request proving the credential works; returns the label of the account found. */
