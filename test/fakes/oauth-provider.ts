@@ -6,7 +6,9 @@
  * answering every failure as 200 `{ok: false, error}`, `/api/auth.test`, `/api/auth.revoke`
  * authenticated by the token it revokes; refresh tokens only with `slackTokenRotation`) and
  * Atlassian 3LO (`/authorize` requiring `audience=api.atlassian.com`, `POST /oauth/token` with a
- * JSON body, `GET /oauth/token/accessible-resources`; no revocation endpoint). Authorization-code grants with redirect_uri and PKCE S256
+ * JSON body, `GET /oauth/token/accessible-resources`; no revocation endpoint) and Cal.com
+ * (`/auth/oauth2/authorize`, `POST /v2/auth/oauth2/token`, RFC 6749 form bodies and errors; its
+ * verification call is the API's own `/v2/me`, served by CalcomFake; no revocation endpoint). Authorization-code grants with redirect_uri and PKCE S256
  * checks, refresh grants (optionally rotating the refresh token), revocation, the verification
  * call, and the shared fault injection (429, 500, slow first byte) of VendorFake. Access tokens
  * it issues are accepted by the vendor fakes `link`ed to it, until expired or revoked (a 401
@@ -17,7 +19,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpRecord } from './http-fake.js';
 import { VendorFake } from './vendor-base.js';
 
-type Dialect = 'google' | 'hubspot' | 'slack' | 'atlassian';
+type Dialect = 'google' | 'hubspot' | 'slack' | 'atlassian' | 'calcom';
 
 /** An Atlassian site as `accessible-resources` lists it; its scopes are the granted ones of its product. */
 export interface FakeSite {
@@ -45,6 +47,7 @@ const PATHS = {
   google: { authorize: '/o/oauth2/v2/auth', token: '/token', revoke: '/revoke', verify: '/v1/userinfo' },
   hubspot: { authorize: '/oauth/authorize', token: '/oauth/v1/token', revoke: '/oauth/v1/refresh-tokens', verify: '/oauth/v1/access-tokens' },
   slack: { authorize: '/oauth/v2/authorize', token: '/api/oauth.v2.access', revoke: '/api/auth.revoke', verify: '/api/auth.test' },
+  calcom: { authorize: '/auth/oauth2/authorize', token: '/v2/auth/oauth2/token', revoke: '/revoke-not-documented', verify: '/v2/me' },
   atlassian: { authorize: '/authorize', token: '/oauth/token', revoke: '/oauth/revoke-not-documented', verify: '/oauth/token/accessible-resources' },
 } as const;
 
@@ -196,11 +199,11 @@ export class OAuthProviderFake extends VendorFake {
   }
 
   private refreshTokenPrefix(): string {
-    return { google: '1//', hubspot: 'rt-', slack: 'xoxe-1-', atlassian: 'eyJrt.' }[this.dialect];
+    return { google: '1//', hubspot: 'rt-', slack: 'xoxe-1-', atlassian: 'eyJrt.', calcom: 'calrt_' }[this.dialect];
   }
 
   private issue(rec: HttpRecord, res: ServerResponse, scopes: string[], user: FakeUser, refreshToken?: string): void {
-    const prefix = { google: 'ya29.', hubspot: 'CJ', slack: this.slackTokenRotation ? 'xoxe.xoxb-1-' : 'xoxb-', atlassian: 'eyJat.' }[this.dialect];
+    const prefix = { google: 'ya29.', hubspot: 'CJ', slack: this.slackTokenRotation ? 'xoxe.xoxb-1-' : 'xoxb-', atlassian: 'eyJat.', calcom: 'calat_' }[this.dialect];
     const access = `${prefix}${randomBytes(24).toString('hex')}`;
     this.accessTokens.set(access, { scopes, user });
     this.validKeys.add(access);

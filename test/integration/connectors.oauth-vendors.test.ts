@@ -1,6 +1,6 @@
 /**
- * Issue 18, OAuth doors of Slack and Jira (Atlassian 3LO) end to end, against the Slack and
- * Atlassian dialects of the authorization server fake and the Slack / Jira API fakes: consent
+ * Issue 18, OAuth doors of Slack, Jira (Atlassian 3LO) and Cal.com end to end, against the Slack,
+ * Atlassian and Cal.com dialects of the authorization server fake and the vendor API fakes: consent
  * URL, code exchange (Slack's 200 `ok:false` failures, Atlassian's JSON token body), the
  * verification call (Slack `auth.test`; Atlassian `accessible-resources`, whose first Jira site
  * gives the cloud id), revoke on verification failure and on disconnect (Slack `auth.revoke`),
@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { CalcomFake } from '../fakes/calcom.js';
 import { JiraFake } from '../fakes/jira.js';
 import { OAuthProviderFake } from '../fakes/oauth-provider.js';
 import { SlackFake } from '../fakes/slack.js';
@@ -26,6 +27,9 @@ const atlassian = new OAuthProviderFake('atlassian');
 const jira = new JiraFake();
 atlassian.link(jira);
 jira.allowCloud(CLOUD_ID, 'acme.atlassian.net');
+const calAuth = new OAuthProviderFake('calcom');
+const calcom = new CalcomFake();
+calAuth.link(calcom);
 
 let infra: TestInfra;
 let cp: ControlPlane;
@@ -33,7 +37,7 @@ let owner: TestUser;
 const ws = () => `${C}/workspace/${owner.workspaceId}`;
 
 beforeAll(async () => {
-  await Promise.all([slackAuth.start(), slack.start(), atlassian.start(), jira.start()]);
+  await Promise.all([slackAuth.start(), slack.start(), atlassian.start(), jira.start(), calAuth.start(), calcom.start()]);
   const client = (f: OAuthProviderFake) => ({
     clientId: f.clientId,
     clientSecret: f.clientSecret,
@@ -45,19 +49,21 @@ beforeAll(async () => {
   infra = await startTestInfra({
     publicBaseUrl: PUBLIC,
     connectorsDashboardUrl: DASHBOARD,
-    connectorBaseUrls: { slack: slack.url, jira: `${jira.url}/{site}`, jira_oauth: `${jira.url}/ex/jira/{cloud_id}` },
-    connectorOAuthClients: { slack: client(slackAuth), jira: client(atlassian) },
+    connectorBaseUrls: { slack: slack.url, jira: `${jira.url}/{site}`, jira_oauth: `${jira.url}/ex/jira/{cloud_id}`, calcom: calcom.url },
+    // Cal.com's verification call is its API's /v2/me (the Cal.com API fake).
+    connectorOAuthClients: { slack: client(slackAuth), jira: client(atlassian), calcom: { ...client(calAuth), userinfoUrl: `${calcom.url}/v2/me` } },
     connectorTimeoutMs: 1500,
   });
   cp = await startControlPlane(infra, { port: 0, host: '127.0.0.1' });
   owner = await createTestUser(cp);
   slack.channels.push({ id: 'C0SUPPORT', name: 'support', is_member: true });
+  calcom.slots.set(77, ['2030-03-04T09:00:00.000Z', '2030-03-04T09:30:00.000Z']);
 }, 60_000);
 
 afterAll(async () => {
   await cp?.close();
   await infra?.close();
-  await Promise.all([slackAuth.close(), slack.close(), atlassian.close(), jira.close()]);
+  await Promise.all([slackAuth.close(), slack.close(), atlassian.close(), jira.close(), calAuth.close(), calcom.close()]);
 });
 
 /** POST connect, then the browser: the vendor's consent page and its redirect to our callback. */
@@ -255,9 +261,39 @@ describe('Jira over Atlassian OAuth 2.0 (3LO)', () => {
   });
 });
 
+describe('Cal.com over OAuth', () => {
+  it('round trip: PKCE S256, labelled from /v2/me, slots with the bearer token, a 401 refreshed with rotation', async () => {
+    const { authUrl, finish } = await consent('calcom');
+    expect(authUrl.pathname).toBe('/auth/oauth2/authorize');
+    expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(await finish()).toEqual({ connected: 'calcom' });
+    const exchange = calAuth.requests.find((r) => r.path === '/v2/auth/oauth2/token')!;
+    expect(new URLSearchParams(exchange.rawBody).get('code_verifier')).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    const conn = await connectionOf('calcom');
+    expect(conn).toMatchObject({ auth_mode: 'oauth', account_label: 'lee@clinic.example', enabled_products: ['scheduling'], health_status: 'ok' });
+    const before = await storedCred('calcom');
+    const body = { event_type_id: 77, start: '2030-03-04', end: '2030-03-05' };
+    const res = await execute(conn.id, 'calcom__list_free_slots', body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.slots).toEqual(['2030-03-04T09:00:00.000Z', '2030-03-04T09:30:00.000Z']);
+    expect(calcom.requests.at(-1)!.headers).toMatchObject({ authorization: `Bearer ${before!.access_token}`, 'cal-api-version': '2024-09-04' });
+    calAuth.rotateRefreshTokens = true;
+    try {
+      calAuth.expireAccessToken(before!.access_token);
+      expect((await execute(conn.id, 'list_free_slots', body)).status).toBe(200);
+    } finally {
+      calAuth.rotateRefreshTokens = false;
+    }
+    const after = await storedCred('calcom');
+    expect(after!.refresh_token).not.toBe(before!.refresh_token);
+    expect(calAuth.refreshTokens.has(after!.refresh_token!)).toBe(true);
+    expect(calcom.requests.slice(-2).map((r) => r.status)).toEqual([401, 200]);
+  });
+});
+
 describe('secrets', () => {
   it('no token or client secret in a listing, the database in clear, or the logs', async () => {
-    const secrets = [slackAuth.clientSecret, atlassian.clientSecret, ...slackAuth.revoked, ...slackAuth.accessTokens.keys(), ...slackAuth.refreshTokens.keys(), ...atlassian.accessTokens.keys(), ...atlassian.refreshTokens.keys()];
+    const secrets = [slackAuth.clientSecret, atlassian.clientSecret, ...slackAuth.revoked, ...slackAuth.accessTokens.keys(), ...slackAuth.refreshTokens.keys(), ...atlassian.accessTokens.keys(), ...atlassian.refreshTokens.keys(), calAuth.clientSecret, ...calAuth.refreshTokens.keys()];
     expect(secrets.length).toBeGreaterThan(4);
     const listing = JSON.stringify((await api(cp, 'GET', `${ws()}/connections`, { token: owner.token })).body);
     const dump = JSON.stringify(await infra.sql`select * from connector_connections`);

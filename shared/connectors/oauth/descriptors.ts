@@ -124,8 +124,11 @@ const slack: OAuthDescriptor = {
 
 const calcom: OAuthDescriptor = {
   providerId: 'calcom',
-  // https://cal.com/help/apps-and-integrations/oauth (an approved Cal.com OAuth client); the v2
-  // token endpoint is the RFC 6749 one (form bodies, both grants, PKCE).
+  // https://cal.com/help/apps-and-integrations/oauth: a standard authorization-code flow with a
+  // client Cal.com registers and reviews. The API v2 token endpoint is the RFC 6749 one (form or
+  // JSON bodies, both grants, PKCE). No scopes asked: the documented ones (READ_BOOKING,
+  // READ_PROFILE) do not cover booking, and Cal.com grants per client. No revocation endpoint
+  // is documented, so disconnect only purges locally.
   authorizeUrl: 'https://app.cal.com/auth/oauth2/authorize',
   tokenUrl: 'https://api.cal.com/v2/auth/oauth2/token',
   verify: { url: 'https://api.cal.com/v2/me', style: 'bearer' },
