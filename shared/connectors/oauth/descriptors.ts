@@ -157,7 +157,9 @@ const jira: OAuthDescriptor = {
   },
   credentialOf: (info) => {
     const r = jiraResource(info);
-    if (!r || typeof r.id !== 'string' || !r.id) return 'the grant gives access to no Jira site';
+    if (!r) return 'the grant gives access to no Jira site';
+    // The cloud id becomes a path segment of every API URL: an id, nothing else.
+    if (typeof r.id !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(r.id)) return 'accessible-resources answered an unusable cloud id';
     return { cloud_id: r.id, site: String(r.url ?? '').replace(/^https:\/\//, '').replace(/\/$/, '') };
   },
   baseScopes: ['offline_access'],

@@ -51,7 +51,24 @@ describe('OAuth clients', () => {
 
   it('refuses a client for a provider without an OAuth door', () => {
     expect(() => resolveOAuthClients({ stripe: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(CatalogError);
-    expect(() => resolveOAuthClients({ jira: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(/OAUTH_CLIENT_ID names no provider/);
+    expect(() => resolveOAuthClients({ pipedrive: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(/CONNECTOR_PIPEDRIVE_OAUTH_CLIENT_ID names no provider/);
+    // Jira has its 3LO door now (accessible-resources gives the cloud id).
+    expect(resolveOAuthClients({ jira: { clientId: 'a', clientSecret: 'b' } }, catalog).get('jira')).toMatchObject({ tokenUrl: 'https://auth.atlassian.com/oauth/token' });
+  });
+
+  it('Jira: the first accessible resource with Jira scopes is the site; a bad cloud id or none at all is refused', () => {
+    const j = OAUTH_DESCRIPTORS.get('jira')!;
+    const resources = [
+      { id: 'conf-1', url: 'https://wiki.atlassian.net', name: 'wiki', scopes: ['read:confluence-content.all'] },
+      { id: '1324a887-45db-1bf4-1e99-ef0ff456d421', url: 'https://acme.atlassian.net', name: 'acme', scopes: ['write:jira-work', 'read:jira-work'] },
+      { id: 'other-jira', url: 'https://second.atlassian.net', name: 'second', scopes: ['read:jira-work'] },
+    ];
+    expect(j.credentialOf!(resources)).toEqual({ cloud_id: '1324a887-45db-1bf4-1e99-ef0ff456d421', site: 'acme.atlassian.net' });
+    expect(j.label(resources)).toBe('acme.atlassian.net');
+    expect(j.credentialOf!([resources[0]])).toBe('the grant gives access to no Jira site');
+    expect(j.credentialOf!({ error: 'x' })).toBe('the grant gives access to no Jira site');
+    // The cloud id becomes a URL path segment: nothing but an id passes.
+    expect(j.credentialOf!([{ ...resources[1], id: '../../evil' }])).toMatch(/cloud id/);
   });
 
   it('every descriptor matches the catalog: an OAuth door, its products, its actions', () => {
