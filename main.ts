@@ -13,12 +13,27 @@ import { runControlPlane, type Attach } from './control-plane/run.js';
 
 /** ROLE=all: the engine's record writer and one engine node, on the control plane's infrastructure. */
 const attachEngine: Attach = async (ctx, config, infra) => {
-  const [{ startEngineRecords }, { startEngineNode }] = await Promise.all([import('./media-engine/records/index.js'), import('./media-engine/node.js')]);
+  const [{ startEngineRecords }, { startEngineNode }, { createPgKnowledgeSearch }] = await Promise.all([
+    import('./media-engine/records/index.js'),
+    import('./media-engine/node.js'),
+    import('./media-engine/knowledge/search.js'),
+  ]);
   const { logger } = ctx;
   const records = await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock });
   ctx.onClose(() => records.close());
   await ctx.checkpoint();
-  const engine = await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
+  const engine = await startEngineNode({
+    config,
+    logger,
+    clock: realClock,
+    registry: infra.registry,
+    recorderFactory: records.writer.recorderFor,
+    recordsQueued: records.writer.queued,
+    // Connector tools read connections and open their credentials with the control plane's key.
+    sql: infra.sql,
+    secrets: infra.secrets,
+    knowledge: createPgKnowledgeSearch(infra.sql),
+  });
   ctx.onClose(() => engine.close());
   ctx.onForce(() => engine.forceDrain());
   // SIGTERM drains the engine's calls while the API still serves them (DRAIN_TIMEOUT_S); Ctrl-C

@@ -33,6 +33,7 @@ import { createAlertsDomain, type AlertsDomain } from './alerts/index.js';
 import { createControlPlaneMetrics, type ControlPlaneMetrics } from './http/metrics.js';
 import { createBillingDomain, type BillingDomain } from './billing/index.js';
 import { createConnectorsDomain, type ConnectorsDomain } from './connectors/index.js';
+import { createSimTestsDomain, type SimTestsDomain, type SimTestsDeps } from './simtests/index.js';
 import { createNodeSweeper, type NodeSweeper } from './ops/node-sweeper.js';
 
 export interface ControlPlane {
@@ -56,6 +57,8 @@ export interface ControlPlane {
   billing: BillingDomain;
   /** Connector catalog and connections (issue 18). */
   connectors: ConnectorsDomain;
+  /** Simulation tests and the publish gate (issue 20). */
+  simTests: SimTestsDomain;
   /** The durable job queue (control-plane/jobs); every replica works it. */
   jobs: Jobs;
   /** Served on `GET /metrics` (docs/observability.md). */
@@ -95,6 +98,8 @@ export interface ControlPlaneOptions {
   nodeId?: string;
   /** Builds the QA scoring LLM from an agent's published settings (tests inject failures). Default: as analysis. */
   qaLlmFor?: LlmFactory;
+  /** Simulation tests: runner tuning, gate wait, stream poll, and the LLM factory (tests inject failures). */
+  simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
 }
@@ -108,8 +113,19 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const outbound = createOutboundClient({ allowCidrs: deps.config.outboundAllowCidrs, clock: deps.clock });
   // Before agents: connector tools bind the workspace's connections (issue 18).
   const connectors = createConnectorsDomain({ ...deps, auth: accounts.auth, outbound });
-  const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder });
-  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig });
+  // Before agents: publishing asks its publish gate (the draft's `gate` test cases).
+  const simTests = await createSimTestsDomain({
+    ...deps,
+    auth: accounts.auth,
+    jobs,
+    outbound,
+    llmFor: opts.simTests?.llmFor ?? defaultLlmFactory(deps.clock, outbound),
+    runner: opts.simTests?.runner,
+    gate: opts.simTests?.gate,
+    streamPollMs: opts.simTests?.streamPollMs,
+  });
+  const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder, publishGate: simTests.publishGate });
+  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections });
   const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound });
   // Every conversation that ends (engine, carrier or PUT) gets its summary job.
   postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));
@@ -159,7 +175,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const systemAnalytics = createSystemAnalyticsDomain({ ...deps, auth: accounts.auth, jobs });
   // Alert rules evaluated on the job queue; notifications by mail and through the outbound client.
   const alerts = await createAlertsDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer, outbound });
-  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors];
+  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests];
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,
     host: opts.host ?? deps.config.host,
@@ -211,6 +227,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     alerts,
     billing,
     connectors,
+    simTests,
     jobs,
     metrics,
     postCall,

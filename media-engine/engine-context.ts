@@ -10,8 +10,12 @@ import type { Logger } from '../shared/logger.js';
 import type { OutboundClient } from '../shared/outbound/index.js';
 import type { Registry } from '../shared/registry/index.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
+import type { Sql } from '../shared/db/client.js';
+import type { SecretBox } from '../shared/secrets.js';
 import type { CallActor } from './session/actor.js';
+import type { CallConnectors } from './session/connector-tools.js';
 import type { CallRecorder } from './session/recorder.js';
+import type { KnowledgeSearch } from './knowledge/search.js';
 import type { CallProviders, PrewarmCache } from './prewarm.js';
 import type { SocketAdmission } from './transports/socket-admission.js';
 
@@ -34,8 +38,16 @@ export interface EngineNodeOptions {
   outbound?: OutboundClient;
   /** Traces of calls (tests: a provider with an in-memory exporter). Default: from OTEL_EXPORTER_OTLP_ENDPOINT, else none. */
   tracer?: Tracer;
+  /** Answers calls' `search_knowledge` (Postgres full-text search, media-engine/knowledge). Absent: calls get no knowledge search. */
+  knowledge?: KnowledgeSearch;
   /** The records writer's queue depth, exported as `voiceplane_records_queue_depth`. */
   recordsQueued?: () => number;
+  /**
+   * Connector tools on calls (issue 18): the database holding the connections and the key that
+   * opens their credentials. Both needed; absent: connector tool calls are error results.
+   */
+  sql?: Sql;
+  secrets?: SecretBox;
 }
 
 export interface EngineContext {
@@ -54,6 +66,8 @@ export interface EngineContext {
   metrics: EngineMetrics;
   /** Absent: tracing off, calls create no spans. */
   tracer?: Tracer;
+  /** The node's connector (one per process); absent without `sql` and `secrets`. */
+  connectors?: CallConnectors;
 }
 
 /**

@@ -3,13 +3,15 @@
  * in-process registry only works when the control plane runs in the same process (`ROLE=all`,
  * the top-level `main.ts`).
  */
-import { ConfigError } from '../shared/config.js';
+import { ConfigError, decodeKey } from '../shared/config.js';
+import { SecretBox } from '../shared/secrets.js';
 import { realClock } from '../shared/clock.js';
 import { createRegistry } from '../shared/registry/index.js';
 import { createSql } from '../shared/db/client.js';
 import { runMain } from '../shared/run-main.js';
 import { startEngineNode } from './node.js';
 import { startEngineRecords } from './records/index.js';
+import { createPgKnowledgeSearch } from './knowledge/search.js';
 
 runMain(
   {
@@ -28,7 +30,11 @@ runMain(
     const records = await startEngineRecords({ config, sql, logger, clock: realClock });
     ctx.onClose(() => records.close());
     await ctx.checkpoint();
-    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued });
+    // Connector tools open credentials sealed by the control plane: same SECRETS_KEY (validated by loadConfig).
+    const key = config.secretsKey ? decodeKey(config.secretsKey) : undefined;
+    if (!key) logger.warn('SECRETS_KEY unset: connector tools on calls answer an error (set it to the control plane key)');
+    const secrets = key ? new SecretBox(key) : undefined;
+    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, sql, secrets, knowledge: createPgKnowledgeSearch(sql) });
     // SIGTERM (an orchestrator's stop, a rolling deploy) drains: no new sessions, live calls kept
     // up to DRAIN_TIMEOUT_S (docs/operations.md); SIGINT and a second signal end calls at once.
     ctx.onClose(async (signal) => {

@@ -12,6 +12,7 @@ import { startTracing } from '../shared/observability/tracing.js';
 import { registerMetricsRoute } from './metrics-route.js';
 import { ProcessSampler } from '../shared/process-health.js';
 import { registerBrowserRoute } from './browser-route.js';
+import { createEngineConnectors } from './connectors.js';
 import { registerCarrierRoute } from './carrier-route.js';
 import type { EngineContext, EngineNodeOptions } from './engine-context.js';
 import { handleCommand } from './node-commands.js';
@@ -60,7 +61,9 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const metrics = new EngineMetrics({ prewarmed: () => prewarmed.size, recordsQueued: opts.recordsQueued });
   const tracing = opts.tracer ? undefined : startTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName });
   const tracer = opts.tracer ?? tracing?.tracer;
-  const ctx: EngineContext = { opts, config, logger, clock, registry, nodeId, outbound, calls, prewarmed, admission, metrics, tracer };
+  // Checks the connector catalog like the control plane does: a bad one stops the node at start.
+  const connectors = opts.sql && opts.secrets ? createEngineConnectors({ sql: opts.sql, secrets: opts.secrets, outbound, config, clock, logger }) : undefined;
+  const ctx: EngineContext = { opts, config, logger, clock, registry, nodeId, outbound, calls, prewarmed, admission, metrics, tracer, connectors };
   const pacer = new Pacer(clock, calls);
   // Carrier media sockets (open ones, attached or not) by a per-node stream id.
   const carrierStreams = new Map<string, TwilioTransport>();

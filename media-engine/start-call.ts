@@ -57,6 +57,8 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       logger,
       recorder: opts.recorderFactory?.(sc, ctx.nodeId),
       outbound: ctx.outbound,
+      connectors: ctx.connectors,
+      knowledge: opts.knowledge,
       telemetry,
       allowanceMs: setup.allowanceMs,
       ...(carrier

@@ -83,6 +83,15 @@ export interface Config {
   connectorBaseUrls: Record<string, string>;
   /** Bound of one vendor request of a connector (verify or action). Default 10 000 ms. */
   connectorTimeoutMs: number;
+  /**
+   * This deployment's OAuth client per provider id (docs/connectors.md, "OAuth clients"):
+   * CONNECTOR_<ID>_OAUTH_CLIENT_ID + _OAUTH_CLIENT_SECRET (both or neither), and optional endpoint
+   * overrides _OAUTH_AUTHORIZE_URL, _OAUTH_TOKEN_URL, _OAUTH_REVOKE_URL, _OAUTH_USERINFO_URL (tests
+   * point them at a fake). A provider without one has `oauth_available` false. Default: none.
+   */
+  connectorOAuthClients: Record<string, ConnectorOAuthClientConfig>;
+  /** CONNECTORS_DASHBOARD_URL: where the OAuth callback sends the browser. Default `<PUBLIC_BASE_URL>/dashboard/connectors`. */
+  connectorsDashboardUrl: string;
   /** Postgres `statement_timeout` of every pooled connection: Postgres ends a longer query (503). Default 10 000 ms. */
   dbStatementTimeoutMs: number;
   /** Longest a query waits for a free pool connection before answering 503. Default 2000 ms. */
@@ -123,6 +132,15 @@ export interface Config {
    * Default `vp`.
    */
   registryPrefix: string;
+}
+
+export interface ConnectorOAuthClientConfig {
+  clientId: string;
+  clientSecret: string;
+  authorizeUrl?: string;
+  tokenUrl?: string;
+  revokeUrl?: string;
+  userinfoUrl?: string;
 }
 
 export class ConfigError extends Error {
@@ -209,6 +227,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const orgApiKey = str(env, 'ORG_API_KEY');
   if (orgApiKey !== undefined && orgApiKey.length < 16) throw new ConfigError('ORG_API_KEY', 'must be at least 16 characters');
   const smtpUrl = url(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://127.0.0.1:${httpPort}`).replace(/\/$/, '');
   const config: Config = {
     role,
     nodeEnv,
@@ -218,7 +237,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    publicBaseUrl: (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://127.0.0.1:${httpPort}`).replace(/\/$/, ''),
+    publicBaseUrl,
     enginePublicUrl: (url(env, 'ENGINE_PUBLIC_URL', ['ws:', 'wss:']) ?? `ws://127.0.0.1:${enginePort}`).replace(/\/$/, ''),
     orgApiKey,
     secretsKey,
@@ -244,6 +263,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     corsOrigins: corsOrigins(env),
     connectorBaseUrls: connectorBaseUrls(env),
     connectorTimeoutMs: int(env, 'CONNECTOR_TIMEOUT_MS', 10_000, 100, 120_000),
+    connectorOAuthClients: connectorOAuthClients(env),
+    connectorsDashboardUrl: url(env, 'CONNECTORS_DASHBOARD_URL', ['http:', 'https:']) ?? `${publicBaseUrl}/dashboard/connectors`,
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2000, 10, 60_000),
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
@@ -296,6 +317,32 @@ function corsOrigins(env: Env): string[] {
     }
   }
   return list.map((o) => o.replace(/\/$/, '').toLowerCase());
+}
+
+/** CONNECTOR_<ID>_OAUTH_*: the connectors domain refuses an id without an OAuth door. */
+function connectorOAuthClients(env: Env): Record<string, ConnectorOAuthClientConfig> {
+  const out: Record<string, ConnectorOAuthClientConfig> = {};
+  for (const name of Object.keys(env)) {
+    const m = /^CONNECTOR_([A-Z0-9_]+)_OAUTH_CLIENT_ID$/.exec(name);
+    if (!m || str(env, name) === undefined) continue;
+    const prefix = `CONNECTOR_${m[1]}_OAUTH_`;
+    const clientSecret = str(env, `${prefix}CLIENT_SECRET`);
+    if (clientSecret === undefined) throw new ConfigError(`${prefix}CLIENT_SECRET`, `is required when ${name} is set`);
+    const endpoint = (key: string) => url(env, `${prefix}${key}`, ['http:', 'https:']);
+    out[m[1]!.toLowerCase()] = {
+      clientId: str(env, name)!,
+      clientSecret,
+      authorizeUrl: endpoint('AUTHORIZE_URL'),
+      tokenUrl: endpoint('TOKEN_URL'),
+      revokeUrl: endpoint('REVOKE_URL'),
+      userinfoUrl: endpoint('USERINFO_URL'),
+    };
+  }
+  for (const name of Object.keys(env)) {
+    const m = /^CONNECTOR_([A-Z0-9_]+)_OAUTH_CLIENT_SECRET$/.exec(name);
+    if (m && str(env, name) !== undefined && !out[m[1]!.toLowerCase()]) throw new ConfigError(`CONNECTOR_${m[1]}_OAUTH_CLIENT_ID`, `is required when ${name} is set`);
+  }
+  return out;
 }
 
 /** REGISTRY_PREFIX: becomes part of every Redis key (and of Cluster hash tags' neighbours): plain characters only. */

@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'EMAIL_TAKEN'
   | 'UNKNOWN_CONNECTOR'
   | 'CONNECTOR_NOT_CONNECTED'
+  /** A connector's OAuth grant lacks the scope of an action or resource (spec doc 1 behaviour 6): 403 with `needs_scope` + `reconnect_products`. */
+  | 'NEEDS_SCOPE'
   | 'FILE_TOO_LARGE'
   | 'MISSING_PROVIDER'
   /** A tenant URL points at an address the outbound policy refuses (shared/outbound). */
@@ -44,7 +46,14 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { details?: FieldProblem[]; retryAfterS?: number; status?: number; cause?: unknown } = {},
+    readonly options: {
+      details?: FieldProblem[];
+      retryAfterS?: number;
+      status?: number;
+      cause?: unknown;
+      /** Extra top-level fields of a `{detail}`-family error body (NEEDS_SCOPE's `reconnect_products`). */
+      body?: Record<string, unknown>;
+    } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = 'AppError';
@@ -75,6 +84,7 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   EMAIL_TAKEN: 409,
   UNKNOWN_CONNECTOR: 404,
   CONNECTOR_NOT_CONNECTED: 409,
+  NEEDS_SCOPE: 403,
   FILE_TOO_LARGE: 400,
   MISSING_PROVIDER: 400,
   OUTBOUND_REFUSED: 400,

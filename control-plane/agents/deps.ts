@@ -1,6 +1,6 @@
 import type { ControlPlaneDeps } from '../domain.js';
 import type { Auth } from '../http/auth.js';
-import type { ConnectorBindingJson } from './types.js';
+import type { AgentRow, ConnectorBindingJson } from './types.js';
 
 /** Connector tools (control-plane/connectors/binder.ts). Without it, every `connector` is UNKNOWN_CONNECTOR. */
 export interface ConnectorBinder {
@@ -10,6 +10,14 @@ export interface ConnectorBinder {
   assertLive(workspaceId: string, connectionId: string): Promise<void>;
 }
 
+/**
+ * Runs before every publish (control-plane/simtests/gate.ts: the agent's `publish_gate`); throws
+ * to refuse it (409 with the failing test cases). Without it, publishing is never gated.
+ */
+export interface PublishGate {
+  check(agent: AgentRow, userId: string, signal: AbortSignal): Promise<void>;
+}
+
 /** What the agents domain (and the provider registry it hosts) needs from the control plane. */
 /** `registry`: change notices for the agent view cache (view-cache.ts); without it, this replica's writes only. */
-export type AgentsDeps = Pick<ControlPlaneDeps, 'sql' | 'secrets' | 'logger' | 'clock' | 'config'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & { auth: Auth; connectors?: ConnectorBinder };
+export type AgentsDeps = Pick<ControlPlaneDeps, 'sql' | 'secrets' | 'logger' | 'clock' | 'config'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & { auth: Auth; connectors?: ConnectorBinder; publishGate?: PublishGate };

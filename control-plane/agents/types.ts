@@ -256,6 +256,8 @@ export interface LiveAgentConfig extends AgentFields {
     always: LiveKnowledgeItem[];
     /** Memory item ids of active `on_demand` bindings (existing and active). */
     on_demand_ids: string[];
+    /** The same `on_demand` items with their contents (a session may fold them in: `knowledge_base_ids`). */
+    on_demand?: LiveKnowledgeItem[];
   };
   /** Present when one was stored at publish time (whatever the mode). */
   flow: SnapshotFlow | null;

@@ -1,7 +1,8 @@
 /**
- * The connectors domain (issue 18, first slice: catalog and key connections; docs/connectors.md).
+ * The connectors domain (issue 18: catalog, key and OAuth connections; docs/connectors.md).
  * The catalog is loaded and checked here, at start-up: a bad catalog, an adapter missing one of
- * its provider's actions, or a CONNECTOR_<ID>_BASE_URL naming no provider stops the process.
+ * its provider's actions, a CONNECTOR_<ID>_BASE_URL naming no provider, or an OAuth client
+ * configured for a provider without an OAuth door stops the process.
  */
 import { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
 import type { OutboundClient } from '../../shared/outbound/index.js';
@@ -12,12 +13,17 @@ import type { Catalog } from '../../shared/connectors/catalog.js';
 import { loadConnectorRuntime } from '../../shared/connectors/index.js';
 import { createConnectorExecutor } from '../../shared/connectors/executor.js';
 import type { ProviderAdapter } from '../../shared/connectors/providers/types.js';
+import { resolveOAuthClients } from '../../shared/connectors/oauth/tokens.js';
 import { connectorRoutes } from './routes.js';
+import { createOAuthDoor } from './oauth.js';
+import { stateKey } from './oauth-state.js';
 import { createConnectorBinder } from './binder.js';
 import type { ConnectorBinder } from '../agents/deps.js';
 import { createConnectorService } from './service.js';
+import { liveConnections } from './live-connections.js';
+import type { LiveConnections } from '../voice/agent-view.js';
 
-export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
+export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets' | 'jwtKey'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
   auth: Auth;
   outbound: OutboundClient;
   /** Catalog data (tests load a bad one). Default: catalog-data.ts. */
@@ -29,12 +35,31 @@ export interface ConnectorsDomain extends Domain {
   catalog: Catalog;
   /** Handed to the agents domain: `POST /agents/{id}/tools` with `connector`. */
   binder: ConnectorBinder;
+  /** Handed to the voice domain: which bound connections are live at session start. */
+  liveConnections: LiveConnections;
 }
 
 export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
   const { catalog, adapters } = loadConnectorRuntime({ catalogData: deps.catalogData, adapters: deps.adapters, baseUrls: deps.config.connectorBaseUrls });
-  const executor = createConnectorExecutor({ ...deps, catalog, adapters, baseUrls: deps.config.connectorBaseUrls, timeoutMs: deps.config.connectorTimeoutMs });
+  const oauthClients = resolveOAuthClients(deps.config.connectorOAuthClients, catalog);
+  const timeoutMs = deps.config.connectorTimeoutMs;
+  const executor = createConnectorExecutor({ ...deps, catalog, adapters, baseUrls: deps.config.connectorBaseUrls, timeoutMs, oauthClients });
+  const oauth = createOAuthDoor({
+    ...deps,
+    catalog,
+    clients: oauthClients,
+    stateKey: stateKey(deps.jwtKey),
+    callbackUrl: `${deps.config.publicBaseUrl}/api/v1/connectors/oauth/callback`,
+    dashboardUrl: deps.config.connectorsDashboardUrl,
+    timeoutMs,
+  });
   const binder = createConnectorBinder(deps.sql, catalog);
-  const impl = createConnectorService({ ...deps, catalog, adapters, executor, binder, invalidations: deps.registry?.invalidations });
-  return { catalog, binder, services: [{ service: ConnectorService, impl }] as ServiceBinding[], routes: connectorRoutes };
+  const impl = createConnectorService({ ...deps, catalog, adapters, executor, binder, invalidations: deps.registry?.invalidations, oauthClients, oauth });
+  return {
+    catalog,
+    binder,
+    liveConnections: (workspaceId, ids, signal) => liveConnections(deps.sql, workspaceId, ids, signal),
+    services: [{ service: ConnectorService, impl }] as ServiceBinding[],
+    routes: connectorRoutes,
+  };
 }

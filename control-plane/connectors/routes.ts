@@ -61,6 +61,25 @@ export const connectorRoutes: RestRoute[] = [
   },
   { method: 'DELETE', path: `${C}/agents/:agent_id/connectors/:connection_id`, service: S, rpc: 'disableAgentConnector' },
   {
+    method: 'GET',
+    path: `${W}/connections/:connection_id/resources/:kind`,
+    service: S,
+    rpc: 'listResources',
+    response: (json) => ({ data: { data: json.data ?? [] } }),
+  },
+  // The vendor's redirect: always 302 (the service sets Location), never an error page of ours.
+  {
+    method: 'GET',
+    path: `${C}/oauth/callback`,
+    service: S,
+    rpc: 'oAuthCallback',
+    status: 302,
+    request: ({ query }) => {
+      const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) ?? '';
+      return { state: one(query.state), code: one(query.code), error: one(query.error), error_description: one(query.error_description) };
+    },
+  },
+  {
     method: 'POST',
     path: `${C}/execute/:connection_id/:action`,
     service: S,

@@ -6,7 +6,7 @@
  * database, opened only for the vendor call, never returned and never logged.
  */
 import type { ServiceImpl, HandlerContext } from '@connectrpc/connect';
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
 import type { Clock } from '../../shared/clock.js';
@@ -24,7 +24,9 @@ import type { Catalog, ProviderEntry } from '../../shared/connectors/catalog.js'
 import { checkCredentials } from '../../shared/connectors/input.js';
 import { VendorError } from '../../shared/connectors/providers/http.js';
 import type { ProviderAdapter } from '../../shared/connectors/providers/types.js';
-import type { ConnectorExecutor } from '../../shared/connectors/executor.js';
+import type { ConnectorExecutor, ConnectorResources } from '../../shared/connectors/executor.js';
+import type { OAuthClient } from '../../shared/connectors/oauth/tokens.js';
+import type { OAuthDoor } from './oauth.js';
 import * as store from './store.js';
 import { catalogView, connectionView } from './views.js';
 
@@ -38,11 +40,14 @@ export interface ConnectorServiceDeps {
   catalog: Catalog;
   adapters: ReadonlyMap<string, ProviderAdapter>;
   /** The same code connector tools run on calls. */
-  executor: ConnectorExecutor;
+  executor: ConnectorExecutor & ConnectorResources;
   /** What `POST /agents/{id}/tools` with `connector` uses: the legacy enable route binds the same way. */
   binder: ConnectorBinder;
   /** Agent change notices (the agent view cache shows `updated_at`); absent: none sent. */
   invalidations?: InvalidationBus;
+  /** This deployment's OAuth clients by provider id (`oauth_available`, refresh, revoke). */
+  oauthClients: ReadonlyMap<string, OAuthClient>;
+  oauth: OAuthDoor;
 }
 
 type Ctx = HandlerContext;
@@ -88,7 +93,7 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
   return {
     async listCatalog(_req, ctx) {
       await auth.principal(ctx);
-      return { providers: catalog.providers.filter((p) => adapters.has(p.id)).map(catalogView) };
+      return { providers: catalog.providers.filter((p) => adapters.has(p.id)).map((p) => catalogView(p, deps.oauthClients.has(p.id))) };
     },
 
     async listConnections(req, ctx) {
@@ -98,11 +103,23 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
     },
 
     async startOAuth(req, ctx) {
-      await inWorkspace(ctx, req.workspaceId, 'manager');
+      const p = await inWorkspace(ctx, req.workspaceId, 'manager');
       const entry = catalog.find(req.provider);
-      if (!entry || !entry.auth_kinds.includes('oauth')) throw notFound(`OAuth provider ${req.provider.slice(0, 100)}`);
-      // The spec's answer for a provider this deployment has no OAuth client for (every one, in this slice).
-      throw new AppError('INTERNAL', `no OAuth client is registered for ${entry.id} in this deployment`);
+      if (!entry || !adapters.has(entry.id) || !entry.auth_kinds.includes('oauth')) throw notFound(`OAuth provider ${req.provider.slice(0, 100)}`);
+      return { authUrl: await deps.oauth.start(entry, req.workspaceId, p.userId, req.products) };
+    },
+
+    async oAuthCallback(req, ctx) {
+      const location = await deps.oauth.callback({ state: req.state, code: req.code, error: req.error, errorDescription: req.errorDescription }, ctx.signal);
+      ctx.responseHeader.set('location', location);
+      return { location };
+    },
+
+    async listResources(req, ctx) {
+      await inWorkspace(ctx, req.workspaceId, 'member');
+      const row = await ownConnection(req.workspaceId, req.connectionId);
+      const rows = await deps.executor.resources(row, req.kind, { q: req.q || undefined, spreadsheet_id: req.spreadsheetId || undefined }, ctx.signal);
+      return { data: rows as JsonObject[] };
     },
 
     async connectKey(req, ctx) {
@@ -140,7 +157,11 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
     async disconnect(req, ctx) {
       await inWorkspace(ctx, req.workspaceId, 'manager');
       const row = await ownConnection(req.workspaceId, req.connectionId);
+      const sealed = row.auth_mode === 'oauth' ? await store.secretOf(sql, row.id) : undefined;
       const disabled = await store.disconnect(sql, row, now());
+      // Revoke at the vendor after the local purge: a vendor outage never keeps a secret stored.
+      const client = deps.oauthClients.get(row.provider_id);
+      if (sealed && client) await deps.oauth.revokeQuietly(client, JSON.parse(secrets.decrypt(sealed)) as Record<string, string>, row.provider_id);
       deps.logger.info({ workspaceId: row.workspace_id, provider: row.provider_id, connectionId: row.id, disabledTools: disabled }, 'connector disconnected');
       return { message: 'disconnected' };
     },

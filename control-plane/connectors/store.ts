@@ -17,6 +17,9 @@ export interface ConnectWrite {
   auth_mode: 'api_key' | 'oauth';
   secret_enc: string;
   enabled_products: string[];
+  /** OAuth: the access token's expiry (null: none given) and the granted scopes. Key connections: null and []. */
+  token_expires_at?: Date | null;
+  granted_scopes?: string[];
   now: Date;
 }
 
@@ -28,12 +31,13 @@ export async function upsertConnection(sql: Sql, w: ConnectWrite): Promise<{ row
   return sql.begin(async (tx) => {
     const [row] = await tx<ConnectionRow[]>`
       insert into connector_connections (id, workspace_id, provider_id, account_label, auth_mode, is_active, health_status, health_detail,
-        health_checked_at, enabled_products, secret_enc, created_at, updated_at)
+        health_checked_at, enabled_products, token_expires_at, granted_scopes, secret_enc, created_at, updated_at)
       values (${w.id}, ${w.workspace_id}, ${w.provider_id}, ${w.account_label}, ${w.auth_mode}, true, 'ok', null,
-        ${w.now}, ${w.enabled_products}, ${w.secret_enc}, ${w.now}, ${w.now})
+        ${w.now}, ${w.enabled_products}, ${w.token_expires_at ?? null}, ${w.granted_scopes ?? []}, ${w.secret_enc}, ${w.now}, ${w.now})
       on conflict (workspace_id, provider_id) do update set
         account_label = excluded.account_label, auth_mode = excluded.auth_mode, is_active = true, health_status = 'ok',
         health_detail = null, health_checked_at = excluded.health_checked_at, enabled_products = excluded.enabled_products,
+        token_expires_at = excluded.token_expires_at, granted_scopes = excluded.granted_scopes,
         secret_enc = excluded.secret_enc, updated_at = excluded.updated_at
       returning ${tx.unsafe(COLS)}`;
     const on = await tx`
@@ -49,7 +53,7 @@ export async function upsertConnection(sql: Sql, w: ConnectWrite): Promise<{ row
 export async function disconnect(sql: Sql, c: { id: string; workspace_id: string }, now: Date): Promise<number> {
   return sql.begin(async (tx) => {
     await tx`
-      update connector_connections set is_active = false, secret_enc = null, health_status = 'reconnect_needed',
+      update connector_connections set is_active = false, secret_enc = null, token_expires_at = null, health_status = 'reconnect_needed',
         health_detail = 'disconnected', health_checked_at = ${now}, updated_at = ${now}
       where id = ${c.id}`;
     const off = await tx`

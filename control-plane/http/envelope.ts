@@ -40,6 +40,6 @@ export function errorBody(family: Family, err: AppError): unknown {
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details?.length) error.details = err.details;
   if (family === 'envelope') return { success: false, data: null, error, timestamp: new Date().toISOString() };
-  if (family === 'detail') return { detail: err.message };
+  if (family === 'detail') return { detail: err.message, ...err.options.body };
   return { error };
 }

@@ -91,6 +91,11 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
     ...rules(AGENT_READ, 'agents:read'),
     ...rules(['CreateAgent', 'UpdateAgent', 'DeleteAgent'], 'agents:write'),
   },
+  // Simulation tests (issue 20): part of the agent's configuration, like its tools.
+  'voiceplane.v1.SimTestService': {
+    ...rules(['ListTestCases', 'ListTestRuns', 'GetTestRun', 'ListTestResults', 'GetPublishGate'], 'agents:read'),
+    ...rules(['CreateTestCase', 'UpdateTestCase', 'DeleteTestCase', 'CreateTestRun', 'CancelTestRun', 'PutPublishGate'], 'agents:write'),
+  },
   'voiceplane.v1.AgentConfigService': {
     ...rules(CONFIG_READ, 'agents:read'),
     ...rules(
@@ -137,8 +142,10 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
   },
   // Call-center webhooks (spec doc 3); roles apply on top (writes, test, retry: owner/admin).
   'voiceplane.v1.ConnectorService': {
-    ...rules(['ListCatalog', 'ListConnections', 'ListConnectionAgents', 'ListAgentConnectors'], 'connectors:read'),
+    ...rules(['ListCatalog', 'ListConnections', 'ListConnectionAgents', 'ListAgentConnectors', 'ListResources'], 'connectors:read'),
     ...rules(['StartOAuth', 'ConnectKey', 'Disconnect', 'ExecuteAction', 'EnableAgentConnector', 'DisableAgentConnector'], 'connectors:write'),
+    // The vendor's browser redirect: the signed single-use `state` is the credential, not a bearer.
+    OAuthCallback: 'public',
   },
   'voiceplane.v1.WebhookService': {
     ...rules(['GetWebhookSettings', 'ListWebhookDeliveries', 'GetWebhookDelivery'], 'webhooks:read'),

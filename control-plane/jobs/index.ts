@@ -56,6 +56,12 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   // Re-reads the current state each time, so a retry or a duplicate is harmless; a stale
   // registry refuses or admits calls wrongly, hence many quick retries.
   'billing.publish': { retryLimit: 20, retryDelaySeconds: 2, retryBackoff: true, expireInSeconds: 60 },
+  // A run lasts as long as its cases; its job may expire while it still runs (harmless: a re-delivery
+  // of a claimed run does nothing). Retries only cover a crash before the claim; a crash after it
+  // is the watchdog's (the run ends `failed`, never re-run behind the caller's back).
+  'simtests.run': { retryLimit: 2, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 900 },
+  // Re-reads the run each time; a crashed check is simply repeated.
+  'simtests.watchdog': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
   // Like alert ticks: the successor is queued first, so a crashed pass only delays the next one.
   'ops.node-sweep': { retryLimit: 1, retryDelaySeconds: 2, retryBackoff: false, expireInSeconds: 60 },
 };

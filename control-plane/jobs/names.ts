@@ -52,6 +52,10 @@ export interface JobPayloads {
    * workspace's, without `workspace_id`, after a price change); control-plane/billing.
    */
   'billing.publish': { workspace_id?: string };
+  /** Runs the cases of one simulation test run (control-plane/simtests/runner.ts); re-queued while the workspace is at its limit. */
+  'simtests.run': { run_id: string };
+  /** Fails a running test run whose worker stopped heartbeating; re-queues itself until the run has finished (control-plane/simtests/runner.ts). */
+  'simtests.watchdog': { run_id: string };
   /**
    * One pass of the node sweeper (control-plane/ops/node-sweeper.ts): conversations and live
    * calls of engine nodes gone from the registry are finalized with `node_lost`. One key for the

@@ -90,6 +90,8 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
         connection_type: 'twilio',
         telephony_provider: 'twilio',
         session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid },
+        from_number: rec.from_number,
+        to_number: rec.to_number,
       },
       hc.signal,
     );

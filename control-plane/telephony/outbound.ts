@@ -131,6 +131,8 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
       system_message_override: req.system_message_override,
       welcome_message_override: req.welcome_message_override,
       session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from },
+      from_number: from,
+      to_number: to,
     } satisfies StartRequest,
     as.signal,
   );

@@ -6,6 +6,7 @@
 import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { normalizeVariables, substitute } from '../../shared/voice/templates.js';
 import type { ProviderSettings, SessionConfig, WelcomeMode } from '../../shared/voice/session-config.js';
+import { textSearchConfig } from '../../shared/voice/text-search.js';
 import type { AgentLiveView, KnowledgeItem, ProviderKind } from './agent-view.js';
 
 /** The spec's voice session start request (snake_case as on the wire). Empty strings mean "not given". */
@@ -42,11 +43,23 @@ export interface StartRequest {
   telephony_provider?: string;
   /** Programmatic callers only (telephony): the live call this session serves. Not on the public route. */
   call_id?: string;
+  /** Programmatic callers only (telephony): the carrier's calling and called numbers. Not on the public route. */
+  from_number?: string;
+  to_number?: string;
 }
 
 export const WELCOME_MODES: readonly WelcomeMode[] = ['auto', 'tts', 'none'];
 export const KB_MODES = ['system_context', 'tool'] as const;
 export const CALL_DIRECTIONS = ['inbound', 'outbound'] as const;
+/**
+ * Estimated tokens (characters / 4, as the engine's history estimate) of knowledge folded into the
+ * system prompt. Entries go in whole, in order (`always` bindings, then bases the session names),
+ * while they fit; an entry that does not fit is left out of the prompt and becomes searchable with
+ * `search_knowledge` instead, so nothing bound is silently lost (docs/flows.md).
+ */
+export const KNOWLEDGE_PROMPT_TOKEN_BUDGET = 2000;
+/** Bases one session may name (`knowledge_base_ids`): the most an agent can carry. */
+export const MAX_SESSION_KNOWLEDGE_IDS = 100;
 /** Turn cap when neither the agent nor the request sets one. */
 export const DEFAULT_MAX_TURNS = 100;
 /** Idle nudges before `idle_disconnect` when agent metadata `idle_max_attempts` is unset or invalid. */
@@ -74,6 +87,8 @@ const STRING_FIELDS = [
   'connection_type',
   'telephony_provider',
   'call_id',
+  'from_number',
+  'to_number',
 ] as const;
 
 /**
@@ -99,6 +114,7 @@ export function validateStartRequest(req: StartRequest): void {
     if (!Array.isArray(req.knowledge_base_ids) || !req.knowledge_base_ids.every((id) => typeof id === 'string')) {
       throw invalid('knowledge_base_ids', 'must be an array of strings');
     }
+    if (req.knowledge_base_ids.length > MAX_SESSION_KNOWLEDGE_IDS) throw invalid('knowledge_base_ids', `at most ${MAX_SESSION_KNOWLEDGE_IDS} ids`);
   }
 }
 
@@ -112,6 +128,7 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
   validateStartRequest(req);
   if (given(req.workspace_id) && req.workspace_id!.trim() !== agent.workspaceId) throw notFound('agent');
   if (!(agent.versionNumber > 0)) throw new AppError('CONFLICT', 'agent has no published version: publish it before starting a session');
+  if (agent.flowProblem) throw new AppError('CONFLICT', agent.flowProblem, { details: [{ field: 'flow', problem: agent.flowProblem }] });
   const providers = requireProviders(agent);
 
   const vars = normalizeVariables(req.dynamic_variables ?? undefined);
@@ -135,6 +152,7 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
     idle_max_attempts: idleMaxAttempts(agent.metadata),
     providers: { asr: { ...providers.asr }, llm: { ...providers.llm }, tts: ttsWithOverrides(providers.tts, req) },
     tools: agent.tools.map((t) => ({ ...t })),
+    connector_tools: agent.connectorTools.map((t) => ({ ...t, actions: t.actions.map((a) => ({ ...a })) })),
     agent_metadata: { ...agent.metadata },
     session_metadata: { ...(req.session_metadata ?? {}) },
     dynamic_variables: vars,
@@ -148,6 +166,13 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
   if (telephony) config.telephony_provider = telephony;
   const callId = text(req.call_id);
   if (callId) config.call_id = callId;
+  const from = text(req.from_number);
+  if (from) config.from_number = from;
+  const to = text(req.to_number);
+  if (to) config.to_number = to;
+  if (agent.flow) config.flow = structuredClone(agent.flow);
+  const searchIds = planKnowledge(agent.knowledge, req).searchIds;
+  if (searchIds.length) config.knowledge_search = { item_ids: searchIds, text_search_config: textSearchConfig(config.language) };
   return config;
 }
 
@@ -167,20 +192,53 @@ export function composePrompt(agent: AgentLiveView, req: StartRequest, vars: Rec
   if (background) parts.push(`## User background\n${background}`);
   const details = renderCallDetails(req.call_details);
   if (details) parts.push(`## Call details\n${details}`);
-  const knowledge = selectKnowledge(agent.knowledge, req);
-  if (knowledge.length) parts.push(`## Knowledge\n${knowledge.map(renderKnowledge).join('\n\n')}`);
+  const plan = planKnowledge(agent.knowledge, req);
+  if (plan.inPrompt.length) {
+    const more = plan.overflow ? '\n\n(More entries are available through the search_knowledge function.)' : '';
+    parts.push(`## Knowledge\n${plan.inPrompt.map(renderKnowledge).join('\n\n')}${more}`);
+  }
   return parts.filter(Boolean).join('\n\n');
 }
 
+export interface KnowledgePlan {
+  /** Folded into the system prompt, in order, within KNOWLEDGE_PROMPT_TOKEN_BUDGET. */
+  inPrompt: KnowledgeItem[];
+  /** Memory item ids the call's `search_knowledge` may return (empty: no such function). */
+  searchIds: string[];
+  /** Entries meant for the prompt that did not fit (they are in `searchIds`). */
+  overflow: number;
+}
+
 /**
- * Always-on knowledge, plus (kb_mode `system_context`) the on-demand bases the request names
- * that the agent carries. Ids the agent does not carry are ignored; kb_mode `tool` adds nothing
- * (no knowledge search tool exists in the engine yet).
+ * Where each knowledge base the agent carries goes (docs/flows.md, "Knowledge"):
+ * - `always` bindings: the prompt, within the budget; what does not fit: search.
+ * - `on_demand` bindings: search. Named in `knowledge_base_ids` with kb_mode `system_context`
+ *   (the default): the prompt instead, within the same budget (overflow: search).
+ * - kb_mode `tool`: named bases stay searchable only (never folded).
+ * Ids the agent does not carry are ignored (the start route needs no login: a session must not
+ * reach other memory items of the workspace). Empty entries are skipped.
  */
-export function selectKnowledge(items: KnowledgeItem[], req: StartRequest): KnowledgeItem[] {
+export function planKnowledge(items: KnowledgeItem[], req: StartRequest): KnowledgePlan {
   const mode = text(req.kb_mode) ?? 'system_context';
   const asked = new Set(mode === 'system_context' ? (req.knowledge_base_ids ?? []) : []);
-  return items.filter((k) => k.content.trim() !== '' && (k.mode === 'always' || asked.has(k.id)));
+  const usable = items.filter((k) => k.content.trim() !== '');
+  const wanted = [...usable.filter((k) => k.mode === 'always'), ...usable.filter((k) => k.mode !== 'always' && asked.has(k.id))];
+  const inPrompt: KnowledgeItem[] = [];
+  const search = new Set(usable.filter((k) => k.mode === 'on_demand').map((k) => k.id));
+  let tokens = 0;
+  let overflow = 0;
+  for (const k of wanted) {
+    const cost = Math.ceil((renderKnowledge(k).length + 2) / 4);
+    if (tokens + cost <= KNOWLEDGE_PROMPT_TOKEN_BUDGET) {
+      inPrompt.push(k);
+      tokens += cost;
+      search.delete(k.id);
+    } else {
+      overflow++;
+      search.add(k.id);
+    }
+  }
+  return { inPrompt, searchIds: [...search], overflow };
 }
 
 function renderKnowledge(k: KnowledgeItem): string {

@@ -36,6 +36,8 @@ export const VOICE_EVENTS = [
   'idle_disconnect',
   'call_ended',
   'error',
+  // Addition (issue 19): flow agents only.
+  'flow_node_entered',
 ] as const;
 
 export function voiceCapabilities() {

@@ -11,7 +11,7 @@ import { voiceRoutes } from './routes.js';
 import { createVoiceService } from './service.js';
 import { createVoiceSessions, type StartedSession, type VoiceSessions, type VoiceSessionsDeps } from './sessions.js';
 
-export type { AgentLiveView, LiveAgentConfig } from './agent-view.js';
+export type { AgentLiveView, LiveAgentConfig, LiveConnections } from './agent-view.js';
 export { toAgentLiveView } from './agent-view.js';
 export type { StartRequest } from './build-config.js';
 export { buildSessionConfig } from './build-config.js';
@@ -27,7 +27,7 @@ export type VoiceDomainDeps = Pick<ControlPlaneDeps, 'registry' | 'clock' | 'log
   Partial<ControlPlaneDeps> & {
     /** The agents domain's `liveConfig`: NOT_FOUND for an unknown agent, CONFLICT when never published. */
     liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined | null>;
-  } & Pick<VoiceSessionsDeps, 'connectWindowMs' | 'commandTimeoutMs' | 'prewarmTimeoutMs'>;
+  } & Pick<VoiceSessionsDeps, 'connectWindowMs' | 'commandTimeoutMs' | 'prewarmTimeoutMs' | 'liveConnections'>;
 
 export function createVoiceDomain(deps: VoiceDomainDeps): VoiceDomain {
   const sessions = createVoiceSessions(deps);

@@ -8,7 +8,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { type EngineNode, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
-import { type LiveAgentConfig, toAgentLiveView } from './agent-view.js';
+import { boundConnectionIds, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
 import { CONNECT_WINDOW_MS, MAX_TEXT_CHARS } from './capabilities.js';
 
@@ -18,6 +18,8 @@ export interface VoiceSessionsDeps {
   logger: Logger;
   /** The agents domain's published snapshot (secrets decrypted). Throws NOT_FOUND for an unknown agent. */
   liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined | null>;
+  /** The connectors domain's live-connection check. Absent: connector tools never reach a call. */
+  liveConnections?: LiveConnections;
   /** Connect window of a started session. Default 30 000 (spec Limits). */
   connectWindowMs?: number;
   /** How long text/end wait for the owning node. Default 3000. */
@@ -88,7 +90,10 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     if (!live) throw notFound('agent');
     const sessionId = newSecretId();
     const nowMs = deps.clock.now();
-    const config = buildSessionConfig(toAgentLiveView(live), { ...req, agent_id: agentId }, { sessionId, nowMs });
+    // Asked now, not at publish: a connection disconnected since then must not reach the call.
+    const connectionIds = boundConnectionIds(live);
+    const connections = connectionIds.length && deps.liveConnections ? await deps.liveConnections(live.workspace_id, connectionIds, signal) : new Map<string, string>();
+    const config = buildSessionConfig(toAgentLiveView(live, connections), { ...req, agent_id: agentId }, { sessionId, nowMs });
 
     const nodes = await registryCall(() => deps.registry.nodes.listNodes());
     for (const [id] of placed) if (!nodes.some((n) => n.nodeId === id)) placed.delete(id);

@@ -50,7 +50,7 @@ export function conversationEndRow(start: ConversationRecordRow, rec: CallEndRec
     total_turns: rec.total_turns,
     total_duration_ms: Math.max(0, Math.round(rec.total_duration_ms)),
     avg_response_latency_ms: Math.max(0, Math.round(rec.avg_response_latency_ms)),
-    metadata: { ...start.metadata, end_reason: rec.reason },
+    metadata: { ...start.metadata, ...rec.metadata, end_reason: rec.reason },
     ended_at: new Date(rec.ended_at_ms),
     updated_at: new Date(rec.ended_at_ms),
   };

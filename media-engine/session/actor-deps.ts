@@ -11,7 +11,9 @@ import type { AsrProvider, AsrStream, LlmProvider, TtsProvider } from '../../sha
 import type { AmdSettings } from '../../shared/voice/amd.js';
 import type { CallTelemetry } from '../../shared/observability/call-telemetry.js';
 import type { CallRecorder } from './recorder.js';
+import type { KnowledgeSearch } from '../knowledge/search.js';
 import type { CallTransport } from './transport.js';
+import type { CallConnectors } from './connector-tools.js';
 
 export type Phase = 'listening' | 'user_speaking' | 'thinking' | 'speaking';
 
@@ -27,6 +29,10 @@ export interface CallActorDeps {
   recorder?: CallRecorder;
   /** Tenant URLs (HTTP tools) go through it (shared/outbound). Absent: tool calls are refused. */
   outbound?: OutboundClient;
+  /** Runs connector tools (`connector-tools.ts`). Absent: their calls are error results. */
+  connectors?: CallConnectors;
+  /** Answers the `search_knowledge` function (issue 19). Absent: calls get no knowledge search. */
+  knowledge?: KnowledgeSearch;
   /** Called once when the call is over (after `call_ended`, socket closing). */
   onClosed?: (reason: string) => void;
   /**

@@ -31,6 +31,7 @@ import { Resampler } from '../audio/resampler.js';
 import type { CallMsg } from './messages.js';
 import type { RunKind, RunState } from './run-state.js';
 import { maskSessionId } from '../../shared/ids.js';
+import { FlowState, type FlowEffect } from './flow-state.js';
 
 export type { ActorTuning, CallActorDeps, Phase } from './actor-deps.js';
 
@@ -60,6 +61,8 @@ export class CallActor {
   private creditSpent = false;
   /** Why the call ends once the goodbye run (idle or credit notice) is over. */
   private goodbyeReason = 'idle_timeout';
+  /** `flow` mode: where the call is in the agent's graph (flow-state.ts); absent: single prompt. */
+  private readonly flow?: FlowState;
 
   constructor(deps: CallActorDeps, tuning: Partial<ActorTuning> = {}) {
     this.d = deps;
@@ -77,6 +80,7 @@ export class CallActor {
         this.fail('internal error');
       },
     );
+    if (deps.config.flow) this.flow = new FlowState(deps.config.flow, deps.config.dynamic_variables);
     const limits = resolveCallLimits(deps.config.call_limits);
     this.conversation = new Conversation(deps, limits, deps.clock.now(), (ev) => this.emit(ev), () => this.caller.takeAudio());
     this.timers = new CallTimers(deps.clock, (m) => this.post(m));
@@ -146,6 +150,7 @@ export class CallActor {
         this.emit({ type: 'tts_audio_start', turn: run.turn });
       },
       onFinished: (run) => this.finishRun(run),
+      onFlowEffects: (run, effects) => this.applyFlowEffects(run, effects),
     });
   }
 
@@ -158,6 +163,7 @@ export class CallActor {
     this.asr = openAsr(this.d, (m) => this.post(m));
     this.conversation.start();
     this.emit({ type: 'pipeline_ready', providers: { asr: this.d.providers.asr.label, llm: this.d.providers.llm.label, tts: this.d.providers.tts.label } });
+    if (this.flow) this.emitNodeEntered();
     if (this.d.allowanceMs !== undefined) this.timers.set('credit', Math.max(0, this.d.allowanceMs));
     if (!this.amd.start(this.amdHost)) this.greet();
   }
@@ -246,6 +252,11 @@ export class CallActor {
       this.caller.take();
       return this.sayCreditNotice();
     }
+    // The flow reached its end (the caller spoke over the goodbye): nothing is left to answer.
+    if (this.flow?.terminal) {
+      this.caller.take();
+      return this.endFlow();
+    }
     const { text, speechMs } = this.caller.take();
     this.turn++;
     this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: speechMs, asr_latency_ms: asrMs });
@@ -301,7 +312,38 @@ export class CallActor {
     const originMs = kind === 'reply' ? this.caller.speechEndMs || now : now;
     this.phase = kind === 'reply' ? 'thinking' : 'speaking';
     this.timers.cancel('idle');
-    return this.runs.start(kind, this.turn, originMs, this.conversation.forModel(), speakOnly, asrMs, userText);
+    return this.runs.start(kind, this.turn, originMs, this.conversation.forModel(), speakOnly, asrMs, userText, this.flow);
+  }
+
+  // ------------------------------------------------------------------ flow
+
+  /** Effects of a flow function of the CURRENT run (AgentRuns drops superseded runs' messages). */
+  private applyFlowEffects(run: RunState, effects: FlowEffect[]): void {
+    const flow = this.flow;
+    if (!flow) return;
+    for (const e of effects) {
+      flow.apply(e);
+      if (e.kind === 'enter') this.emitNodeEntered(run.turn);
+    }
+  }
+
+  private emitNodeEntered(turn = this.turn): void {
+    const node = this.flow!.node;
+    this.emit({ type: 'flow_node_entered', node_id: node.id, label: node.label, node_type: node.type, turn });
+  }
+
+  /** The flow stands in an `end` or `transfer` node and its last answer is over: the call ends. */
+  private endFlow(): void {
+    this.endCall(this.flow!.node.type === 'transfer' ? 'transfer' : 'flow_end');
+  }
+
+  /** The flow's part of the conversation record: node path, collected variables, transfer target. */
+  private flowRecord(): Record<string, unknown> | undefined {
+    const flow = this.flow;
+    if (!flow) return undefined;
+    const rec: Record<string, unknown> = { node_path: [...flow.path], variables: { ...flow.variables }, current_node_id: flow.node.id };
+    if (flow.node.type === 'transfer' && flow.node.transfer_to) rec.transfer_to = flow.node.transfer_to;
+    return { flow: rec };
   }
 
   /** All audio of the run has been sent and the runner is done. */
@@ -320,6 +362,7 @@ export class CallActor {
       return;
     }
     if (run.kind === 'goodbye') return this.endCall(this.goodbyeReason);
+    if (this.flow?.terminal) return this.endFlow();
     if (this.creditSpent) return this.sayCreditNotice();
     // The cap first: caller text still pending must not start a turn past `max_turns`.
     if (run.kind === 'reply' && this.maxTurnsReached) return this.endCall('max_turns');
@@ -406,7 +449,7 @@ export class CallActor {
     if (this.injections.anyRefused || this.conversation.droppedMessages > 0) {
       this.d.logger.info({ session: maskSessionId(this.config.session_id), injections: this.injections.counts, historyDroppedMessages: this.conversation.droppedMessages }, 'call bounds applied');
     }
-    this.conversation.end(reason);
+    this.conversation.end(reason, this.flowRecord());
     this.d.telemetry?.end(reason);
     this.d.transport.close(1000, reason);
     this.d.onClosed?.(reason);

@@ -14,6 +14,8 @@ import { RunState, type RunKind } from './run-state.js';
 import { SpeechOutput } from './speech-output.js';
 import { runTurn } from './turn-runner.js';
 import { buildCallTools, type CallTool } from './call-tools.js';
+import type { FlowEffect, FlowState } from './flow-state.js';
+import { flowStepContext } from './flow-tools.js';
 
 export interface RunHost {
   emit(ev: ServerEvent): void;
@@ -22,6 +24,8 @@ export interface RunHost {
   onSpeaking(run: RunState): void;
   /** All audio of the run has been sent and its runner is done. */
   onFinished(run: RunState): void;
+  /** A flow function of the current run moved the flow (transition, variables). */
+  onFlowEffects(run: RunState, effects: FlowEffect[]): void;
 }
 
 export class AgentRuns {
@@ -38,22 +42,30 @@ export class AgentRuns {
     private readonly host: RunHost,
   ) {
     this.output = new SpeechOutput(d.transport, d.clock);
-    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock });
+    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock, connectors: d.connectors, knowledge: d.knowledge });
   }
 
-  /** Starts a run. `speakOnly`: speak this text (no LLM); else answer `messages`. */
-  start(kind: RunKind, turn: number, originMs: number, messages: LlmMessage[], speakOnly?: string, asrMs = 0, userText = ''): RunState {
+  /**
+   * Starts a run. `speakOnly`: speak this text (no LLM); else answer `messages`. `flow`: the call's
+   * flow state; the run works on a copy of it (see flow-state.ts).
+   */
+  start(kind: RunKind, turn: number, originMs: number, messages: LlmMessage[], speakOnly?: string, asrMs = 0, userText = '', flow?: FlowState): RunState {
     const { clock, config } = this.d;
     const run = new RunState(this.nextRunId++, kind, turn, originMs, asrMs, userText, clock.now());
     this.current = run;
     this.output.resetTurn();
     const providers = config.providers;
+    const step =
+      flow && speakOnly === undefined
+        ? flowStepContext(flow.clone(), { callTools: this.tools, httpTools: config.tools, runDeps: { outbound: this.d.outbound, clock }, basePrompt: config.system_prompt })
+        : undefined;
     void runTurn({
       messages,
       tools: this.tools,
+      step,
       llm: this.d.providers.llm,
       tts: this.tts,
-      ttsVoice: providers.tts.voice,
+      ttsVoice: flow?.node.voice ?? providers.tts.voice,
       ttsModel: providers.tts.model_name,
       language: config.language,
       ttsSampleRateHz: this.d.transport.outRateHz,
@@ -76,6 +88,7 @@ export class AgentRuns {
       if (m.kind === 'llm_started') run.stepStartedAt[m.step - 1] = m.atMs;
       const ev = recordRunMsg(run, m, this.d.config.session_id);
       if (ev) this.host.emit(ev);
+      if (m.kind === 'tool_result' && m.result.effects?.length) this.host.onFlowEffects(run, m.result.effects);
       return;
     }
     switch (m.kind) {

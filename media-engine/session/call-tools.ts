@@ -1,20 +1,33 @@
 /**
  * The functions a call offers its LLM, built once per call from the session config. Each kind of
- * tool (HTTP tools today) contributes `CallTool`s; the turn runner only sees the list: the spec
- * it sends to the model and `run`, which never throws (failures are error results).
+ * tool (HTTP tools, connector tools, the knowledge search) contributes `CallTool`s; the turn
+ * runner only sees the list: the spec it sends to the model and `run`, which never throws
+ * (failures are error results). In flow mode each node offers a subset of this list plus its flow
+ * functions (`flow-tools.ts`).
  */
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import type { LlmToolSpec } from '../../shared/providers/types.js';
 import { runHttpTool, type ToolResult, type ToolRunDeps } from './tools.js';
+import { buildConnectorTools, type ConnectorToolDeps } from './connector-tools.js';
+import type { KnowledgeSearch } from '../knowledge/search.js';
+import { knowledgeSearchTool } from './knowledge-tool.js';
 
 export interface CallTool {
   spec: LlmToolSpec;
   run(argsJson: string, signal: AbortSignal): Promise<ToolResult>;
 }
 
-export function buildCallTools(config: SessionConfig, deps: ToolRunDeps): CallTool[] {
-  return config.tools.map((t) => ({
+export interface CallToolDeps extends ToolRunDeps, ConnectorToolDeps {
+  /** Answers `search_knowledge` (issue 19). Absent: the function is not offered. */
+  knowledge?: KnowledgeSearch;
+}
+
+export function buildCallTools(config: SessionConfig, deps: CallToolDeps): CallTool[] {
+  const tools: CallTool[] = config.tools.map((t) => ({
     spec: { name: t.name, description: t.description, parameters: t.parameters },
     run: (argsJson, signal) => runHttpTool(t, argsJson, signal, deps),
   }));
+  tools.push(...buildConnectorTools(config, deps));
+  if (config.knowledge_search && deps.knowledge) tools.push(knowledgeSearchTool(config.knowledge_search, config.workspace_id, deps.knowledge, deps.clock));
+  return tools;
 }

@@ -92,7 +92,9 @@ export class Conversation {
     this.d.recorder?.turn(turnRecord(this.d, run, assistantText, timing, this.takeCallerAudio()));
   }
 
-  end(reason: string): void {
-    this.d.recorder?.end(this.turns.endRecord(reason, this.d.clock.now()));
+  /** `metadata`: merged into the conversation's metadata (flow mode: node path and variables). */
+  end(reason: string, metadata?: Record<string, unknown>): void {
+    const rec = this.turns.endRecord(reason, this.d.clock.now());
+    this.d.recorder?.end(metadata ? { ...rec, metadata } : rec);
   }
 }

@@ -44,6 +44,8 @@ export interface CallEndRecord {
   total_duration_ms: number;
   avg_response_latency_ms: number;
   ended_at_ms: number;
+  /** Merged into the conversation's metadata (flow mode: `flow: {node_path, variables, ...}`). */
+  metadata?: Record<string, unknown>;
 }
 
 export interface CallRecorder {

@@ -51,3 +51,22 @@ export async function setHealth(sql: SqlOrTx, id: string, status: HealthStatus, 
     where id = ${id} and is_active`;
 }
 
+
+/** The sealed credential with its access-token expiry (OAuth connections refresh from it). */
+export async function credentialOf(sql: Sql, id: string): Promise<{ secret_enc: string; token_expires_at: Date | null } | undefined> {
+  const [row] = await sql<Array<{ secret_enc: string | null; token_expires_at: Date | null }>>`
+    select secret_enc, token_expires_at from connector_connections where id = ${id} and is_active`;
+  return row?.secret_enc ? { secret_enc: row.secret_enc, token_expires_at: row.token_expires_at } : undefined;
+}
+
+/**
+ * Stores refreshed tokens only if the credential is still the one that was refreshed (compare
+ * and swap on the sealed value): a concurrent refresh or a disconnect in between wins, and
+ * false tells the caller to read the current credential instead.
+ */
+export async function storeRefreshed(sql: Sql, id: string, w: { previous: string; next: string; expiresAt: Date | null; now: Date }): Promise<boolean> {
+  const done = await sql`
+    update connector_connections set secret_enc = ${w.next}, token_expires_at = ${w.expiresAt}, updated_at = ${w.now}
+    where id = ${id} and is_active and secret_enc = ${w.previous}`;
+  return done.count === 1;
+}

@@ -4,18 +4,29 @@
  * (engine). Resolves the action, checks the body against the catalog, opens the sealed
  * credential, calls the vendor through the outbound client and records the connection's health
  * after every vendor answer. Failures come out as AppError with the spec's statuses.
+ *
+ * OAuth connections: an action the grant does not cover is 403 NEEDS_SCOPE (spec behaviour 6);
+ * the access token is refreshed before the action when it expires within `refreshSkewMs`, and
+ * once more on a vendor 401 (then the action is retried once: a 401 means it did not run).
+ * Refreshed tokens are sealed and stored (a rotated refresh token replaces the old one); a
+ * refused refresh leaves health `reconnect_needed`.
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
 import type { Sql } from '../db/client.js';
 import type { OutboundClient } from '../outbound/index.js';
-import { AppError, notFound } from '../errors.js';
+import { AppError, invalid, notFound } from '../errors.js';
 import type { Catalog, ProviderEntry } from './catalog.js';
 import { checkActionBody } from './input.js';
 import { VendorError, vendorHttp, type VendorHttp } from './providers/http.js';
-import type { Credential, ProviderAdapter } from './providers/types.js';
-import { secretOf, setHealth, type ConnectionRow, type HealthStatus } from './connection-store.js';
+import type { ActionContext, Credential, ProviderAdapter } from './providers/types.js';
+import { credentialOf, setHealth, storeRefreshed, type ConnectionRow, type HealthStatus } from './connection-store.js';
+import { actionCovered, OAUTH_DESCRIPTORS } from './oauth/descriptors.js';
+import { OAuthError, refreshAccessToken, type OAuthClient } from './oauth/tokens.js';
+
+/** Refresh this long before the vendor's expiry: a token that dies mid-request costs a 401 round trip. */
+export const DEFAULT_REFRESH_SKEW_MS = 60_000;
 
 export interface ConnectorExecutorDeps {
   sql: Sql;
@@ -28,6 +39,14 @@ export interface ConnectorExecutorDeps {
   /** Per provider id; `{field}` filled from the credential. Default: the adapter's production URL. */
   baseUrls: Readonly<Record<string, string>>;
   timeoutMs: number;
+  /**
+   * This deployment's OAuth clients (`resolveOAuthClients(config.connectorOAuthClients, catalog)`),
+   * needed to refresh access tokens. Without one an OAuth connection runs on its current token
+   * until the vendor refuses it (health `reconnect_needed`).
+   */
+  oauthClients?: ReadonlyMap<string, OAuthClient>;
+  /** Default DEFAULT_REFRESH_SKEW_MS. */
+  refreshSkewMs?: number;
 }
 
 export interface ConnectorExecutor {
@@ -36,21 +55,101 @@ export interface ConnectorExecutor {
   /**
    * Runs `action` (catalog name, or the tool form `<provider>__<action>`) on the connection.
    * Unknown action: 404; disconnected: CONNECTOR_NOT_CONNECTED; body against the schema: 400
-   * naming the field; vendor failures: `actionFailure`.
+   * naming the field; not covered by the OAuth grant: NEEDS_SCOPE; vendor failures: `actionFailure`.
    */
   execute(row: ConnectionRow, action: string, body: unknown, signal: AbortSignal): Promise<unknown>;
 }
 
-export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorExecutor {
+/** The dashboard pickers (`GET .../resources/{kind}`), with the same credential handling as actions. */
+export interface ConnectorResources {
+  /** Not a provider with pickers: 404; unknown kind: 400 naming `kind`; not covered by the grant: NEEDS_SCOPE. */
+  resources(row: ConnectionRow, kind: string, query: Readonly<Record<string, string | undefined>>, signal: AbortSignal): Promise<Array<Record<string, unknown>>>;
+}
+
+export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorExecutor & ConnectorResources {
   const { sql, clock, catalog, adapters, secrets } = deps;
   const now = () => new Date(clock.now());
+  const skewMs = deps.refreshSkewMs ?? DEFAULT_REFRESH_SKEW_MS;
+  const open = (sealed: string) => JSON.parse(secrets.decrypt(sealed)) as Credential;
 
   function http(adapter: ProviderAdapter, cred: Credential, signal: AbortSignal): VendorHttp {
     // Placeholders take credential fields the catalog pattern already restricted to DNS labels.
     const fill = (template: string) => template.replace(/\{([a-z_]+)\}/g, (_, k: string) => cred[k] ?? '');
-    const baseUrl = fill(deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl);
+    // An OAuth token may call another host than a key (Jira 3LO: api.atlassian.com/ex/jira/{cloud_id}).
+    const oauthBase = cred.access_token && adapter.oauthBaseUrl ? (deps.baseUrls[`${adapter.id}_oauth`] ?? adapter.oauthBaseUrl) : undefined;
+    const baseUrl = fill(oauthBase ?? deps.baseUrls[adapter.id] ?? adapter.defaultBaseUrl);
     const extraBaseUrls = Object.fromEntries(Object.entries(adapter.extraBaseUrls ?? {}).map(([name, url]) => [name, fill(deps.baseUrls[`${adapter.id}_${name}`] ?? url)]));
-    return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers: adapter.headers(cred), secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
+    // An OAuth credential (`access_token`) is a bearer token whatever the adapter sends for a key.
+    const headers = cred.access_token ? { ...adapter.headers(cred), authorization: `Bearer ${cred.access_token}` } : adapter.headers(cred);
+    return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers, secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
+  }
+
+  /** New tokens for `cred`; the credential to use next (possibly one a concurrent refresh stored). */
+  async function refresh(row: ConnectionRow, entry: ProviderEntry, client: OAuthClient, sealed: string, cred: Credential, signal: AbortSignal): Promise<{ sealed: string; cred: Credential }> {
+    try {
+      const t = await refreshAccessToken({ outbound: deps.outbound, timeoutMs: deps.timeoutMs, signal }, client, cred.refresh_token!);
+      const next: Credential = { ...cred, access_token: t.accessToken, refresh_token: t.refreshToken ?? cred.refresh_token! };
+      const nextSealed = secrets.encrypt(JSON.stringify(next));
+      const expiresAt = t.expiresInS === undefined ? null : new Date(clock.now() + t.expiresInS * 1000);
+      if (await storeRefreshed(sql, row.id, { previous: sealed, next: nextSealed, expiresAt, now: now() })) {
+        deps.logger.info({ provider: row.provider_id, connectionId: row.id, rotated: t.refreshToken !== undefined }, 'connector token refreshed');
+        return { sealed: nextSealed, cred: next };
+      }
+      return current(row, entry);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      // A concurrent refresh may have rotated the refresh token we used: its tokens are good.
+      const now_ = await credentialOf(sql, row.id);
+      if (now_ && now_.secret_enc !== sealed) return { sealed: now_.secret_enc, cred: open(now_.secret_enc) };
+      const health: HealthStatus = err.kind === 'refused' ? 'reconnect_needed' : 'error';
+      await setHealth(sql, row.id, health, `token refresh: ${err.reason}`.slice(0, 300), now());
+      deps.logger.warn({ provider: row.provider_id, connectionId: row.id, kind: err.kind }, 'connector token refresh failed');
+      throw err.kind === 'refused'
+        ? new AppError('BAD_GATEWAY', `${entry.name} refused to refresh the access token (${err.reason}); the connection needs to be reconnected`)
+        : new AppError('BAD_GATEWAY', `${entry.name} could not refresh the access token: ${err.reason}`);
+    }
+  }
+
+  async function current(row: ConnectionRow, entry: ProviderEntry): Promise<{ sealed: string; cred: Credential; expiresAt: Date | null }> {
+    const c = await credentialOf(sql, row.id);
+    if (!c) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
+    return { sealed: c.secret_enc, cred: open(c.secret_enc), expiresAt: c.token_expires_at };
+  }
+
+  /**
+   * Runs `fn` with the connection's credential: refresh when due, once more on a vendor 401,
+   * health after the vendor's answer, vendor failures mapped by `actionFailure`.
+   */
+  async function withCredential<T>(row: ConnectionRow, entry: ProviderEntry, adapter: ProviderAdapter, what: string, signal: AbortSignal, fn: (ctx: ActionContext) => Promise<T>): Promise<T> {
+    const first = await current(row, entry);
+    let { sealed, cred } = first;
+    const client = row.auth_mode === 'oauth' && cred.refresh_token ? deps.oauthClients?.get(row.provider_id) : undefined;
+    let refreshed = false;
+    if (client && first.expiresAt && first.expiresAt.getTime() - skewMs <= clock.now()) {
+      ({ sealed, cred } = await refresh(row, entry, client, sealed, cred, signal));
+      refreshed = true;
+    }
+    const attempt = () => fn({ http: http(adapter, cred, signal), cred, now: () => clock.now() });
+    try {
+      let data: T;
+      try {
+        data = await attempt();
+      } catch (err) {
+        // An expired or revoked access token: refresh once and run again (a 401 means it did not run).
+        if (!(err instanceof VendorError && err.status === 401 && client && !refreshed)) throw err;
+        ({ sealed, cred } = await refresh(row, entry, client, sealed, cred, signal));
+        refreshed = true;
+        data = await attempt();
+      }
+      await setHealth(sql, row.id, 'ok', null, now());
+      return data;
+    } catch (err) {
+      if (!(err instanceof VendorError)) throw err;
+      const health = healthAfter(err);
+      if (health) await setHealth(sql, row.id, health, `${err.reason}`.slice(0, 300), now());
+      deps.logger.warn({ provider: row.provider_id, connectionId: row.id, action: what, kind: err.kind, status: err.status }, 'connector action failed');
+      throw actionFailure(entry, err);
+    }
   }
 
   async function execute(row: ConnectionRow, action: string, body: unknown, signal: AbortSignal): Promise<unknown> {
@@ -62,24 +161,43 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
     const validate = catalog.validator(row.provider_id, name);
     if (!entry || !adapter || !run || !validate) throw notFound(`action ${action.slice(0, 100)}`);
     const input = checkActionBody(validate, body as Parameters<typeof checkActionBody>[1]);
-    const sealed = row.is_active ? await secretOf(sql, row.id) : undefined;
-    if (!sealed) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
-    const cred = JSON.parse(secrets.decrypt(sealed)) as Credential;
-    try {
-      const data = await run({ http: http(adapter, cred, signal), cred, now: () => clock.now() }, input);
-      await setHealth(sql, row.id, 'ok', null, now());
-      // Adapters return plain JSON; undefined members are dropped as JSON.stringify would.
-      return JSON.parse(JSON.stringify(data ?? null)) as unknown;
-    } catch (err) {
-      if (!(err instanceof VendorError)) throw err;
-      const health = healthAfter(err);
-      if (health) await setHealth(sql, row.id, health, `${err.reason}`.slice(0, 300), now());
-      deps.logger.warn({ provider: row.provider_id, connectionId: row.id, action: name, kind: err.kind, status: err.status }, 'connector action failed');
-      throw actionFailure(entry, err);
-    }
+    if (!row.is_active) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
+    if (row.auth_mode === 'oauth') assertGranted(entry, row, name);
+    const data = await withCredential(row, entry, adapter, name, signal, (ctx) => run(ctx, input));
+    // Adapters return plain JSON; undefined members are dropped as JSON.stringify would.
+    return JSON.parse(JSON.stringify(data ?? null)) as unknown;
   }
 
-  return { http, execute };
+  async function resources(row: ConnectionRow, kind: string, query: Readonly<Record<string, string | undefined>>, signal: AbortSignal): Promise<Array<Record<string, unknown>>> {
+    const entry = catalog.find(row.provider_id);
+    const adapter = adapters.get(row.provider_id);
+    if (!entry || !adapter?.resources) throw notFound(`resources of ${row.provider_id}`);
+    const list = Object.hasOwn(adapter.resources, kind) ? adapter.resources[kind] : undefined;
+    if (!list) throw invalid('kind', `must be one of ${Object.keys(adapter.resources).join(', ')}`);
+    if (!row.is_active) throw new AppError('CONNECTOR_NOT_CONNECTED', `${entry.name} is disconnected; connect it again first`);
+    const need = OAUTH_DESCRIPTORS.get(entry.id)?.resourceScopes?.[kind];
+    if (row.auth_mode === 'oauth' && need && !(row.enabled_products.includes(need.product) && need.anyOf.some((s) => row.granted_scopes.includes(s)))) {
+      throw needsScope(entry, `listing ${kind} is not covered by the ${entry.name} grant`, [need.product]);
+    }
+    const rows = await withCredential(row, entry, adapter, `resources.${kind}`, signal, (ctx) => list(ctx, query));
+    return JSON.parse(JSON.stringify(rows)) as Array<Record<string, unknown>>;
+  }
+
+  return { http, execute, resources };
+}
+
+/** An OAuth grant covers an action when its product was consented and a scope it needs was granted. */
+function assertGranted(entry: ProviderEntry, row: ConnectionRow, actionName: string): void {
+  const product = entry.actions.find((a) => a.name === actionName)!.product;
+  if (row.enabled_products.includes(product) && actionCovered(OAUTH_DESCRIPTORS.get(entry.id), actionName, row.granted_scopes)) return;
+  throw needsScope(entry, `${actionName} is not covered by the ${entry.name} grant`, [product]);
+}
+
+/** 403 `{detail, needs_scope: true, reconnect_products}`: restarting OAuth for those products fixes it. */
+export function needsScope(entry: ProviderEntry, what: string, products: string[]): AppError {
+  return new AppError('NEEDS_SCOPE', `needs_scope: ${what}; reconnect ${entry.name} with products ${products.join(', ')}`, {
+    body: { needs_scope: true, reconnect_products: products },
+  });
 }
 
 /** Health each vendor answer leaves behind; a refused input (4xx) says nothing about the connection. */

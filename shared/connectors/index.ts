@@ -17,8 +17,9 @@ export function loadConnectorRuntime(opts: { catalogData?: unknown; adapters?: R
   const catalog = loadCatalog(opts.catalogData ?? CATALOG_DATA);
   const adapters = opts.adapters ?? ADAPTERS;
   checkAdapters(catalog, adapters);
-  // An override names a provider (CONNECTOR_<ID>_BASE_URL) or one of its adapter's extra hosts (CONNECTOR_<ID>_<NAME>_BASE_URL).
-  const extraHosts = new Set([...adapters.values()].flatMap((a) => Object.keys(a.extraBaseUrls ?? {}).map((name) => `${a.id}_${name}`)));
+  // An override names a provider (CONNECTOR_<ID>_BASE_URL), one of its adapter's extra hosts
+  // (CONNECTOR_<ID>_<NAME>_BASE_URL) or its OAuth host (CONNECTOR_<ID>_OAUTH_BASE_URL).
+  const extraHosts = new Set([...adapters.values()].flatMap((a) => [...Object.keys(a.extraBaseUrls ?? {}), ...(a.oauthBaseUrl ? ['oauth'] : [])].map((name) => `${a.id}_${name}`)));
   for (const id of Object.keys(opts.baseUrls)) {
     if (!catalog.find(id) && !extraHosts.has(id)) throw new CatalogError(`CONNECTOR_${id.toUpperCase()}_BASE_URL names no provider of the connector catalog`);
   }

@@ -5,6 +5,8 @@
  * from it alone: no database read on the call path.
  */
 
+import type { FlowConfig } from './flow.js';
+
 export interface ProviderSettings {
   provider_name: string;
   api_key?: string;
@@ -32,6 +34,48 @@ export interface HttpToolConfig {
   response_path?: string;
   timeout_ms: number;
   retry_count: number;
+}
+
+/**
+ * One connector-bound tool of the agent (issue 18; docs/connectors.md "Connector tools on
+ * calls"). No credential here: the engine opens the connection's sealed credential from Postgres
+ * when the model calls an action, so a disconnect or a reconnect takes effect mid-call.
+ */
+export interface ConnectorToolConfig {
+  /** The agent tool's id. */
+  tool_id: string;
+  connection_id: string;
+  /** The connection's provider (catalog id), checked live at session start. */
+  provider_id: string;
+  /** Bound of one action run (every vendor request of it). */
+  timeout_ms: number;
+  actions: ConnectorActionConfig[];
+}
+
+export interface ConnectorActionConfig {
+  /** `<provider_id>__<action>`: the function name the model sees. */
+  name: string;
+  description: string;
+  /** JSON Schema the model fills: the action's parameters minus the pinned ones. */
+  parameters: Record<string, unknown>;
+  /**
+   * Values pinned by the agent, merged over the model's arguments on every call. Strings may
+   * hold `{{variable}}` / `{{variable|default}}`, filled from the call context at run time.
+   */
+  fixed: Record<string, unknown>;
+}
+
+/**
+ * Knowledge the model can search during the call (`search_knowledge`, docs/flows.md): memory items
+ * of the agent's workspace bound `on_demand`, named by a `kb_mode: tool` session, or `always` ones
+ * that did not fit the prompt's knowledge budget. The engine queries Postgres for them (a tool call,
+ * off the audio path, with a timeout).
+ */
+export interface KnowledgeSearchConfig {
+  /** Memory item ids the search may return (workspace-fenced again by the query). */
+  item_ids: string[];
+  /** Postgres text search configuration of the query (from the agent's language), e.g. `english`. */
+  text_search_config: string;
 }
 
 export type WelcomeMode = 'auto' | 'tts' | 'none';
@@ -72,6 +116,8 @@ export interface SessionConfig {
   idle_max_attempts: number;
   providers: { asr: ProviderSettings; llm: ProviderSettings; tts: ProviderSettings };
   tools: HttpToolConfig[];
+  /** Connector tools of the agent whose connection was live at session start. Absent: none. */
+  connector_tools?: ConnectorToolConfig[];
   /** Agent metadata (AMD keys live here). */
   agent_metadata: Record<string, unknown>;
   session_metadata: Record<string, unknown>;
@@ -81,7 +127,18 @@ export interface SessionConfig {
   telephony_provider?: string;
   /** Set for carrier calls: the live call id (telephony issue). */
   call_id?: string;
+  /**
+   * Carrier calls only, E.164 as the carrier reported them: the calling and the called number.
+   * Set by telephony, never by the public start route, so connector tools may trust them
+   * (`{{caller_number}}`).
+   */
+  from_number?: string;
+  to_number?: string;
   /** Per-call bounds (injection rate, LLM history budget); absent: engine defaults. */
   call_limits?: CallLimitsOverrides;
+  /** `flow` mode: the published graph the call follows (docs/flows.md); absent: single prompt. */
+  flow?: FlowConfig;
+  /** Absent: the call has no `search_knowledge` function. */
+  knowledge_search?: KnowledgeSearchConfig;
   created_at_ms: number;
 }

@@ -80,6 +80,9 @@ export async function startTelephonyHarness(
     heartbeatMs: 500,
     providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400, script: o.script, ...o.llm?.() }), tts: createSimTts({ ttfbMs: 10 }) }),
     recorderFactory: (c) => both(writer.recorderFor(c), capture(captured, c.session_id, c.call_id)),
+    // Connector tools on calls read connections and open their credentials like production does.
+    sql: infra.sql,
+    secrets: infra.secrets,
   });
   const user = await createTestUser(app);
   const call = async (method: string, path: string, body?: unknown, token = user.token) => api(app, method, `/api/v1${path}`, { token, body });

@@ -3,6 +3,9 @@
  * CONNECTOR_JIRA_BASE_URL to `<fake>/{site}`), so an unknown site answers 404 like an unknown
  * `<name>.atlassian.net`. Basic `email:api_token`; rich text must be Atlassian Document Format
  * (a plain string is refused as Jira does); errors `{errorMessages: [...], errors: {field: msg}}`.
+ * OAuth 2.0 (3LO) calls arrive as api.atlassian.com does them: `/ex/jira/{cloudId}/rest/...` with
+ * a bearer token (tests set CONNECTOR_JIRA_OAUTH_BASE_URL to `<fake>/ex/jira/{cloud_id}`); an
+ * unknown cloud id is 404, and a Basic credential there is refused like a bad token.
  */
 import type { ServerResponse } from 'node:http';
 import type { HttpRecord } from './http-fake.js';
@@ -12,6 +15,8 @@ const isAdf = (d: any) => d && typeof d === 'object' && d.type === 'doc' && d.ve
 
 export class JiraFake extends VendorFake {
   readonly sites = new Set<string>();
+  /** OAuth: cloud id -> site (`accessible-resources` ids). */
+  readonly clouds = new Map<string, string>();
   readonly projects = new Set(['OPS']);
   readonly issues = new Map<string, { id: string; key: string; fields: any; comments: any[] }>();
   private nextId = 10000;
@@ -22,8 +27,13 @@ export class JiraFake extends VendorFake {
     this.validKeys.add(`${email}:${token}`);
   }
 
+  /** OAuth: `cloudId` serves `site` to bearer tokens (the OAuth fake `link`ed to this one issues them). */
+  allowCloud(cloudId: string, site: string): void {
+    this.clouds.set(cloudId, site);
+  }
+
   protected credentialOf(rec: HttpRecord) {
-    return this.basic(rec);
+    return rec.path.startsWith('/ex/jira/') ? this.bearer(rec) : this.basic(rec);
   }
 
   protected override unauthorizedMessage() {
@@ -35,8 +45,9 @@ export class JiraFake extends VendorFake {
   }
 
   protected route(rec: HttpRecord, res: ServerResponse): void {
-    const [, site, ...rest] = rec.path.split('/');
-    if (!site || !this.sites.has(site)) return this.fail(rec, res, 404, 'Site temporarily unavailable');
+    const oauth = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(rec.path);
+    const [, site, ...rest] = oauth ? ['', this.clouds.get(oauth[1]!), ...oauth[2]!.split('/').slice(1)] : rec.path.split('/');
+    if (!site || !(oauth ? [...this.clouds.values()].includes(site) : this.sites.has(site))) return this.fail(rec, res, 404, 'Site temporarily unavailable');
     const at = `${rec.method} /${rest.join('/')}`;
     const [email] = (this.credentialOf(rec) ?? '').split(':');
     if (at === 'GET /rest/api/3/myself') return this.sendJson(rec, res, 200, { accountId: '5b10ac8d82e05b22cc7d4ef5', emailAddress: email, displayName: 'Support Bot', active: true, timeZone: 'UTC' });

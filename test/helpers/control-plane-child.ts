@@ -27,6 +27,6 @@ const logger = createLogger({ level: 'warn', name: 'child' });
 const infra = await startInfra(config, logger, realClock, { schema: env.CHILD_SCHEMA, registryPrefix: env.CHILD_REGISTRY_PREFIX });
 const cp = await startControlPlane(
   { config, logger, clock: realClock, ...infra },
-  { port: 0, host: '127.0.0.1', jobs: JSON.parse(env.CHILD_JOBS ?? '{}'), campaigns: JSON.parse(env.CHILD_CAMPAIGNS ?? '{}') },
+  { port: 0, host: '127.0.0.1', jobs: JSON.parse(env.CHILD_JOBS ?? '{}'), campaigns: JSON.parse(env.CHILD_CAMPAIGNS ?? '{}'), simTests: JSON.parse(env.CHILD_SIMTESTS ?? '{}') },
 );
 process.stdout.write(`${JSON.stringify({ port: cp.port, dialer_owner: cp.campaigns.dialer.owner })}\n`);

@@ -24,9 +24,9 @@ describe('catalog', () => {
     const res = await api(s.cp, 'GET', `${C}/connectors`, { token: s.member.token });
     expect(res.status).toBe(200);
     const ids = (res.body.data as any[]).map((p) => p.id).sort();
-    // Exactly the providers with an adapter (google_workspace joins when its adapter lands).
+    // Exactly the providers with an adapter.
     expect(ids).toEqual([...ADAPTERS.keys()].sort());
-    expect(ids).toEqual(expect.arrayContaining(['calcom', 'freshdesk', 'hubspot', 'jira', 'pipedrive', 'servicenow', 'slack', 'stripe', 'twilio', 'zendesk']));
+    expect(ids).toEqual(expect.arrayContaining(['calcom', 'freshdesk', 'google_workspace', 'hubspot', 'jira', 'pipedrive', 'servicenow', 'slack', 'stripe', 'twilio', 'zendesk']));
     const z = res.body.data.find((p: any) => p.id === 'zendesk');
     expect(z).toMatchObject({ name: 'Zendesk', auth_kind: 'api_key', oauth_available: false, products: ['helpdesk'] });
     expect(z.credential_fields.map((f: any) => f.key)).toEqual(['subdomain', 'email', 'api_token']);
@@ -278,7 +278,7 @@ describe('health follows every action', () => {
   });
 });
 
-describe('OAuth door (not in this slice)', () => {
+describe('OAuth door without a configured client (connectors.oauth.test.ts has the flow)', () => {
   it('a key-only provider has no OAuth door (404); an OAuth provider has no client configured (500)', async () => {
     expect((await api(s.cp, 'POST', `${ws()}/connect/stripe`, { token: s.owner.token, body: {} })).status).toBe(404);
     const g = await api(s.cp, 'POST', `${ws()}/connect/google_workspace`, { token: s.owner.token, body: {} });

@@ -2,13 +2,31 @@
  * Conversation-flow checks. Pure. A flow may be saved while invalid (a draft in progress); the
  * errors travel with it (`is_valid`, `validation_errors`) and publishing an agent in `flow` mode
  * refuses an invalid flow. Each error names the offending node ids; one error per rule.
+ * The validator accepts exactly what the engine runs (issue 19; node schema in docs/flows.md):
+ * the node types of `shared/voice/flow.ts`, node `config` fields of the right types, `tool` nodes
+ * with a tool name and one way out, `end`/`transfer` nodes with none.
  */
 import { invalid } from '../../../shared/errors.js';
-import type { FlowGraphJson, FlowValidationErrorJson, FlowVariableJson } from '../types.js';
+import { FLOW_NODE_TYPES, FLOW_VARIABLE_TYPES, transitionFunctionName } from '../../../shared/voice/flow.js';
+import type { FlowGraphJson, FlowNodeJson, FlowValidationErrorJson, FlowVariableJson } from '../types.js';
 
-/** Node types a flow may use. `start` and `prompt` come from the spec; the rest are ours. */
-export const NODE_TYPES = ['start', 'prompt', 'tool', 'condition', 'transfer', 'end'] as const;
-export const VARIABLE_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
+/** Node types a flow may use: the ones the engine runs. `start` and `prompt` come from the spec; the rest are ours. */
+export const NODE_TYPES = FLOW_NODE_TYPES;
+export const VARIABLE_TYPES = FLOW_VARIABLE_TYPES;
+
+/** Node `config` fields the engine reads, and the JSON type each must have. */
+const CONFIG_FIELDS: Record<string, 'string' | 'string[]' | 'number' | 'object'> = {
+  instructions: 'string',
+  prompt: 'string',
+  tools: 'string[]',
+  collect: 'string[]',
+  voice: 'string',
+  temperature: 'number',
+  tool_name: 'string',
+  tool_arguments: 'object',
+  result_variable: 'string',
+  transfer_to: 'string',
+};
 export const FLOW_LIMITS = { nodes: 500, edges: 2000, variables: 100, idChars: 128, labelChars: 500 };
 
 const VARIABLE_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -65,7 +83,46 @@ export function validateFlow(g: FlowGraphJson): FlowValidationErrorJson[] {
     const unreachable = [...ids].filter((id) => !seen.has(id));
     if (unreachable.length) add('UNREACHABLE_NODE', `not reachable from the start node: ${unreachable.join(', ')}`, unreachable);
   }
+
+  const badConfig = uniq(g.nodes.filter((n) => configProblem(n) !== undefined).map((n) => n.id));
+  if (badConfig.length) {
+    const first = g.nodes.find((n) => configProblem(n) !== undefined)!;
+    add('INVALID_NODE_CONFIG', `node config fields of the wrong type (first: ${first.id}: ${configProblem(first)})`, badConfig);
+  }
+  const outgoing = (id: string) => new Set(g.edges.filter((e) => e.from === id && ids.has(e.to)).map((e) => e.to)).size;
+  const toolNodes = g.nodes.filter((n) => n.type === 'tool');
+  const toolWithoutName = uniq(toolNodes.filter((n) => typeof n.config?.tool_name !== 'string' || !n.config.tool_name).map((n) => n.id));
+  if (toolWithoutName.length) add('TOOL_NODE_WITHOUT_TOOL', 'a tool node needs config.tool_name (one of the agent tools)', toolWithoutName);
+  const toolEdges = uniq(toolNodes.filter((n) => outgoing(n.id) !== 1).map((n) => n.id));
+  if (toolEdges.length) add('TOOL_NODE_EDGES', 'a tool node needs exactly one outgoing edge (the engine follows it after the tool ran)', toolEdges);
+  const terminalEdges = uniq(g.nodes.filter((n) => (n.type === 'end' || n.type === 'transfer') && outgoing(n.id) > 0).map((n) => n.id));
+  if (terminalEdges.length) add('TERMINAL_NODE_HAS_EDGES', 'end and transfer nodes end the call: they have no outgoing edges', terminalEdges);
+  // Two node ids that map to one function name (`go_to_a.b` and `go_to_a_b`) could not be told apart.
+  const byFunction = new Map<string, string[]>();
+  for (const id of ids) byFunction.set(transitionFunctionName(id), [...(byFunction.get(transitionFunctionName(id)) ?? []), id]);
+  const clashes = [...byFunction.values()].filter((v) => v.length > 1).flat();
+  if (clashes.length) add('TRANSITION_NAME_CLASH', `node ids that give the same transition function name: ${clashes.join(', ')}`, clashes);
   return errors;
+}
+
+/** What is wrong with a node's config for the engine, or undefined. Unknown keys are kept and ignored. */
+function configProblem(n: FlowNodeJson): string | undefined {
+  const c = n.config;
+  if (!c) return undefined;
+  for (const [key, type] of Object.entries(CONFIG_FIELDS)) {
+    const v = c[key];
+    if (v === undefined || v === null) continue;
+    const ok =
+      type === 'string'
+        ? typeof v === 'string'
+        : type === 'number'
+          ? typeof v === 'number' && Number.isFinite(v) && (key !== 'temperature' || (v >= 0 && v <= 2))
+          : type === 'object'
+            ? typeof v === 'object' && !Array.isArray(v)
+            : Array.isArray(v) && v.every((x) => typeof x === 'string');
+    if (!ok) return `${key} must be ${type === 'string[]' ? 'an array of strings' : key === 'temperature' ? 'a number from 0 to 2' : `a ${type}`}`;
+  }
+  return undefined;
 }
 
 /**

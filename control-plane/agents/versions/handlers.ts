@@ -19,6 +19,8 @@ export function versionHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'p
       const { agent, principal } = await access.agent(ctx, req.agentId, 'publish');
       // The owner's own provider configurations fill the types the agent lacks (frozen into the version).
       const fallbacks = await ownerFallbacks(sql, agent.id, agent.user_id, [...PROVIDER_TYPES]);
+      // Simulation tests' publish gate (control-plane/simtests/gate.ts): may refuse with 409.
+      await deps.publishGate?.check(agent, principal.userId, ctx.signal);
       const v = await publishDraft(sql, agent.id, principal.userId, fallbacks);
       logger.info({ agentId: agent.id, version: v.version_number, by: principal.userId }, 'agent published');
       return { agentId: agent.id, versionNumber: v.version_number, publishedAt: iso(v.published_at), message: `version ${v.version_number} published` };

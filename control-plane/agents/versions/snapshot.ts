@@ -131,12 +131,15 @@ export function liveFromSnapshot(
   }
   const byId = new Map(memory.map((m) => [m.id, m]));
   const activeKbs = s.knowledge_bases.filter((k) => k.is_active && byId.has(k.knowledge_base_id));
-  const always: LiveKnowledgeItem[] = activeKbs
-    .filter((k) => k.mode === 'always')
-    .map((k) => {
-      const m = byId.get(k.knowledge_base_id)!;
-      return { knowledge_base_id: m.id, title: m.title, content: m.content, content_type: m.content_type };
-    });
+  const contents = (mode: KbMode): LiveKnowledgeItem[] =>
+    activeKbs
+      .filter((k) => k.mode === mode)
+      .map((k) => {
+        const m = byId.get(k.knowledge_base_id)!;
+        return { knowledge_base_id: m.id, title: m.title, content: m.content, content_type: m.content_type };
+      });
+  const always = contents('always');
+  const onDemand = contents('on_demand');
   const { carrier_auth_token_enc, agent_id: _agentId, ...tel } = s.telephony ?? ({} as SnapshotTelephony);
   return {
     agent_id: s.agent_id,
@@ -166,7 +169,8 @@ export function liveFromSnapshot(
       })),
     knowledge: {
       always,
-      on_demand_ids: activeKbs.filter((k) => k.mode === 'on_demand').map((k) => k.knowledge_base_id),
+      on_demand_ids: onDemand.map((k) => k.knowledge_base_id),
+      on_demand: onDemand,
     },
     flow: s.flow,
     telephony: s.telephony ? { ...tel, carrier_auth_token: dec(carrier_auth_token_enc) } : null,

@@ -4,6 +4,7 @@
  * concurrent publishers get consecutive numbers and each version is a coherent draft.
  */
 import { AppError, notFound } from '../../../shared/errors.js';
+import type postgres from 'postgres';
 import type { Sql } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { AgentSnapshot, SnapshotProvider } from '../types.js';
@@ -31,15 +32,7 @@ export async function publishDraft(sql: Sql, agentId: string, publishedBy: strin
   return sql.begin(async (tx) => {
     const locked = await tx`select id from agents where id = ${agentId} for update`;
     if (!locked.length) throw notFound('agent');
-    const [raw] = await tx<RawDraft[]>`
-      select
-        (select row_to_json(a) from agents a where a.id = ${agentId}) as agent,
-        (select coalesce(json_agg(p order by p.provider_type), '[]'::json) from agent_providers p where p.agent_id = ${agentId}) as providers,
-        (select coalesce(json_agg(t order by t.created_at, t.id), '[]'::json) from agent_tools t where t.agent_id = ${agentId}) as tools,
-        (select coalesce(json_agg(k order by k.created_at, k.id), '[]'::json) from agent_knowledge_bases k where k.agent_id = ${agentId}) as kbs,
-        (select row_to_json(f) from agent_flows f where f.agent_id = ${agentId}) as flow,
-        (select row_to_json(t) from agent_telephony t where t.agent_id = ${agentId}) as telephony`;
-    const snapshot = buildSnapshot(raw, fallbacks);
+    const snapshot = await readDraftSnapshot(tx, agentId, fallbacks);
     if (snapshot.agent.mode === 'flow' && !snapshot.flow?.is_valid) throw flowNotPublishable();
     const [v] = await tx<PublishResult[]>`
       insert into agent_versions (agent_id, version_number, snapshot, published_by)
@@ -50,6 +43,24 @@ export async function publishDraft(sql: Sql, agentId: string, publishedBy: strin
       live_phone_number = ${snapshot.telephony?.carrier_phone_number ?? null} where id = ${agentId}`;
     return v;
   }) as Promise<PublishResult>;
+}
+
+/**
+ * The whole draft as a snapshot, read in ONE statement (one consistent view of every draft table).
+ * Publishing calls it under the agent row lock; simulation tests of the draft (version 0) freeze
+ * it into their run (control-plane/simtests).
+ */
+export async function readDraftSnapshot(sql: Sql | postgres.TransactionSql<Record<string, unknown>>, agentId: string, fallbacks: SnapshotProvider[]): Promise<AgentSnapshot> {
+  const [raw] = await sql<RawDraft[]>`
+      select
+        (select row_to_json(a) from agents a where a.id = ${agentId}) as agent,
+        (select coalesce(json_agg(p order by p.provider_type), '[]'::json) from agent_providers p where p.agent_id = ${agentId}) as providers,
+        (select coalesce(json_agg(t order by t.created_at, t.id), '[]'::json) from agent_tools t where t.agent_id = ${agentId}) as tools,
+        (select coalesce(json_agg(k order by k.created_at, k.id), '[]'::json) from agent_knowledge_bases k where k.agent_id = ${agentId}) as kbs,
+        (select row_to_json(f) from agent_flows f where f.agent_id = ${agentId}) as flow,
+        (select row_to_json(t) from agent_telephony t where t.agent_id = ${agentId}) as telephony`;
+  if (!raw?.agent) throw notFound('agent');
+  return buildSnapshot(raw, fallbacks);
 }
 
 /** Makes version `n` live again; undefined when the agent has no such version. */

@@ -15,6 +15,9 @@ import { m0010_system_analytics } from './0010_system_analytics.js';
 import { m0011_alerts } from './0011_alerts.js';
 import { m0012_billing } from './0012_billing.js';
 import { m0013_connectors } from './0013_connectors.js';
+import { m0014_connector_oauth } from './0014_connector_oauth.js';
+import { m0015_knowledge_search } from './0015_knowledge_search.js';
+import { m0016_simtests } from './0016_simtests.js';
 import { m0017_node_loss } from './0017_node_loss.js';
 
 export interface Migration {
@@ -23,4 +26,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors, m0017_node_loss];
+export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors, m0014_connector_oauth, m0015_knowledge_search, m0016_simtests, m0017_node_loss];

@@ -125,7 +125,7 @@ export function vendorReason(body: unknown): string | undefined {
   const b = body as Record<string, any>;
   // Freshdesk validation: `{description: "Validation failed", errors: [{field, message}]}` says which field only in `errors`.
   const fieldError = typeof b.description === 'string' && typeof b.errors?.[0]?.message === 'string' ? `${b.description}: ${b.errors[0].field ? `${b.errors[0].field}: ` : ''}${b.errors[0].message}` : undefined;
-  const candidates = [fieldError, b.error?.message, b.message, b.error?.title, b.description, typeof b.error === 'string' ? b.error : undefined, b.errors?.[0]?.message, b.errors?.[0]?.detail, b.errorMessages?.[0], firstValue(b.errors)];
+  const candidates = [fieldError, b.error?.message, b.message, b.error?.title, b.description, b.error_description, typeof b.error === 'string' ? b.error : undefined, b.errors?.[0]?.message, b.errors?.[0]?.detail, b.errorMessages?.[0], firstValue(b.errors)];
   const found = candidates.find((c) => typeof c === 'string' && c.trim() !== '');
   return found?.trim();
 }

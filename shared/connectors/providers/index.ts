@@ -4,6 +4,7 @@
  */
 import { calcom } from './calcom.js';
 import { freshdesk } from './freshdesk.js';
+import { googleWorkspace } from './google-workspace.js';
 import { hubspot } from './hubspot.js';
 import { jira } from './jira.js';
 import { pipedrive } from './pipedrive.js';
@@ -26,5 +27,6 @@ export const ADAPTERS: ReadonlyMap<string, ProviderAdapter> = new Map(
     twilio,
     freshdesk,
     servicenow,
+    googleWorkspace,
   ].map((a) => [a.id, a]),
 );

@@ -2,7 +2,8 @@
  * Jira Cloud REST API v3 (https://developer.atlassian.com/cloud/jira/platform/rest/v3/): HTTP
  * Basic with the account email and an API token, on the tenant's own `<name>.atlassian.net`
  * (the catalog pattern pins the host to that suffix). v3 takes rich text (issue description,
- * comment body) as Atlassian Document Format, not a plain string.
+ * comment body) as Atlassian Document Format, not a plain string. An OAuth connection sends
+ * its bearer token to `api.atlassian.com/ex/jira/{cloud_id}` instead (same REST paths).
  */
 import { basic, type ProviderAdapter } from './types.js';
 
@@ -27,6 +28,8 @@ const FIELDS = 'summary,status,description,issuetype,priority,assignee,updated';
 export const jira: ProviderAdapter = {
   id: 'jira',
   defaultBaseUrl: 'https://{site}',
+  // OAuth 2.0 (3LO) tokens are not accepted on the site: the cloud id comes from accessible-resources.
+  oauthBaseUrl: 'https://api.atlassian.com/ex/jira/{cloud_id}',
   headers: (cred) => ({ authorization: basic(cred.email ?? '', cred.api_token ?? '') }),
   async verify({ http, cred }) {
     const me = await http.request<{ accountId: string; displayName?: string; emailAddress?: string }>('/rest/api/3/myself');

@@ -10,6 +10,7 @@ import type { ProviderAdapter } from './types.js';
 const MAX_CHANNELS = 200;
 
 const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'token_revoked', 'token_expired', 'account_inactive', 'missing_scope', 'no_permission']);
+const TOKEN_ERRORS = new Set(['invalid_auth', 'not_authed', 'token_revoked', 'token_expired']);
 const NOT_FOUND_ERRORS = new Set(['channel_not_found', 'users_not_found', 'user_not_found']);
 
 function slackKind(code: string): VendorError['kind'] {
@@ -25,7 +26,9 @@ async function slackCall<T = any>(http: VendorHttp, method: string, req: VendorR
   if (res?.ok === true) return res as T;
   const code = typeof res?.error === 'string' ? res.error.slice(0, 100) : 'unknown_error';
   const reason = code === 'missing_scope' && res.needed ? `missing_scope (needs ${String(res.needed).slice(0, 100)})` : code;
-  throw new VendorError(slackKind(code), reason, 200);
+  // An expired or revoked token is what a 401 means elsewhere: the executor refreshes on it
+  // (token rotation) and runs the call once more.
+  throw new VendorError(slackKind(code), reason, TOKEN_ERRORS.has(code) ? 401 : 200);
 }
 
 export const slack: ProviderAdapter = {

@@ -23,10 +23,20 @@ export interface ProviderAdapter {
    * with `request(path, {base: name})`. Overridable as CONNECTOR_<ID>_<NAME>_BASE_URL.
    */
   extraBaseUrls?: Readonly<Record<string, string>>;
-  /** Headers on every request: the credential and API version headers. */
+  /**
+   * Base URL when the credential is an OAuth token, if it differs from the key's (Jira 3LO calls
+   * `api.atlassian.com/ex/jira/{cloud_id}`). Overridable as CONNECTOR_<ID>_OAUTH_BASE_URL.
+   */
+  oauthBaseUrl?: string;
+  /** Headers on every request: the credential and API version headers. An OAuth credential's bearer access token replaces `authorization` (executor). */
   headers(cred: Credential): Record<string, string>;
   /** ONE real request proving the credential works; returns the label of the account found. */
   verify(ctx: ActionContext): Promise<{ accountLabel: string }>;
+  /**
+   * Pickers for the dashboard (`GET .../resources/{kind}`; the suite's `spreadsheets` and
+   * `sheets`): rows of plain JSON. The query is the route's query string, unchecked.
+   */
+  resources?: Record<string, (ctx: ActionContext, query: Readonly<Record<string, string | undefined>>) => Promise<Array<Record<string, unknown>>>>;
   /** Keyed by the catalog action name; every catalog action of the provider has one. */
   actions: Record<string, (ctx: ActionContext, body: Record<string, any>) => Promise<unknown>>;
 }

@@ -17,6 +17,7 @@ import { realClock, sleepOn, type Clock } from '../../clock.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 import { simExtract } from './sim-extract.js';
 import { SIM_QA_TOOL, simQaScores } from './sim-qa.js';
+import { SIM_CALLER_TOOL, SIM_JUDGE_TOOL, simCallerTurn, simJudgeVerdicts } from './sim-simtest.js';
 
 export interface SimLlmRule {
   /** Matches when the last user message contains this (case-insensitive). */
@@ -147,7 +148,15 @@ function planReply(req: LlmRequest, rules: SimLlmRule[]): ReplyPlan {
     // The material to extract from is the first user message (a retry appends its errors later).
     const material = messages.find((m) => m.role === 'user')?.content ?? '';
     // QA scoring gets per-criterion scores with quotes (./sim-qa.ts); any other forced tool, extraction.
-    const args = forced.name === SIM_QA_TOOL ? simQaScores(forced.parameters, material) : simExtract(forced.parameters, material);
+    // Simulation tests: the scripted caller and judge (./sim-simtest.ts).
+    const args =
+      forced.name === SIM_QA_TOOL
+        ? simQaScores(forced.parameters, material)
+        : forced.name === SIM_CALLER_TOOL
+          ? simCallerTurn(material)
+          : forced.name === SIM_JUDGE_TOOL
+            ? simJudgeVerdicts(material)
+            : simExtract(forced.parameters, material);
     return { text: '', toolCalls: [{ name: forced.name, arguments: args }], userText: material };
   }
   const lastUser = [...messages].reverse().find((m): m is Extract<LlmMessage, { role: 'user' }> => m.role === 'user');

@@ -33,13 +33,42 @@ describe('validateFlow', () => {
       expected: { UNREACHABLE_NODE: ['a', 'b'] },
     },
     {
-      name: 'every node type the docs list',
+      name: 'every node type the engine runs',
       graph: {
-        nodes: [n('s', 'start'), n('p'), n('t', 'tool'), n('c', 'condition'), n('h', 'transfer'), n('x', 'end')],
-        edges: [e('s', 'p'), e('p', 't'), e('t', 'c'), e('c', 'h'), e('c', 'x')],
+        nodes: [n('s', 'start'), n('p'), { ...n('t', 'tool'), config: { tool_name: 'lookup' } }, n('q'), n('h', 'transfer'), n('x', 'end')],
+        edges: [e('s', 'p'), e('p', 't'), e('t', 'q'), e('q', 'h'), e('q', 'x')],
         start_node_id: 's',
       },
       expected: {},
+    },
+    {
+      name: 'condition nodes are not run by the engine, so not accepted',
+      graph: { nodes: [n('s', 'start'), n('c', 'condition')], edges: [e('s', 'c')], start_node_id: 's' },
+      expected: { UNKNOWN_NODE_TYPE: ['c'] },
+    },
+    {
+      name: 'tool nodes need a tool name and exactly one way out',
+      graph: { nodes: [n('s', 'start'), n('t', 'tool'), n('a'), n('b')], edges: [e('s', 't'), e('t', 'a'), e('t', 'b')], start_node_id: 's' },
+      expected: { TOOL_NODE_WITHOUT_TOOL: ['t'], TOOL_NODE_EDGES: ['t'] },
+    },
+    {
+      name: 'end and transfer nodes have no outgoing edges',
+      graph: { nodes: [n('s', 'start'), n('x', 'end'), n('h', 'transfer')], edges: [e('s', 'x'), e('x', 'h'), e('h', 's')], start_node_id: 's' },
+      expected: { TERMINAL_NODE_HAS_EDGES: ['x', 'h'] },
+    },
+    {
+      name: 'node config fields of the wrong type',
+      graph: {
+        nodes: [n('s', 'start'), { ...n('p'), config: { instructions: 42 } }, { ...n('q'), config: { temperature: 3 } }, { ...n('r'), config: { tools: ['a', 1] } }],
+        edges: [e('s', 'p'), e('p', 'q'), e('q', 'r')],
+        start_node_id: 's',
+      },
+      expected: { INVALID_NODE_CONFIG: ['p', 'q', 'r'] },
+    },
+    {
+      name: 'ids that collide as function names',
+      graph: { nodes: [n('s', 'start'), n('a.b'), n('a_b')], edges: [e('s', 'a.b'), e('s', 'a_b')], start_node_id: 's' },
+      expected: { TRANSITION_NAME_CLASH: ['a.b', 'a_b'] },
     },
   ];
   for (const c of cases) it(c.name, () => expect(codes(c.graph)).toEqual(c.expected));

@@ -76,8 +76,12 @@ describe('liveFromSnapshot', () => {
     expect(live.providers.tts).toBeNull();
     expect(live.tools.map((t) => t.name)).toEqual(['on']);
   });
-  it('knowledge: always contents of active bindings whose item still exists; on-demand ids', () => {
-    expect(live.knowledge).toEqual({ always: [{ knowledge_base_id: 'm1', title: 'Hours', content: '9-5', content_type: 'text/plain' }], on_demand_ids: ['m2'] });
+  it('knowledge: contents of active bindings whose item still exists, by mode; on-demand ids', () => {
+    expect(live.knowledge).toEqual({
+      always: [{ knowledge_base_id: 'm1', title: 'Hours', content: '9-5', content_type: 'text/plain' }],
+      on_demand_ids: ['m2'],
+      on_demand: [{ knowledge_base_id: 'm2', title: 'Catalog', content: '...', content_type: 'text/plain' }],
+    });
   });
   it('carries the version and the agent fields', () => {
     expect(live).toMatchObject({ agent_id: 'a1', workspace_id: 'w1', user_id: 'u1', version_number: 4, system_prompt: 'P', metadata: { amd_enabled: true } });

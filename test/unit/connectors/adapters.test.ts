@@ -14,6 +14,9 @@ describe('extra vendor hosts', () => {
     expect(() => loadConnectorRuntime({ baseUrls: { twilio: 'http://127.0.0.1:1', twilio_lookups: 'http://127.0.0.1:2' } })).not.toThrow();
     expect(() => loadConnectorRuntime({ baseUrls: { twilio_lookup: 'http://127.0.0.1:2' } })).toThrow(/CONNECTOR_TWILIO_LOOKUP_BASE_URL names no provider/);
     expect(() => loadConnectorRuntime({ baseUrls: { hubspot_lookups: 'http://127.0.0.1:2' } })).toThrow(/CONNECTOR_HUBSPOT_LOOKUPS_BASE_URL/);
+    // An OAuth host only for an adapter that declares one (Jira 3LO).
+    expect(() => loadConnectorRuntime({ baseUrls: { jira_oauth: 'http://127.0.0.1:3/ex/jira/{cloud_id}' } })).not.toThrow();
+    expect(() => loadConnectorRuntime({ baseUrls: { slack_oauth: 'http://127.0.0.1:3' } })).toThrow(/CONNECTOR_SLACK_OAUTH_BASE_URL/);
   });
 
   it('a request to an extra host goes through the outbound policy; an undeclared host is a programming error', async () => {

@@ -48,6 +48,13 @@ describe('conversation rows', () => {
     expect(end).toMatchObject({ id: start.id, status: 'failed', total_turns: 4, total_duration_ms: 12_345, avg_response_latency_ms: 675, metadata: { call_direction: 'inbound', end_reason: 'error' } });
     expect(end.ended_at!.getTime()).toBe(13_345);
   });
+
+  it('the end record\'s metadata (flow path and variables) is merged into the conversation metadata', () => {
+    const start = conversationStartRow('0190a000-0000-7000-8000-000000000002', { session_id: 's', agent_id: 'a', workspace_id: 'w', metadata: { call_direction: 'inbound' }, started_at_ms: 1000 }, 2000);
+    const flow = { node_path: ['greet', 'end'], variables: { date: 'tomorrow' }, current_node_id: 'end' };
+    const end = conversationEndRow(start, { ...endRecord(2, 500, 'completed'), metadata: { flow } });
+    expect(end.metadata).toEqual({ call_direction: 'inbound', flow, end_reason: 'client_disconnected' });
+  });
 });
 
 describe('jsonSafe', () => {

@@ -17,6 +17,7 @@ import { encodeText } from '../../../shared/providers/sim/codec.js';
 import { createSimTts } from '../../../shared/providers/tts/sim.js';
 import type { LlmMessage, LlmProvider } from '../../../shared/providers/types.js';
 import type { CallTelemetry } from '../../../shared/observability/call-telemetry.js';
+import type { CallConnectors } from '../../../media-engine/session/connector-tools.js';
 import { captureLogger } from '../../helpers/infra.js';
 import { sessionConfig } from '../../helpers/session-config.js';
 
@@ -108,6 +109,8 @@ export interface HarnessOptions {
   telemetry?: CallTelemetry;
   /** Credit time allowance of the call (BILLING_ENABLED); default none. */
   allowanceMs?: number;
+  /** The engine's connector (connector tools); default none. */
+  connectors?: CallConnectors;
 }
 
 export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: HarnessOptions = {}): ActorHarness {
@@ -130,6 +133,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
       amd: opts.amd,
       telemetry: opts.telemetry,
       allowanceMs: opts.allowanceMs,
+      connectors: opts.connectors,
     },
     opts.tuning,
   );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toAgentLiveView, type LiveAgentConfig } from '../../../control-plane/voice/agent-view.js';
+import type { FlowNodeJson, SnapshotFlow } from '../../../control-plane/agents/types.js';
 
 function live(over: Partial<LiveAgentConfig> = {}): LiveAgentConfig {
   return {
@@ -58,6 +59,7 @@ describe('toAgentLiveView: the one adapter from the agents domain', () => {
       metadata: { idle_max_attempts: 1 },
       providers: { asr: { provider_name: 'deepgram', api_key: 'k' } },
       tools: [],
+      connectorTools: [],
       knowledge: [],
     });
   });
@@ -118,5 +120,53 @@ describe('toAgentLiveView: the one adapter from the agents domain', () => {
       },
     ]);
     expect(view.knowledge).toEqual([{ id: 'k1', title: 'Hours', content: 'Open 9 to 5.', mode: 'always' }]);
+  });
+});
+
+describe('toAgentLiveView: flow mode (issue 19)', () => {
+  const flow = (nodes: FlowNodeJson[], edges: Array<{ from: string; to: string; condition?: string }>): SnapshotFlow => ({
+    id: 'f1',
+    version: 2,
+    graph: { nodes, edges, start_node_id: 's' },
+    variables: [{ name: 'date', type: 'string' }],
+    is_valid: true,
+    validation_errors: [],
+  });
+
+  it('single_prompt mode ignores a stored flow', () => {
+    const view = toAgentLiveView(live({ flow: flow([{ id: 's', type: 'start', label: 'S' }], []) }));
+    expect(view.flow).toBeUndefined();
+    expect(view.flowProblem).toBeUndefined();
+  });
+
+  it('flow mode maps nodes (instructions, alias prompt), edges (condition, else the target label; duplicates once) and variables', () => {
+    const view = toAgentLiveView(
+      live({
+        mode: 'flow',
+        flow: flow(
+          [
+            { id: 's', type: 'start', label: 'Hello', config: { prompt: 'Greet.', voice: 'v2', temperature: 0.2, extra: 1 } },
+            { id: 'x', type: 'end', label: 'Bye', config: { instructions: 'Say bye.' } },
+          ],
+          [{ from: 's', to: 'x', condition: 'the caller is done' }, { from: 's', to: 'x' }],
+        ),
+      }),
+    );
+    expect(view.flow).toEqual({
+      start_node_id: 's',
+      nodes: [
+        { id: 's', type: 'start', label: 'Hello', instructions: 'Greet.', voice: 'v2', temperature: 0.2 },
+        { id: 'x', type: 'end', label: 'Bye', instructions: 'Say bye.' },
+      ],
+      edges: [{ from: 's', to: 'x', description: 'the caller is done' }],
+      variables: [{ name: 'date', type: 'string' }],
+    });
+  });
+
+  it('flow mode without a flow, or with one the engine cannot run (a condition node published earlier), is a problem', () => {
+    expect(toAgentLiveView(live({ mode: 'flow', flow: null })).flowProblem).toMatch(/no flow/);
+    const old = toAgentLiveView(live({ mode: 'flow', flow: flow([{ id: 's', type: 'start', label: 'S' }, { id: 'c', type: 'condition', label: 'C' }], [{ from: 's', to: 'c' }]) }));
+    expect(old.flow).toBeUndefined();
+    expect(old.flowProblem).toMatch(/cannot run/);
   });
 });

@@ -11,6 +11,8 @@ import {
   idleMaxAttempts,
   renderCallDetails,
   resolveMaxTurns,
+  planKnowledge,
+  KNOWLEDGE_PROMPT_TOKEN_BUDGET,
   type StartRequest,
 } from '../../../control-plane/voice/build-config.js';
 
@@ -50,6 +52,7 @@ function agent(over: Partial<AgentLiveView> = {}): AgentLiveView {
         retry_count: 1,
       },
     ],
+    connectorTools: [],
     knowledge: [
       { id: 'kb-always', title: 'Hours', content: 'Open 9 to 5.', mode: 'always' },
       { id: 'kb-demand', title: 'Refunds', content: 'Refunds within 30 days.', mode: 'on_demand' },
@@ -95,11 +98,14 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_turbo', voice: 'rachel', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: {},
       dynamic_variables: {},
       call_direction: 'inbound',
       connection_type: 'websocket',
+      // The on_demand base is searchable, in the agent's language.
+      knowledge_search: { item_ids: ['kb-demand'], text_search_config: 'english' },
       created_at_ms: 1_700_000_000_000,
     } satisfies SessionConfig);
   });
@@ -127,6 +133,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
     });
     expect(cfg).toEqual({
       session_id: 'sess_abc',
@@ -156,6 +164,7 @@ describe('buildSessionConfig: the full resolved config', () => {
         tts: { provider_name: 'elevenlabs', api_key: 'el-key', model_name: 'eleven_flash', voice: 'bella', base_url: 'https://el.example' },
       },
       tools: agent().tools,
+      connector_tools: [],
       agent_metadata: { idle_max_attempts: 3, amd_enabled: true },
       session_metadata: { crm_id: 'c-9' },
       dynamic_variables: { customer: 'Jo', order: '42', vip: 'true' },
@@ -163,6 +172,8 @@ describe('buildSessionConfig: the full resolved config', () => {
       connection_type: 'twilio',
       telephony_provider: 'twilio',
       call_id: 'call-123',
+      from_number: '+14155550101',
+      to_number: '+14155550199',
       created_at_ms: 1_700_000_000_000,
     } satisfies SessionConfig);
   });
@@ -275,10 +286,67 @@ describe('context folding and knowledge', () => {
     expect(renderCallDetails(undefined)).toBe('');
   });
 
-  it('kb_mode tool folds only always-on knowledge; unknown ids are ignored', () => {
-    const p = build({ knowledge_base_ids: ['kb-demand', 'nope'], kb_mode: 'tool' }).system_prompt;
-    expect(p).toContain('### Hours');
-    expect(p).not.toContain('Refunds');
+  it('kb_mode tool folds only always-on knowledge and leaves named bases to search; unknown ids are ignored', () => {
+    const cfg = build({ knowledge_base_ids: ['kb-demand', 'nope'], kb_mode: 'tool' });
+    expect(cfg.system_prompt).toContain('### Hours');
+    expect(cfg.system_prompt).not.toContain('Refunds');
+    expect(cfg.knowledge_search).toEqual({ item_ids: ['kb-demand'], text_search_config: 'english' });
+  });
+
+  it('kb_mode system_context folds a named on_demand base into the prompt instead of searching it', () => {
+    const cfg = build({ knowledge_base_ids: ['kb-demand'] });
+    expect(cfg.system_prompt).toContain('### Refunds\nRefunds within 30 days.');
+    expect(cfg.knowledge_search).toBeUndefined();
+  });
+
+  it('search uses the language of the session (unknown languages: simple)', () => {
+    expect(build({ language: 'de-DE' }).knowledge_search?.text_search_config).toBe('german');
+    expect(build({ language: 'xx' }).knowledge_search?.text_search_config).toBe('simple');
+  });
+
+  it('always-on knowledge respects the prompt budget: entries that do not fit become searchable', () => {
+    const big = (id: string, chars: number) => ({ id, title: id, content: 'x'.repeat(chars), mode: 'always' as const });
+    // 4 chars per estimated token: 3000 + 3000 fit in 2000 tokens, the third 3000 does not; the small last one does.
+    const a = agent({ knowledge: [big('a', 3000), big('b', 3000), big('c', 3000), big('d', 100)] });
+    const plan = planKnowledge(a.knowledge, { agent_id: 'agent-1' });
+    expect(plan.inPrompt.map((k) => k.id)).toEqual(['a', 'b', 'd']);
+    expect(plan.searchIds).toEqual(['c']);
+    const cfg = build({}, a);
+    const knowledge = cfg.system_prompt.slice(cfg.system_prompt.indexOf('## Knowledge'));
+    expect(Math.ceil(knowledge.length / 4)).toBeLessThanOrEqual(KNOWLEDGE_PROMPT_TOKEN_BUDGET + 30);
+    expect(knowledge).not.toContain('### c');
+    expect(knowledge).toContain('search_knowledge');
+    expect(cfg.knowledge_search?.item_ids).toEqual(['c']);
+  });
+
+  it('no on_demand bases and everything fits: no search function', () => {
+    expect(build({}, agent({ knowledge: [{ id: 'k', title: 'Hours', content: 'Open.', mode: 'always' }] })).knowledge_search).toBeUndefined();
+  });
+
+  it('at most 100 knowledge_base_ids', () => {
+    expect(errorOf(() => build({ knowledge_base_ids: Array.from({ length: 101 }, (_, i) => `k${i}`) })).details?.[0]?.field).toBe('knowledge_base_ids');
+  });
+});
+
+describe('flow mode', () => {
+  const flow = {
+    start_node_id: 's',
+    nodes: [
+      { id: 's', type: 'start' as const, label: 'Greet', instructions: 'Greet {{customer}}.' },
+      { id: 'x', type: 'end' as const, label: 'End', instructions: '' },
+    ],
+    edges: [{ from: 's', to: 'x', description: 'done' }],
+    variables: [],
+  };
+  it('carries the flow (instructions unsubstituted: variables are filled when a node is entered)', () => {
+    const cfg = build({ dynamic_variables: { customer: 'Kim' } }, agent({ flow }));
+    expect(cfg.flow).toEqual(flow);
+    expect(cfg.flow).not.toBe(flow);
+  });
+  it('a flow that cannot run is CONFLICT naming the flow', () => {
+    const e = errorOf(() => build({}, agent({ flowProblem: 'the published flow cannot run: x' })));
+    expect(e.code).toBe('CONFLICT');
+    expect(e.details?.[0]?.field).toBe('flow');
   });
 
   it('an always-on base named in knowledge_base_ids appears once; empty knowledge is skipped', () => {

@@ -1316,7 +1316,7 @@ export type FlowNode = Message<"voiceplane.v1.FlowNode"> & {
   id: string;
 
   /**
-   * start, prompt, tool, condition, transfer, end.
+   * start, prompt, tool, transfer, end (the types the engine runs; docs/flows.md).
    *
    * @generated from field: string type = 2;
    */
@@ -1430,7 +1430,8 @@ export const FlowVariableSchema: GenMessage<FlowVariable> = /*@__PURE__*/
 export type FlowValidationError = Message<"voiceplane.v1.FlowValidationError"> & {
   /**
    * MISSING_START_NODE, START_NODE_WRONG_TYPE, MULTIPLE_START_NODES, MISSING_NODE_ID,
-   * DUPLICATE_NODE_ID, UNKNOWN_NODE_TYPE, EDGE_UNKNOWN_NODE, UNREACHABLE_NODE.
+   * DUPLICATE_NODE_ID, UNKNOWN_NODE_TYPE, EDGE_UNKNOWN_NODE, UNREACHABLE_NODE, INVALID_NODE_CONFIG,
+   * TOOL_NODE_WITHOUT_TOOL, TOOL_NODE_EDGES, TERMINAL_NODE_HAS_EDGES, TRANSITION_NAME_CLASH.
    *
    * @generated from field: string code = 1;
    */

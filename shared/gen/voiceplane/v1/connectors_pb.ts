@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file voiceplane/v1/connectors.proto.
  */
 export const file_voiceplane_v1_connectors: GenFile = /*@__PURE__*/
-  fileDesc("Ch52b2ljZXBsYW5lL3YxL2Nvbm5lY3RvcnMucHJvdG8SDXZvaWNlcGxhbmUudjEimQEKD0NyZWRlbnRpYWxGaWVsZBILCgNrZXkYASABKAkSDQoFbGFiZWwYAiABKAkSDgoGc2VjcmV0GAMgASgIEgwKBGhlbHAYBCABKAkSFAoHcGF0dGVybhgFIAEoCUgAiAEBEhkKDHBhdHRlcm5faGVscBgGIAEoCUgBiAEBQgoKCF9wYXR0ZXJuQg8KDV9wYXR0ZXJuX2hlbHAicAoNQ2F0YWxvZ0FjdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3Byb2R1Y3QYBCABKAki5QEKDENhdGFsb2dFbnRyeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCWF1dGhfa2luZBgEIAEoCRIXCg9vYXV0aF9hdmFpbGFibGUYBSABKAgSOQoRY3JlZGVudGlhbF9maWVsZHMYBiADKAsyHi52b2ljZXBsYW5lLnYxLkNyZWRlbnRpYWxGaWVsZBIQCghwcm9kdWN0cxgHIAMoCRItCgdhY3Rpb25zGAggAygLMhwudm9pY2VwbGFuZS52MS5DYXRhbG9nQWN0aW9uIoQBChBDb25uZWN0aW9uQWN0aW9uEgwKBG5hbWUYASABKAkSDwoHcHJvZHVjdBgCIAEoCRIPCgdlbmFibGVkGAMgASgIEhMKC2Rlc2NyaXB0aW9uGAQgASgJEisKCnBhcmFtZXRlcnMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IukDCgpDb25uZWN0aW9uEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRITCgtwcm92aWRlcl9pZBgDIAEoCRIWCg5jb25uZWN0b3JfbmFtZRgEIAEoCRIVCg1hY2NvdW50X2xhYmVsGAUgASgJEhEKCWF1dGhfbW9kZRgGIAEoCRIRCglpc19hY3RpdmUYByABKAgSFQoNaGVhbHRoX3N0YXR1cxgIIAEoCRIaCg1oZWFsdGhfZGV0YWlsGAkgASgJSACIAQESHgoRaGVhbHRoX2NoZWNrZWRfYXQYCiABKAlIAYgBARIdChB0b2tlbl9leHBpcmVzX2F0GAsgASgJSAKIAQESFgoOZ3JhbnRlZF9zY29wZXMYDCADKAkSGAoQZW5hYmxlZF9wcm9kdWN0cxgNIAMoCRIUCgxhbGxfcHJvZHVjdHMYDiADKAkSMAoHYWN0aW9ucxgPIAMoCzIfLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFjdGlvbhISCgpjcmVhdGVkX2F0GBAgASgJEhIKCnVwZGF0ZWRfYXQYESABKAlCEAoOX2hlYWx0aF9kZXRhaWxCFAoSX2hlYWx0aF9jaGVja2VkX2F0QhMKEV90b2tlbl9leHBpcmVzX2F0IhQKEkxpc3RDYXRhbG9nUmVxdWVzdCJFChNMaXN0Q2F0YWxvZ1Jlc3BvbnNlEi4KCXByb3ZpZGVycxgBIAMoCzIbLnZvaWNlcGxhbmUudjEuQ2F0YWxvZ0VudHJ5Ii4KFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkkKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEi4KC2Nvbm5lY3Rpb25zGAEgAygLMhkudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uIk0KEVN0YXJ0T0F1dGhSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIQCghwcm9kdWN0cxgDIAMoCSImChJTdGFydE9BdXRoUmVzcG9uc2USEAoIYXV0aF91cmwYASABKAkiaQoRQ29ubmVjdEtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEiwKC2NyZWRlbnRpYWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChdDb25uZWN0aW9uQWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSJxCg9Db25uZWN0aW9uQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSEgoKYWdlbnRfbmFtZRgCIAEoCRIPCgd0b29sX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIUCgxhY3Rpb25fY291bnQYBSABKAUiSgoYQ29ubmVjdGlvbkFnZW50c1Jlc3BvbnNlEi4KBmFnZW50cxgBIAMoCzIeLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50IkAKEURpc2Nvbm5lY3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIiUKEkRpc2Nvbm5lY3RSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJImQKFEV4ZWN1dGVBY3Rpb25SZXF1ZXN0EhUKDWNvbm5lY3Rpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiUKBGJvZHkYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KFUV4ZWN1dGVBY3Rpb25SZXNwb25zZRIkCgRkYXRhGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIioKFkFnZW50Q29ubmVjdG9yc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiegoOQWdlbnRDb25uZWN0b3ISLQoKY29ubmVjdGlvbhgBIAEoCzIZLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbhIPCgd0b29sX2lkGAIgASgJEhEKCXRvb2xfbmFtZRgDIAEoCRIVCg1ib3VuZF9hY3Rpb25zGAQgAygJIkwKF0FnZW50Q29ubmVjdG9yc1Jlc3BvbnNlEjEKCmNvbm5lY3RvcnMYASADKAsyHS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yIkYKG0VuYWJsZUFnZW50Q29ubmVjdG9yUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIkcKHERpc2FibGVBZ2VudENvbm5lY3RvclJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSIpChZBZ2VudENvbm5lY3RvclJlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkyvgcKEENvbm5lY3RvclNlcnZpY2USVAoLTGlzdENhdGFsb2cSIS52b2ljZXBsYW5lLnYxLkxpc3RDYXRhbG9nUmVxdWVzdBoiLnZvaWNlcGxhbmUudjEuTGlzdENhdGFsb2dSZXNwb25zZRJgCg9MaXN0Q29ubmVjdGlvbnMSJS52b2ljZXBsYW5lLnYxLkxpc3RDb25uZWN0aW9uc1JlcXVlc3QaJi52b2ljZXBsYW5lLnYxLkxpc3RDb25uZWN0aW9uc1Jlc3BvbnNlElEKClN0YXJ0T0F1dGgSIC52b2ljZXBsYW5lLnYxLlN0YXJ0T0F1dGhSZXF1ZXN0GiEudm9pY2VwbGFuZS52MS5TdGFydE9BdXRoUmVzcG9uc2USSQoKQ29ubmVjdEtleRIgLnZvaWNlcGxhbmUudjEuQ29ubmVjdEtleVJlcXVlc3QaGS52b2ljZXBsYW5lLnYxLkNvbm5lY3Rpb24SZwoUTGlzdENvbm5lY3Rpb25BZ2VudHMSJi52b2ljZXBsYW5lLnYxLkNvbm5lY3Rpb25BZ2VudHNSZXF1ZXN0Gicudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uQWdlbnRzUmVzcG9uc2USUQoKRGlzY29ubmVjdBIgLnZvaWNlcGxhbmUudjEuRGlzY29ubmVjdFJlcXVlc3QaIS52b2ljZXBsYW5lLnYxLkRpc2Nvbm5lY3RSZXNwb25zZRJaCg1FeGVjdXRlQWN0aW9uEiMudm9pY2VwbGFuZS52MS5FeGVjdXRlQWN0aW9uUmVxdWVzdBokLnZvaWNlcGxhbmUudjEuRXhlY3V0ZUFjdGlvblJlc3BvbnNlEmQKE0xpc3RBZ2VudENvbm5lY3RvcnMSJS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yc1JlcXVlc3QaJi52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yc1Jlc3BvbnNlEmkKFEVuYWJsZUFnZW50Q29ubmVjdG9yEioudm9pY2VwbGFuZS52MS5FbmFibGVBZ2VudENvbm5lY3RvclJlcXVlc3QaJS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yUmVzcG9uc2USawoVRGlzYWJsZUFnZW50Q29ubmVjdG9yEisudm9pY2VwbGFuZS52MS5EaXNhYmxlQWdlbnRDb25uZWN0b3JSZXF1ZXN0GiUudm9pY2VwbGFuZS52MS5BZ2VudENvbm5lY3RvclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("Ch52b2ljZXBsYW5lL3YxL2Nvbm5lY3RvcnMucHJvdG8SDXZvaWNlcGxhbmUudjEimQEKD0NyZWRlbnRpYWxGaWVsZBILCgNrZXkYASABKAkSDQoFbGFiZWwYAiABKAkSDgoGc2VjcmV0GAMgASgIEgwKBGhlbHAYBCABKAkSFAoHcGF0dGVybhgFIAEoCUgAiAEBEhkKDHBhdHRlcm5faGVscBgGIAEoCUgBiAEBQgoKCF9wYXR0ZXJuQg8KDV9wYXR0ZXJuX2hlbHAicAoNQ2F0YWxvZ0FjdGlvbhIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3Byb2R1Y3QYBCABKAki5QEKDENhdGFsb2dFbnRyeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhEKCWF1dGhfa2luZBgEIAEoCRIXCg9vYXV0aF9hdmFpbGFibGUYBSABKAgSOQoRY3JlZGVudGlhbF9maWVsZHMYBiADKAsyHi52b2ljZXBsYW5lLnYxLkNyZWRlbnRpYWxGaWVsZBIQCghwcm9kdWN0cxgHIAMoCRItCgdhY3Rpb25zGAggAygLMhwudm9pY2VwbGFuZS52MS5DYXRhbG9nQWN0aW9uIoQBChBDb25uZWN0aW9uQWN0aW9uEgwKBG5hbWUYASABKAkSDwoHcHJvZHVjdBgCIAEoCRIPCgdlbmFibGVkGAMgASgIEhMKC2Rlc2NyaXB0aW9uGAQgASgJEisKCnBhcmFtZXRlcnMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IukDCgpDb25uZWN0aW9uEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRITCgtwcm92aWRlcl9pZBgDIAEoCRIWCg5jb25uZWN0b3JfbmFtZRgEIAEoCRIVCg1hY2NvdW50X2xhYmVsGAUgASgJEhEKCWF1dGhfbW9kZRgGIAEoCRIRCglpc19hY3RpdmUYByABKAgSFQoNaGVhbHRoX3N0YXR1cxgIIAEoCRIaCg1oZWFsdGhfZGV0YWlsGAkgASgJSACIAQESHgoRaGVhbHRoX2NoZWNrZWRfYXQYCiABKAlIAYgBARIdChB0b2tlbl9leHBpcmVzX2F0GAsgASgJSAKIAQESFgoOZ3JhbnRlZF9zY29wZXMYDCADKAkSGAoQZW5hYmxlZF9wcm9kdWN0cxgNIAMoCRIUCgxhbGxfcHJvZHVjdHMYDiADKAkSMAoHYWN0aW9ucxgPIAMoCzIfLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFjdGlvbhISCgpjcmVhdGVkX2F0GBAgASgJEhIKCnVwZGF0ZWRfYXQYESABKAlCEAoOX2hlYWx0aF9kZXRhaWxCFAoSX2hlYWx0aF9jaGVja2VkX2F0QhMKEV90b2tlbl9leHBpcmVzX2F0IhQKEkxpc3RDYXRhbG9nUmVxdWVzdCJFChNMaXN0Q2F0YWxvZ1Jlc3BvbnNlEi4KCXByb3ZpZGVycxgBIAMoCzIbLnZvaWNlcGxhbmUudjEuQ2F0YWxvZ0VudHJ5Ii4KFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkkKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEi4KC2Nvbm5lY3Rpb25zGAEgAygLMhkudm9pY2VwbGFuZS52MS5Db25uZWN0aW9uIk0KEVN0YXJ0T0F1dGhSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIQCghwcm9kdWN0cxgDIAMoCSImChJTdGFydE9BdXRoUmVzcG9uc2USEAoIYXV0aF91cmwYASABKAkiaQoRQ29ubmVjdEtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEiwKC2NyZWRlbnRpYWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChdDb25uZWN0aW9uQWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSJxCg9Db25uZWN0aW9uQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSEgoKYWdlbnRfbmFtZRgCIAEoCRIPCgd0b29sX2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIUCgxhY3Rpb25fY291bnQYBSABKAUiSgoYQ29ubmVjdGlvbkFnZW50c1Jlc3BvbnNlEi4KBmFnZW50cxgBIAMoCzIeLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50IkAKEURpc2Nvbm5lY3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIiUKEkRpc2Nvbm5lY3RSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJImQKFEV4ZWN1dGVBY3Rpb25SZXF1ZXN0EhUKDWNvbm5lY3Rpb25faWQYASABKAkSDgoGYWN0aW9uGAIgASgJEiUKBGJvZHkYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KFUV4ZWN1dGVBY3Rpb25SZXNwb25zZRIkCgRkYXRhGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIioKFkFnZW50Q29ubmVjdG9yc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiegoOQWdlbnRDb25uZWN0b3ISLQoKY29ubmVjdGlvbhgBIAEoCzIZLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbhIPCgd0b29sX2lkGAIgASgJEhEKCXRvb2xfbmFtZRgDIAEoCRIVCg1ib3VuZF9hY3Rpb25zGAQgAygJIkwKF0FnZW50Q29ubmVjdG9yc1Jlc3BvbnNlEjEKCmNvbm5lY3RvcnMYASADKAsyHS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yIkYKG0VuYWJsZUFnZW50Q29ubmVjdG9yUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIVCg1jb25uZWN0aW9uX2lkGAIgASgJIkcKHERpc2FibGVBZ2VudENvbm5lY3RvclJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFQoNY29ubmVjdGlvbl9pZBgCIAEoCSIpChZBZ2VudENvbm5lY3RvclJlc3BvbnNlEg8KB21lc3NhZ2UYASABKAkiXQoUT0F1dGhDYWxsYmFja1JlcXVlc3QSDQoFc3RhdGUYASABKAkSDAoEY29kZRgCIAEoCRINCgVlcnJvchgDIAEoCRIZChFlcnJvcl9kZXNjcmlwdGlvbhgEIAEoCSIpChVPQXV0aENhbGxiYWNrUmVzcG9uc2USEAoIbG9jYXRpb24YASABKAkidAoUTGlzdFJlc291cmNlc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhUKDWNvbm5lY3Rpb25faWQYAiABKAkSDAoEa2luZBgDIAEoCRIJCgFxGAQgASgJEhYKDnNwcmVhZHNoZWV0X2lkGAUgASgJIj4KFUxpc3RSZXNvdXJjZXNSZXNwb25zZRIlCgRkYXRhGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDL2CAoQQ29ubmVjdG9yU2VydmljZRJUCgtMaXN0Q2F0YWxvZxIhLnZvaWNlcGxhbmUudjEuTGlzdENhdGFsb2dSZXF1ZXN0GiIudm9pY2VwbGFuZS52MS5MaXN0Q2F0YWxvZ1Jlc3BvbnNlEmAKD0xpc3RDb25uZWN0aW9ucxIlLnZvaWNlcGxhbmUudjEuTGlzdENvbm5lY3Rpb25zUmVxdWVzdBomLnZvaWNlcGxhbmUudjEuTGlzdENvbm5lY3Rpb25zUmVzcG9uc2USUQoKU3RhcnRPQXV0aBIgLnZvaWNlcGxhbmUudjEuU3RhcnRPQXV0aFJlcXVlc3QaIS52b2ljZXBsYW5lLnYxLlN0YXJ0T0F1dGhSZXNwb25zZRJJCgpDb25uZWN0S2V5EiAudm9pY2VwbGFuZS52MS5Db25uZWN0S2V5UmVxdWVzdBoZLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbhJnChRMaXN0Q29ubmVjdGlvbkFnZW50cxImLnZvaWNlcGxhbmUudjEuQ29ubmVjdGlvbkFnZW50c1JlcXVlc3QaJy52b2ljZXBsYW5lLnYxLkNvbm5lY3Rpb25BZ2VudHNSZXNwb25zZRJRCgpEaXNjb25uZWN0EiAudm9pY2VwbGFuZS52MS5EaXNjb25uZWN0UmVxdWVzdBohLnZvaWNlcGxhbmUudjEuRGlzY29ubmVjdFJlc3BvbnNlEloKDUV4ZWN1dGVBY3Rpb24SIy52b2ljZXBsYW5lLnYxLkV4ZWN1dGVBY3Rpb25SZXF1ZXN0GiQudm9pY2VwbGFuZS52MS5FeGVjdXRlQWN0aW9uUmVzcG9uc2USZAoTTGlzdEFnZW50Q29ubmVjdG9ycxIlLnZvaWNlcGxhbmUudjEuQWdlbnRDb25uZWN0b3JzUmVxdWVzdBomLnZvaWNlcGxhbmUudjEuQWdlbnRDb25uZWN0b3JzUmVzcG9uc2USaQoURW5hYmxlQWdlbnRDb25uZWN0b3ISKi52b2ljZXBsYW5lLnYxLkVuYWJsZUFnZW50Q29ubmVjdG9yUmVxdWVzdBolLnZvaWNlcGxhbmUudjEuQWdlbnRDb25uZWN0b3JSZXNwb25zZRJrChVEaXNhYmxlQWdlbnRDb25uZWN0b3ISKy52b2ljZXBsYW5lLnYxLkRpc2FibGVBZ2VudENvbm5lY3RvclJlcXVlc3QaJS52b2ljZXBsYW5lLnYxLkFnZW50Q29ubmVjdG9yUmVzcG9uc2USWgoNT0F1dGhDYWxsYmFjaxIjLnZvaWNlcGxhbmUudjEuT0F1dGhDYWxsYmFja1JlcXVlc3QaJC52b2ljZXBsYW5lLnYxLk9BdXRoQ2FsbGJhY2tSZXNwb25zZRJaCg1MaXN0UmVzb3VyY2VzEiMudm9pY2VwbGFuZS52MS5MaXN0UmVzb3VyY2VzUmVxdWVzdBokLnZvaWNlcGxhbmUudjEuTGlzdFJlc291cmNlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * @generated from message voiceplane.v1.CredentialField
@@ -215,7 +215,7 @@ export type Connection = Message<"voiceplane.v1.Connection"> & {
   accountLabel: string;
 
   /**
-   * `api_key` (this slice) or `oauth`.
+   * `api_key` or `oauth`.
    *
    * @generated from field: string auth_mode = 6;
    */
@@ -727,6 +727,124 @@ export const AgentConnectorResponseSchema: GenMessage<AgentConnectorResponse> = 
   messageDesc(file_voiceplane_v1_connectors, 24);
 
 /**
+ * `GET /connectors/oauth/callback`: the vendor's redirect after consent (no bearer; the signed
+ * single-use `state` is the authentication). Always answers 302 to the dashboard.
+ *
+ * @generated from message voiceplane.v1.OAuthCallbackRequest
+ */
+export type OAuthCallbackRequest = Message<"voiceplane.v1.OAuthCallbackRequest"> & {
+  /**
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string code = 2;
+   */
+  code: string;
+
+  /**
+   * The vendor's refusal (`access_denied`, ...) and its description.
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+
+  /**
+   * @generated from field: string error_description = 4;
+   */
+  errorDescription: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.OAuthCallbackRequest.
+ * Use `create(OAuthCallbackRequestSchema)` to create a new message.
+ */
+export const OAuthCallbackRequestSchema: GenMessage<OAuthCallbackRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 25);
+
+/**
+ * @generated from message voiceplane.v1.OAuthCallbackResponse
+ */
+export type OAuthCallbackResponse = Message<"voiceplane.v1.OAuthCallbackResponse"> & {
+  /**
+   * Where the browser is sent: the dashboard with `?connected=<provider_id>` or `?error=&reason=`.
+   *
+   * @generated from field: string location = 1;
+   */
+  location: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.OAuthCallbackResponse.
+ * Use `create(OAuthCallbackResponseSchema)` to create a new message.
+ */
+export const OAuthCallbackResponseSchema: GenMessage<OAuthCallbackResponse> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 26);
+
+/**
+ * @generated from message voiceplane.v1.ListResourcesRequest
+ */
+export type ListResourcesRequest = Message<"voiceplane.v1.ListResourcesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string connection_id = 2;
+   */
+  connectionId: string;
+
+  /**
+   * `spreadsheets` or `sheets`.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * Name filter of `spreadsheets`.
+   *
+   * @generated from field: string q = 4;
+   */
+  q: string;
+
+  /**
+   * The spreadsheet whose `sheets` are listed.
+   *
+   * @generated from field: string spreadsheet_id = 5;
+   */
+  spreadsheetId: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.ListResourcesRequest.
+ * Use `create(ListResourcesRequestSchema)` to create a new message.
+ */
+export const ListResourcesRequestSchema: GenMessage<ListResourcesRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 27);
+
+/**
+ * @generated from message voiceplane.v1.ListResourcesResponse
+ */
+export type ListResourcesResponse = Message<"voiceplane.v1.ListResourcesResponse"> & {
+  /**
+   * `spreadsheets`: `{id, name, modified_at, url}`; `sheets`: `{id (integer), title, index}`.
+   *
+   * @generated from field: repeated google.protobuf.Struct data = 1;
+   */
+  data: JsonObject[];
+};
+
+/**
+ * Describes the message voiceplane.v1.ListResourcesResponse.
+ * Use `create(ListResourcesResponseSchema)` to create a new message.
+ */
+export const ListResourcesResponseSchema: GenMessage<ListResourcesResponse> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_connectors, 28);
+
+/**
  * @generated from service voiceplane.v1.ConnectorService
  */
 export const ConnectorService: GenService<{
@@ -809,6 +927,22 @@ export const ConnectorService: GenService<{
     methodKind: "unary";
     input: typeof DisableAgentConnectorRequestSchema;
     output: typeof AgentConnectorResponseSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.ConnectorService.OAuthCallback
+   */
+  oAuthCallback: {
+    methodKind: "unary";
+    input: typeof OAuthCallbackRequestSchema;
+    output: typeof OAuthCallbackResponseSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.ConnectorService.ListResources
+   */
+  listResources: {
+    methodKind: "unary";
+    input: typeof ListResourcesRequestSchema;
+    output: typeof ListResourcesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_voiceplane_v1_connectors, 0);

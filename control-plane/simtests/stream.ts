@@ -1,0 +1,128 @@
+/**
+ * Test-run progress as server-sent events (spec doc 1, "Events"):
+ * `GET /api/v1/agents/test-runs/{runId}/stream` (bearer; another workspace's run is 404).
+ * Each event is `data: {"run": <test run>, "results": [<test result>, ...]}`: one at once, then one
+ * per poll (every `pollMs`, default 2 s) and one as soon as this process's runner changes the run;
+ * after the event that shows `completed`, `failed` or `cancelled` the server closes the stream.
+ *
+ * Bounds: `maxStreams` open streams per process (beyond: 503); a client that does not read is
+ * never buffered for: while the socket is blocked, ticks are skipped (the next event carries the
+ * whole state anyway).
+ */
+import type { ServerResponse } from 'node:http';
+import { create, toJson } from '@bufbuild/protobuf';
+import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import { AppError } from '../../shared/errors.js';
+import type { Sql } from '../../shared/db/client.js';
+import { SimTestService, TestResultSchema, TestRunSchema } from '../../shared/gen/voiceplane/v1/simtests_pb.js';
+import type { NodeReq, NodeRes } from '../http/rest.js';
+import { rawHandlerContext, sendError } from '../conversations/http-util.js';
+import type { RunChanges } from './changes.js';
+import * as store from './store.js';
+import { resultView, runView } from './views.js';
+
+const STREAM_PATH = /^\/api\/v1\/agents\/test-runs\/([^/]+)\/stream\/?$/;
+const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
+
+export interface RunStreamOptions {
+  sql: Sql;
+  clock: Clock;
+  logger: Logger;
+  changes: RunChanges;
+  /** Checks the caller may read the run (the service's `getTestRun`, so fencing is the same). */
+  getRun: (runId: string, ctx: ReturnType<typeof rawHandlerContext>) => Promise<unknown>;
+  /** Default 2000 ms (the spec's poll interval). */
+  pollMs?: number;
+  /** Default 200. */
+  maxStreams?: number;
+}
+
+export function createRunStream(opts: RunStreamOptions) {
+  const pollMs = opts.pollMs ?? 2000;
+  const maxStreams = opts.maxStreams ?? 200;
+  const open = new Set<() => void>();
+
+  const handler = async (req: NodeReq, anyRes: NodeRes): Promise<boolean> => {
+    const m = STREAM_PATH.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
+    if (!m || req.method !== 'GET') return false;
+    const ac = new AbortController();
+    anyRes.once('close', () => ac.abort());
+    try {
+      const ctx = rawHandlerContext(req, SimTestService, SimTestService.method.getTestRun, ac.signal);
+      await opts.getRun(m[1]!, ctx);
+      if (open.size >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many test-run streams', { retryAfterS: 5 });
+      serve(req, anyRes as ServerResponse, m[1]!.toLowerCase(), ac.signal);
+    } catch (err) {
+      sendError(anyRes, err, opts.logger);
+    }
+    return true;
+  };
+
+  function serve(req: NodeReq, res: ServerResponse, runId: string, signal: AbortSignal): void {
+    const headers: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
+    if (req.httpVersionMajor === 1) headers.connection = 'keep-alive';
+    res.writeHead(200, headers);
+    if (typeof res.flushHeaders === 'function') res.flushHeaders();
+    let finished = false;
+    let blocked = false;
+    let busy = false;
+    let again = false;
+    let timer: TimerHandle | undefined;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      open.delete(finish);
+      opts.clock.clearInterval(timer);
+      unsubscribe();
+      res.end();
+    };
+    open.add(finish);
+    signal.addEventListener('abort', finish, { once: true });
+
+    const tick = async (): Promise<void> => {
+      if (finished || blocked) return;
+      // One read at a time; a change notice during a read triggers one more right after.
+      if (busy) {
+        again = true;
+        return;
+      }
+      busy = true;
+      try {
+        const [run, results] = await Promise.all([store.getRun(opts.sql, runId), store.listResults(opts.sql, runId)]);
+        if (finished) return;
+        if (!run) return finish();
+        const data = {
+          run: toJson(TestRunSchema, create(TestRunSchema, runView(run)), JSON_OPTS),
+          results: results.map((r) => toJson(TestResultSchema, create(TestResultSchema, resultView(r)), JSON_OPTS)),
+        };
+        if (!res.write(`data: ${JSON.stringify(data)}\n\n`)) {
+          blocked = true;
+          res.once('drain', () => (blocked = false));
+        }
+        if (store.FINISHED_RUN.includes(run.status)) return finish();
+      } catch (err) {
+        opts.logger.warn({ err, runId }, 'test-run stream read failed; retried at the next poll');
+      } finally {
+        busy = false;
+      }
+      if (again && !finished) {
+        again = false;
+        await tick();
+      }
+    };
+    const unsubscribe = opts.changes.on(runId, () => void tick());
+    timer = opts.clock.setInterval(() => void tick(), pollMs);
+    void tick();
+  }
+
+  return {
+    handler,
+    get openStreams() {
+      return open.size;
+    },
+    closeAll() {
+      for (const f of [...open]) f();
+    },
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * HTTP tools from the agent config. A tool call never throws into the call: every failure
+ * (timeout, HTTP error, bad JSON, crashed endpoint, an address the outbound policy refuses)
+ * becomes an error result the model can read.
+ *
+ * Every request goes through the outbound client (shared/outbound): the tool's URL is tenant
+ * input, so it may only reach public addresses (or OUTBOUND_ALLOW_CIDRS), and the tool's
+ * credentials are never sent anywhere else. Redirects are not followed: a 3xx is an error result
+ * (the tool's URL is configured, so a redirect is a misconfiguration or an attempt to bounce the
+ * credential elsewhere). Retries (`retry_count`, 5xx/429/network only) wait an exponential
+ * backoff with full jitter on the call's clock, so a failing endpoint is not hammered.
+ */
+import type { FlowEffect } from '../voice/flow.js';
+import type { HttpToolConfig } from '../voice/session-config.js';
+import type { Clock } from '../clock.js';
+import { sleepBackoff, type BackoffOptions } from '../backoff.js';
+import { findOutboundRefusal, readBodyCapped, type OutboundClient } from '../outbound/index.js';
+
+export interface ToolResult {
+  status: 'success' | 'error';
+  /** What the model sees (a string; JSON for structured output). */
+  content: string;
+  /** The full output for the record. */
+  output: unknown;
+  error?: string;
+  latencyMs: number;
+  attempts: number;
+  /** Flow functions only: how the call's flow moves (`flow-state.ts`), applied by the actor if the run is still current. */
+  effects?: FlowEffect[];
+}
+
+export interface ToolRunDeps {
+  /** Tenant URLs go through it. Absent: every tool call is refused without a request. */
+  outbound?: OutboundClient;
+  /** Timeouts, retry waits and latency. */
+  clock: Clock;
+  /** Waits between attempts. Default: base 200 ms, cap 2000 ms, full jitter. */
+  backoff?: BackoffOptions;
+}
+
+const MAX_RESPONSE_BYTES = 256 * 1024;
+const DEFAULT_TIMEOUT_MS = 10_000;
+const TOOL_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 2000 };
+
+class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal: AbortSignal, deps: ToolRunDeps): Promise<ToolResult> {
+  const now = (): number => deps.clock.monotonicMs();
+  const started = now();
+  let args: Record<string, unknown>;
+  try {
+    const parsed = argsJson.trim() ? JSON.parse(argsJson) : {};
+    args = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return errorResult('the model sent arguments that are not JSON', started, now, 0);
+  }
+  const attemptsAllowed = 1 + Math.max(0, Math.min(5, tool.retry_count));
+  let lastError = 'not attempted';
+  let attempts = 0;
+  for (let attempt = 1; attempt <= attemptsAllowed; attempt++) {
+    if (attempt > 1) {
+      try {
+        await sleepBackoff(deps.clock, attempt - 1, signal, () => new ToolError('cancelled', false), deps.backoff ?? TOOL_BACKOFF);
+      } catch {
+        return errorResult('cancelled', started, now, attempts);
+      }
+    }
+    if (signal.aborted) return errorResult('cancelled', started, now, attempts);
+    attempts = attempt;
+    try {
+      const output = await callOnce(tool, args, signal, deps);
+      const picked = pickPath(output, tool.response_path);
+      return {
+        status: 'success',
+        content: typeof picked === 'string' ? picked : JSON.stringify(picked ?? null),
+        output,
+        latencyMs: Math.round(now() - started),
+        attempts,
+      };
+    } catch (e) {
+      lastError = (e as Error).message;
+      if (!(e instanceof ToolError) || !e.retryable) break;
+    }
+  }
+  return errorResult(lastError, started, now, attempts);
+}
+
+function errorResult(message: string, started: number, now: () => number, attempts: number): ToolResult {
+  return {
+    status: 'error',
+    content: JSON.stringify({ error: message }),
+    output: { error: message },
+    error: message,
+    latencyMs: Math.round(now() - started),
+    attempts,
+  };
+}
+
+async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, outer: AbortSignal, deps: ToolRunDeps): Promise<unknown> {
+  if (!deps.outbound) throw new ToolError('outbound requests are not configured on this engine', false);
+  const method = (tool.http_method || 'POST').toUpperCase();
+  let url: URL;
+  try {
+    url = new URL(fillString(tool.endpoint_url, args, true));
+  } catch {
+    throw new ToolError('the tool URL is not a valid URL', false);
+  }
+  const headers: Record<string, string> = { accept: 'application/json', ...tool.headers };
+  if (tool.auth_token) {
+    if (tool.auth_type === 'api_key') headers['x-api-key'] = tool.auth_token;
+    else if (tool.auth_type === 'basic') headers.authorization = `Basic ${Buffer.from(tool.auth_token).toString('base64')}`;
+    else headers.authorization = `Bearer ${tool.auth_token}`;
+  }
+  let body: string | undefined;
+  if (method === 'GET' || method === 'DELETE') {
+    for (const [k, v] of Object.entries(args)) if (!url.searchParams.has(k) && !tool.endpoint_url.includes(`{{${k}}}`)) url.searchParams.set(k, String(v));
+  } else {
+    const payload = tool.request_body === undefined || tool.request_body === null || tool.request_body === '' ? args : fillTemplate(tool.request_body, args);
+    body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+    headers['content-type'] ??= 'application/json';
+  }
+  const timeoutMs = Math.max(1, tool.timeout_ms || DEFAULT_TIMEOUT_MS);
+  const timeout = new AbortController();
+  const timer = deps.clock.setTimeout(() => timeout.abort(), timeoutMs);
+  const signal = AbortSignal.any([outer, timeout.signal]);
+  try {
+    // The timeout covers the whole exchange: connect, headers and the (bounded) body.
+    const res = await deps.outbound.fetch(url, { method, headers, body, signal, maxRedirects: 0 });
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new ToolError(`HTTP ${res.status}: redirects are not followed (configure the final URL)`, false);
+    }
+    const text = (await readBodyCapped(res, MAX_RESPONSE_BYTES)).toString('utf8');
+    if (!res.ok) throw new ToolError(`HTTP ${res.status}: ${text.slice(0, 200)}`, res.status >= 500 || res.status === 429);
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch {
+      return text;
+    }
+  } catch (e) {
+    if (e instanceof ToolError) throw e;
+    const refused = findOutboundRefusal(e);
+    if (refused) throw new ToolError(refused.message, false);
+    if (timeout.signal.aborted) throw new ToolError(`timed out after ${timeoutMs} ms`, true);
+    if (outer.aborted) throw new ToolError('cancelled', false);
+    if ((e as { code?: string }).code === 'BAD_GATEWAY') throw new ToolError((e as Error).message, false);
+    throw new ToolError(`request failed: ${describeNetworkError(e)}`, true);
+  } finally {
+    deps.clock.clearTimeout(timer);
+  }
+}
+
+/** `fetch failed` says nothing: the cause's code (ECONNREFUSED, ENOTFOUND, ...) does. */
+function describeNetworkError(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  const message = (e as Error)?.message ?? String(e);
+  return cause?.code ? `${message} (${cause.code})` : message;
+}
+
+/** Replaces `{{arg}}` in a template (object, array or string) with the model's arguments. */
+export function fillTemplate(template: unknown, args: Record<string, unknown>): unknown {
+  if (typeof template === 'string') {
+    const whole = /^\{\{\s*([\w.-]+)\s*\}\}$/.exec(template);
+    if (whole) return args[whole[1]] ?? null;
+    return fillString(template, args, false);
+  }
+  if (Array.isArray(template)) return template.map((t) => fillTemplate(t, args));
+  if (template && typeof template === 'object') {
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fillTemplate(v, args)]));
+  }
+  return template;
+}
+
+function fillString(s: string, args: Record<string, unknown>, encode: boolean): string {
+  return s.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_m, k: string) => {
+    const v = args[k];
+    const str = v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+    return encode ? encodeURIComponent(str) : str;
+  });
+}
+
+/** `a.b.0.c` into a JSON value; empty path returns the value itself. */
+export function pickPath(value: unknown, path?: string): unknown {
+  if (!path) return value;
+  let cur: unknown = value;
+  for (const part of path.replace(/^\$\.?/, '').split('.').filter(Boolean)) {
+    if (cur === null || cur === undefined) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}

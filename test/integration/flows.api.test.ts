@@ -1,0 +1,93 @@
+/**
+ * What the API accepts, a call gets (issue 19): an agent configured over REST (providers, knowledge
+ * bindings, a flow with node config and variables, `mode: flow`), published, then a voice session
+ * started through the public route. The session config the control plane stores for the engine
+ * carries the flow, the always-on knowledge in the prompt and the on-demand knowledge as the
+ * search scope. A flow with a node type the engine does not run is refused before it can be
+ * published.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
+import { createMemoryItem, createTestUser, restClient, startAgentsApp, type AgentsApp, type TestUser } from '../unit/agents/support.js';
+import { api } from '../helpers/accounts.js';
+
+let h: AgentsApp;
+let owner: TestUser;
+let call: ReturnType<typeof restClient>;
+
+beforeAll(async () => {
+  h = await startAgentsApp();
+  call = restClient(h);
+  owner = await createTestUser(h);
+  // One live engine node, so session start can place the session (nothing connects to it).
+  await h.infra.registry.nodes.heartbeat({ nodeId: 'flows-node', wsUrl: 'ws://127.0.0.1:1', load: 0, capacity: 10, updatedAtMs: Date.now() }, 60_000);
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+const GRAPH = {
+  start_node_id: 'greet',
+  nodes: [
+    { id: 'greet', type: 'start', label: 'Greet', config: { instructions: 'Greet the caller.' } },
+    { id: 'collect', type: 'prompt', label: 'Collect', config: { instructions: 'Ask for the date.', collect: ['date'], temperature: 0.3 } },
+    { id: 'bye', type: 'end', label: 'Goodbye', config: { instructions: 'Thank {{customer}} and say goodbye.' } },
+  ],
+  edges: [
+    { from: 'greet', to: 'collect', condition: 'the caller wants to book' },
+    { from: 'collect', to: 'bye' },
+  ],
+};
+
+describe('a flow agent configured over REST runs as configured', () => {
+  it('publish, start a session: the stored config carries the flow and both kinds of knowledge', async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'Booker', system_prompt: 'You book tables.' });
+    expect(created.status).toBe(201);
+    const agentId = created.body.data.id as string;
+    for (const kind of ['asr', 'llm', 'tts']) expect((await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: kind, provider_name: 'sim' })).status).toBe(200);
+    const hours = await createMemoryItem(h, owner.token, owner.workspaceId, 'Hours', 'Open noon to eleven.');
+    const refunds = await createMemoryItem(h, owner.token, owner.workspaceId, 'Refunds', 'Refunds within 30 days.');
+    expect((await call('POST', `/agents/${agentId}/knowledge-bases`, owner.token, { knowledge_base_id: hours, mode: 'always' })).status).toBe(201);
+    expect((await call('POST', `/agents/${agentId}/knowledge-bases`, owner.token, { knowledge_base_id: refunds, mode: 'on_demand' })).status).toBe(201);
+    const flow = await call('PUT', `/agents/${agentId}/flow`, owner.token, { graph: GRAPH, variables: [{ name: 'date', type: 'string' }] });
+    expect(flow.status).toBe(200);
+    expect(flow.body.data).toMatchObject({ is_valid: true, validation_errors: [] });
+    expect((await call('PUT', `/agents/${agentId}/mode`, owner.token, { mode: 'flow' })).status).toBe(200);
+    expect((await call('POST', `/agents/${agentId}/versions/publish`, owner.token)).status).toBe(200);
+
+    const start = await api(h, 'POST', '/api/v1/voice/sessions/start', { body: { agent_id: agentId, dynamic_variables: { customer: 'Kim' } } });
+    expect(start.status).toBe(200);
+    const stored = await h.infra.registry.sessions.getSession(start.body.session_id as string);
+    const config = stored!.config as SessionConfig;
+    expect(config.flow).toEqual({
+      start_node_id: 'greet',
+      nodes: [
+        { id: 'greet', type: 'start', label: 'Greet', instructions: 'Greet the caller.' },
+        { id: 'collect', type: 'prompt', label: 'Collect', instructions: 'Ask for the date.', collect: ['date'], temperature: 0.3 },
+        // Substituted by the engine when the node is entered (collected variables first).
+        { id: 'bye', type: 'end', label: 'Goodbye', instructions: 'Thank {{customer}} and say goodbye.' },
+      ],
+      edges: [
+        { from: 'greet', to: 'collect', description: 'the caller wants to book' },
+        { from: 'collect', to: 'bye', description: 'go to: Goodbye' },
+      ],
+      variables: [{ name: 'date', type: 'string' }],
+    });
+    expect(config.system_prompt).toBe('You book tables.\n\n## Knowledge\n### Hours\nOpen noon to eleven.');
+    expect(config.knowledge_search).toEqual({ item_ids: [refunds], text_search_config: 'english' });
+  });
+
+  it('a node type the engine does not run is a validation error, and publishing in flow mode refuses it', async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'Old flow' });
+    const agentId = created.body.data.id as string;
+    const graph = { start_node_id: 's', nodes: [{ id: 's', type: 'start', label: 'S' }, { id: 'c', type: 'condition', label: 'C' }], edges: [{ from: 's', to: 'c' }] };
+    const validated = await call('POST', `/agents/${agentId}/flow/validate`, owner.token, { graph });
+    expect(validated.body.data.is_valid).toBe(false);
+    expect(validated.body.data.errors).toEqual([expect.objectContaining({ code: 'UNKNOWN_NODE_TYPE', node_ids: ['c'] })]);
+    await call('PUT', `/agents/${agentId}/flow`, owner.token, { graph, variables: [] });
+    await call('PUT', `/agents/${agentId}/mode`, owner.token, { mode: 'flow' });
+    const pub = await call('POST', `/agents/${agentId}/versions/publish`, owner.token);
+    expect(pub.status).toBe(409);
+  });
+});
