@@ -7,15 +7,13 @@
  * harness's own control plane A serves the API and receives every carrier callback (the role of
  * PUBLIC_BASE_URL behind a load balancer) but dials nothing (`concurrency: 0`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import { buildChild } from '../helpers/child-build.js';
 import { until, uploadCsv } from '../helpers/campaigns.js';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../helpers/infra.js';
+import { startReplica } from '../helpers/control-plane-replica.js';
 
 /** Short expiry and lease so a dead replica's campaign comes back within seconds (production: 60 s / 30 s). */
 const JOBS = { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1, queues: { 'campaign.dial': { expireInSeconds: 3, retryDelaySeconds: 1 } } };
@@ -36,35 +34,18 @@ afterAll(async () => {
   if (childDir) fs.rmSync(childDir, { recursive: true, force: true });
 });
 
-function startReplica(): Promise<{ proc: ChildProcess; owner: string }> {
-  const proc = spawn(process.execPath, [path.join(childDir, 'test/helpers/control-plane-child.js')], {
-    env: {
-      ...process.env,
-      CHILD_DATABASE_URL: TEST_DATABASE_URL,
-      CHILD_REDIS_URL: TEST_REDIS_URL,
-      CHILD_SECRETS_KEY: h.infra.config.secretsKey,
-      CHILD_OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8',
-      CHILD_DATA_DIR: h.infra.config.dataDir,
-      CHILD_SCHEMA: h.infra.schema,
-      CHILD_REGISTRY_PREFIX: h.infra.registryPrefix,
-      CHILD_TWILIO_API_BASE_URL: h.sim.url,
-      CHILD_JOBS: JSON.stringify(JOBS),
-      CHILD_CAMPAIGNS: JSON.stringify({ dialer: DIALER, callbackBaseUrl: `http://127.0.0.1:${h.app.port}` }),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(proc);
-  return new Promise((resolve, reject) => {
-    proc.once('exit', (code) => reject(new Error(`replica exited early (${code})`)));
-    createInterface({ input: proc.stdout! }).on('line', (line) => {
-      if (line.startsWith('{"port":')) resolve({ proc, owner: JSON.parse(line).dialer_owner });
-    });
-  });
+function startDialer(): Promise<{ proc: ChildProcess; owner: string }> {
+  const env = {
+    CHILD_TWILIO_API_BASE_URL: h.sim.url,
+    CHILD_JOBS: JSON.stringify(JOBS),
+    CHILD_CAMPAIGNS: JSON.stringify({ dialer: DIALER, callbackBaseUrl: `http://127.0.0.1:${h.app.port}` }),
+  };
+  return startReplica(childDir, h.infra, env, (p) => children.push(p)).then((r) => ({ proc: r.proc, owner: r.ready.dialer_owner as string }));
 }
 
 describe('two replicas, one campaign', () => {
   it('dials every contact once per attempt and loses nothing when the dialing replica is killed', { timeout: 120_000 }, async () => {
-    const [b, c] = await Promise.all([startReplica(), startReplica()]);
+    const [b, c] = await Promise.all([startDialer(), startDialer()]);
     const agentId = await h.createAgent({ number: '+14155550701', direction: 'outbound' });
     const numbers = Array.from({ length: 60 }, (_, i) => `+1415554${String(1000 + i).padStart(4, '0')}`);
     for (const [i, n] of numbers.entries()) h.callees.set(n, { outcome: i % 2 ? 'busy' : 'no-answer', ringMs: 150 });

@@ -6,15 +6,14 @@
  * process) works the run's watchdog job, which A had queued: once A's heartbeat is older than
  * `staleSeconds`, the run is finished `failed` and its unfinished case `errored`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { api, createTestUser } from '../helpers/accounts.js';
 import { buildChild } from '../helpers/child-build.js';
-import { startTestInfra, TEST_DATABASE_URL, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
+import { startTestInfra, type TestInfra } from '../helpers/infra.js';
+import { startReplica } from '../helpers/control-plane-replica.js';
 import { simAgent, startToolServer, waitForRun } from '../helpers/simtests.js';
 
 const JOBS = { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 };
@@ -41,33 +40,9 @@ afterAll(async () => {
   if (childDir) fs.rmSync(childDir, { recursive: true, force: true });
 });
 
-function startChild(): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [path.join(childDir, 'test/helpers/control-plane-child.js')], {
-    env: {
-      ...process.env,
-      CHILD_DATABASE_URL: TEST_DATABASE_URL,
-      CHILD_REDIS_URL: TEST_REDIS_URL,
-      CHILD_SECRETS_KEY: infra.config.secretsKey,
-      CHILD_OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8',
-      CHILD_DATA_DIR: infra.config.dataDir,
-      CHILD_SCHEMA: infra.schema,
-      CHILD_REGISTRY_PREFIX: infra.registryPrefix,
-      CHILD_JOBS: JSON.stringify(JOBS),
-      CHILD_SIMTESTS: JSON.stringify(SIMTESTS),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    proc.once('exit', (code) => reject(new Error(`control plane child exited early (${code})`)));
-    createInterface({ input: proc.stdout! }).on('line', (line) => {
-      if (line.startsWith('{"port":')) resolve({ port: JSON.parse(line).port, proc });
-    });
-  });
-}
-
 describe('a test run whose worker is killed', () => {
   it('is finished failed by the watchdog on another replica', { timeout: 60_000 }, async () => {
-    const a = await startChild();
+    const a = await startReplica(childDir, infra, { CHILD_JOBS: JSON.stringify(JOBS), CHILD_SIMTESTS: JSON.stringify(SIMTESTS) });
     child = a.proc;
     const user = await createTestUser(a);
     const agentId = await simAgent(a, user);
