@@ -1,0 +1,204 @@
+/**
+ * The web console in real Chromium (issue 22): the control plane serves the page, a media engine
+ * runs the demo `sim` agent, and Chromium's fake microphone plays a WAV of `sim`-coded phrases.
+ * Signs in with the start banner's one-click link, starts a session, speaks, sees transcript and
+ * reply, hears the reply (recorded by the page, decoded here), barges in on a long answer, types a
+ * message, hangs up and opens the call's record with its per-turn audio. Screenshots go to
+ * test-artifacts/. Needs Debian's `chromium` (.ci/run installs it): skipped without it, except
+ * under CI, where a missing browser fails.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { realClock } from '../../shared/clock.js';
+import { createRedisTranscriptBus, type TranscriptBus } from '../../shared/records/bus.js';
+import { startEngineRecords, type EngineRecords } from '../../media-engine/records/index.js';
+import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
+import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { consoleSignInUrl, seedDemo } from '../../control-plane/seed.js';
+import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
+import { decodeSimWav, writeFakeMicWav } from '../helpers/fake-mic.js';
+// @ts-expect-error plain ESM build script without types
+import { buildConsole } from '../../console/build.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must run the browser test (.ci/run installs chromium)`);
+const ARTIFACTS = path.resolve(import.meta.dirname, '../../test-artifacts');
+
+/** What the fake microphone says, from the moment the page opens it (after the greeting). */
+const SCRIPT = [
+  { atMs: 5000, text: 'hello' },
+  { atMs: 9000, text: 'the long version please' },
+  // Lands inside the long answer (about 30 s of speech): a barge-in.
+  { atMs: 14500, text: 'stop' },
+];
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+let infra: TestInfra;
+let bus: TranscriptBus;
+let records: EngineRecords;
+let engine: EngineNode;
+let cp: ControlPlane;
+let browser: Browser;
+let tmp: string;
+let base = '';
+const key = `vpk_org_${randomBytes(24).toString('base64url')}`;
+
+describe.skipIf(!haveChromium)('web console in Chromium', () => {
+  beforeAll(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-console-'));
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    infra = await startTestInfra({ httpPort: port, seedDemo: true }, { ORG_API_KEY: key, PUBLIC_BASE_URL: base });
+    const { config, sql, logger } = infra;
+    bus = await createRedisTranscriptBus({ url: TEST_REDIS_URL, prefix: infra.registryPrefix });
+    records = await startEngineRecords({ config, sql, logger, clock: realClock, bus });
+    engine = await startEngineNode({ config, logger, clock: realClock, registry: infra.registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, sql, secrets: infra.secrets });
+    const consoleDir = path.join(tmp, 'console');
+    await buildConsole(consoleDir);
+    cp = await startControlPlane(infra, { port, bus, consoleDir });
+    // The demo agent, exactly as `npm start` seeds it (sim ASR, scripted sim LLM, sim TTS).
+    await seedDemo(config, cp.port, logger);
+    const wav = path.join(tmp, 'mic.wav');
+    writeFakeMicWav(wav, SCRIPT, 20_000);
+    // Not persistent: Playwright gives the browser a fresh temporary profile of its own.
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--use-fake-ui-for-media-stream',
+        '--use-fake-device-for-media-stream',
+        `--use-file-for-fake-audio-capture=${wav}%noloop`,
+        '--autoplay-policy=no-user-gesture-required',
+      ],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await cp?.close();
+    await engine?.close();
+    await records?.close();
+    await bus?.close();
+    await infra?.close();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  async function shot(page: Page, name: string): Promise<void> {
+    await page.screenshot({ path: path.join(ARTIFACTS, `console-${name}.png`), fullPage: true });
+  }
+
+  it('signs in, talks, hears, barges in, types, hangs up, plays the record', { timeout: 120_000 }, async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      // The page polls for the call's record after hang-up: 404 until the engine has written it.
+      if (m.location().url.includes('/conversations/by-session/')) return;
+      if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`${m.text()} (${m.location().url})`);
+    });
+    page.on('pageerror', (e) => problems.push(String(e)));
+    try {
+      // One-click sign-in: the key travels in the fragment and is removed from the address bar.
+      await page.goto(consoleSignInUrl(base, key));
+      await page.locator('#home').waitFor({ state: 'visible' });
+      expect(page.url()).toBe(`${base}/console`);
+      await expect.poll(() => page.locator('#agent option').allTextContents()).toContain('Demo agent (sim)');
+      await shot(page, '1-signed-in');
+
+      await page.check('#headset');
+      await page.check('#record');
+      await page.click('#start');
+      await page.locator('#call-state', { hasText: 'live' }).waitFor({ timeout: 15_000 });
+
+      // Spoken "hello": transcript, reply, and the page's own end of speech -> heard time.
+      const user = page.locator('#transcript .user');
+      const agent = page.locator('#transcript .agent');
+      await user.filter({ hasText: 'hello' }).first().waitFor({ timeout: 20_000 });
+      await agent.filter({ hasText: 'You said: hello.' }).first().waitFor({ timeout: 10_000 });
+      const heard = page.locator('#waterfall .turn-row .heard[data-heard-ms]:not([data-heard-ms=""])').first();
+      await heard.waitFor({ timeout: 10_000 });
+      const heardMs = Number(await heard.getAttribute('data-heard-ms'));
+      expect(heardMs).toBeGreaterThan(0);
+      expect(heardMs).toBeLessThan(1500);
+
+      // The long answer, cut by "stop": marked interrupted, and the reply to "stop" follows.
+      await agent.filter({ hasText: 'here is the long version' }).first().waitFor({ timeout: 20_000 });
+      await page.locator('#transcript .agent.interrupted').first().waitFor({ timeout: 20_000 });
+      await user.filter({ hasText: 'stop' }).first().waitFor({ timeout: 10_000 });
+      await agent.filter({ hasText: 'You said: stop.' }).first().waitFor({ timeout: 10_000 });
+      const interrupted = await page.locator('#transcript .agent.interrupted').first().textContent();
+      expect(interrupted).toContain('long version');
+      await expect.poll(() => page.locator('#timeline li[data-type="interim_transcription"]').count()).toBeGreaterThan(0);
+      await shot(page, '2-barge-in');
+      // Typing while the agent speaks would interrupt it too: wait for the reply to play out.
+      await page.locator('#speaking').waitFor({ state: 'hidden', timeout: 10_000 });
+
+      // Type-to-speak.
+      await page.fill('#say', 'thanks for the help');
+      await page.click('#say-send');
+      await page.locator('#transcript .user', { hasText: 'thanks for the help' }).waitFor({ timeout: 10_000 });
+      await agent.filter({ hasText: 'You said: thanks for the help.' }).first().waitFor({ timeout: 10_000 });
+      // The typed turn's latency is measured from the moment it was sent; its reply plays out.
+      await page.locator('#waterfall .turn-row[data-turn="4"] .heard:not([data-heard-ms=""])').waitFor({ timeout: 10_000 });
+      await page.locator('#speaking').waitFor({ state: 'hidden', timeout: 10_000 });
+      await shot(page, '3-typed');
+
+      await page.click('#hangup');
+      await page.locator('#call-state', { hasText: 'ended' }).waitFor();
+
+      // What the page played, recorded after the gain (ducking) stage, decoded here.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save-audio')]);
+      const recorded = fs.readFileSync(await download.path());
+      fs.writeFileSync(path.join(ARTIFACTS, 'console-heard.wav'), recorded);
+      const heardPhrases = decodeSimWav(recorded);
+      expect(heardPhrases).toContain('hello there! how can i help you today?');
+      expect(heardPhrases).toContain('you said: hello.');
+      expect(heardPhrases).toContain('you said: thanks for the help.');
+      // The long answer was cut: never heard whole.
+      expect(heardPhrases.some((p) => p.includes('anything else you would like to know'))).toBe(false);
+
+      // The call's record, with per-turn audio from the signed links, playable under the page's CSP.
+      await page.locator('#call-record').waitFor({ state: 'visible', timeout: 15_000 });
+      await page.click('#call-record');
+      await page.locator('#record-messages li').first().waitFor();
+      await expect.poll(() => page.locator('#record-messages audio').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+      type Audio = { duration: number; onloadedmetadata: (() => void) | null; onerror: (() => void) | null; load(): void };
+      const duration = await page.locator('#record-messages audio').first().evaluate(
+        (a: Audio) =>
+          new Promise<number>((resolve) => {
+            a.onloadedmetadata = () => resolve(a.duration);
+            a.onerror = () => resolve(-1);
+            a.load();
+          }),
+      );
+      expect(duration).toBeGreaterThan(0);
+      await shot(page, '4-record');
+      fs.writeFileSync(path.join(ARTIFACTS, 'console-latency.json'), JSON.stringify({ end_of_speech_to_heard_ms: heardMs }, null, 1));
+      expect(problems).toEqual([]);
+    } finally {
+      await shot(page, 'last').catch(() => {});
+      await context.close();
+    }
+  });
+});
