@@ -30,6 +30,8 @@ export interface Turn {
   timing?: TurnTiming;
   /** End of speech (or the text sent) -> first agent audio heard, measured on this page. */
   heardMs?: number;
+  /** End of speech -> the final transcript reached the page (endpointing + ASR + network). */
+  finalMs?: number;
 }
 
 export interface ServerEvent {
@@ -158,6 +160,7 @@ export class Call {
         // Typed text comes back as a transcription too: its origin is when it was sent.
         if (this.nextOrigin?.source !== 'text') this.nextOrigin = { at: this.lastVoicedAt || performance.now(), source: 'voice' };
         t.source = this.nextOrigin.source;
+        t.finalMs = Math.max(0, performance.now() - this.nextOrigin.at);
         this.hooks.onInterim('');
         this.hooks.onTurn(t);
         break;

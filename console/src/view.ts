@@ -72,7 +72,7 @@ function renderWaterfall(t: Turn): void {
     bar.style.width = `${((100 * v) / scale).toFixed(2)}%`;
     bars.append(bar);
   }
-  const legend = parts.map(([, v, label]) => `${label} ${ms(v)}`).join(' · ');
+  const legend = parts.map(([, v, label]) => `${label} ${ms(v)}`).join(' · ') + (t.finalMs !== undefined ? ` · final transcript on the page after ${ms(t.finalMs)}` : '');
   const row = h(
     'div',
     { class: 'turn-row', 'data-turn': String(t.turn) },

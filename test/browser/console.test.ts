@@ -71,7 +71,17 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await buildConsole(consoleDir);
     cp = await startControlPlane(infra, { port, bus, consoleDir });
     // The demo agent, exactly as `npm start` seeds it (sim ASR, scripted sim LLM, sim TTS).
-    await seedDemo(config, cp.port, logger);
+    // ...and prints the start banner: the console URL and the one-click sign-in link.
+    let banner = '';
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => ((banner += String(chunk)), write(chunk, ...rest))) as typeof process.stdout.write;
+    try {
+      await seedDemo(config, cp.port, logger);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(banner).toContain(`Console: ${base}/console\n`);
+    expect(banner).toContain(consoleSignInUrl(base, key));
     const wav = path.join(tmp, 'mic.wav');
     writeFakeMicWav(wav, SCRIPT, 20_000);
     // Not persistent: Playwright gives the browser a fresh temporary profile of its own.
@@ -102,6 +112,21 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await bus?.close();
     await infra?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('refuses a wrong key with a message and keeps it out of the page', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(`${base}/console`);
+      await page.fill('#api-key', 'vpk_org_wrong-key-wrong-key-wrong');
+      await page.click('#signin-form button');
+      await page.locator('#signin-error', { hasText: 'not accepted' }).waitFor();
+      expect(await page.isVisible('#home')).toBe(false);
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    } finally {
+      await context.close();
+    }
   });
 
   async function shot(page: Page, name: string): Promise<void> {
@@ -164,6 +189,10 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       await page.locator('#speaking').waitFor({ state: 'hidden', timeout: 10_000 });
       await shot(page, '3-typed');
 
+      // Per turn, as the waterfall shows it: the page's heard time and the server's total.
+      const turns = await page.locator('#waterfall .turn-row').evaluateAll((rows) =>
+        rows.map((r) => ({ turn: r.getAttribute('data-turn'), heard_ms: r.querySelector('.heard')?.getAttribute('data-heard-ms'), head: r.querySelector('.turn-head')?.textContent, legend: r.querySelector('.legend')?.textContent })),
+      );
       await page.click('#hangup');
       await page.locator('#call-state', { hasText: 'ended' }).waitFor();
 
@@ -180,6 +209,9 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
 
       // The call's record, with per-turn audio from the signed links, playable under the page's CSP.
       await page.locator('#call-record').waitFor({ state: 'visible', timeout: 15_000 });
+      // The agent's history lists the call, linking to the same record.
+      const conversationId = (await page.getAttribute('#call-record', 'href'))!.replace('#call/', '');
+      await page.locator(`#history li[data-conversation="${conversationId}"] a`).waitFor({ timeout: 10_000 });
       await page.click('#call-record');
       await page.locator('#record-messages li').first().waitFor();
       await expect.poll(() => page.locator('#record-messages audio').count(), { timeout: 15_000 }).toBeGreaterThan(0);
@@ -194,7 +226,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       );
       expect(duration).toBeGreaterThan(0);
       await shot(page, '4-record');
-      fs.writeFileSync(path.join(ARTIFACTS, 'console-latency.json'), JSON.stringify({ end_of_speech_to_heard_ms: heardMs }, null, 1));
+      fs.writeFileSync(path.join(ARTIFACTS, 'console-latency.json'), JSON.stringify({ first_turn_end_of_speech_to_heard_ms: heardMs, turns }, null, 1));
       expect(problems).toEqual([]);
     } finally {
       await shot(page, 'last').catch(() => {});
