@@ -32,10 +32,11 @@ const ARTIFACTS = path.resolve(import.meta.dirname, '../../test-artifacts');
 
 /** What the fake microphone says, from the moment the page opens it (after the greeting). */
 const SCRIPT = [
-  { atMs: 5000, text: 'hello' },
-  { atMs: 9000, text: 'the long version please' },
+  // The greeting (~2.5 s of speech) has played out by then, with room for a slow start.
+  { atMs: 6000, text: 'hello' },
+  { atMs: 10000, text: 'the long version please' },
   // Lands inside the long answer (about 30 s of speech): a barge-in.
-  { atMs: 14500, text: 'stop' },
+  { atMs: 15500, text: 'stop' },
 ];
 
 async function freePort(): Promise<number> {
@@ -83,7 +84,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     expect(banner).toContain(`Console: ${base}/console\n`);
     expect(banner).toContain(consoleSignInUrl(base, key));
     const wav = path.join(tmp, 'mic.wav');
-    writeFakeMicWav(wav, SCRIPT, 20_000);
+    writeFakeMicWav(wav, SCRIPT, 21_000);
     // Not persistent: Playwright gives the browser a fresh temporary profile of its own.
     browser = await chromium.launch({
       executablePath: CHROMIUM,
