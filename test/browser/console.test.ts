@@ -124,7 +124,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       await page.click('#signin-form button');
       await page.locator('#signin-error', { hasText: 'not accepted' }).waitFor();
       expect(await page.isVisible('#home')).toBe(false);
-      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+      expect(await page.evaluate(() => (globalThis as unknown as { sessionStorage: { length: number } }).sessionStorage.length)).toBe(0);
     } finally {
       await context.close();
     }
@@ -136,6 +136,16 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
 
   it('signs in, talks, hears, barges in, types, hangs up, plays the record', { timeout: 120_000 }, async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    // Records what the page sends on the voice socket (message kinds and frame sizes).
+    await context.addInitScript(() => {
+      const sent: string[] = [];
+      (globalThis as unknown as { __sent: string[] }).__sent = sent;
+      const send = WebSocket.prototype.send;
+      WebSocket.prototype.send = function (this: WebSocket, d: string | ArrayBufferLike | Blob | ArrayBufferView) {
+        sent.push(typeof d === 'string' ? (JSON.parse(d) as { type: string }).type : `binary:${(d as ArrayBuffer).byteLength}`);
+        return send.call(this, d);
+      };
+    });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
@@ -194,6 +204,13 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       const turns = await page.locator('#waterfall .turn-row').evaluateAll((rows) =>
         rows.map((r) => ({ turn: r.getAttribute('data-turn'), heard_ms: r.querySelector('.heard')?.getAttribute('data-heard-ms'), head: r.querySelector('.turn-head')?.textContent, legend: r.querySelector('.legend')?.textContent })),
       );
+      // 20 ms frames of 16 kHz 16-bit PCM only; playback_done after each played reply; the typed text.
+      const sent = await page.evaluate(() => (globalThis as unknown as { __sent: string[] }).__sent);
+      const kinds = new Set(sent);
+      expect([...kinds].filter((k) => k.startsWith('binary:'))).toEqual(['binary:640']);
+      expect(sent.filter((k) => k === 'binary:640').length).toBeGreaterThan(500);
+      expect(sent.filter((k) => k === 'playback_done').length).toBeGreaterThanOrEqual(3);
+      expect(sent.filter((k) => k === 'text_inject')).toHaveLength(1);
       await page.click('#hangup');
       await page.locator('#call-state', { hasText: 'ended' }).waitFor();
 
