@@ -123,7 +123,11 @@ async function ended(reason: string): Promise<void> {
 function boot(): void {
   const m = /^#key=(.+)$/.exec(location.hash);
   if (m) {
-    auth.set(decodeURIComponent(m[1]!));
+    try {
+      auth.set(decodeURIComponent(m[1]!));
+    } catch {
+      // A mangled link: sign in by hand.
+    }
     // The key must not stay in the address bar, the history or a bookmark.
     history.replaceState(null, '', location.pathname);
   }
