@@ -44,25 +44,28 @@ export function renderTurn(t: Turn): void {
 }
 
 /**
- * One row per turn: the server's components laid end to end (ASR final, LLM first token, tools,
- * TTS first byte, internal overhead = the server's end of speech -> first frame sent), then what
- * the page adds (network, jitter buffer, output) up to the first audio heard, measured here.
+ * One row per turn, laid end to end: ASR final (the larger of the server's `asr_ms` and what the
+ * page saw from its own end of speech to the final transcript: a server whose clock starts at the
+ * final cannot report endpointing delay), LLM first token, tools, TTS first byte, internal
+ * overhead, then what the page adds (network, jitter buffer, output) up to the first audio heard.
  */
 function renderWaterfall(t: Turn): void {
   const box = $('waterfall');
   const tm = t.timing;
+  const asr = Math.max(tm?.asr_ms ?? 0, t.finalMs ?? 0);
+  const asrLabel = tm && t.finalMs !== undefined && Math.round(t.finalMs) > tm.asr_ms ? `ASR final (server ${ms(tm.asr_ms)}, page)` : 'ASR final';
   const parts: Array<[string, number, string]> = tm
     ? [
-        ['asr', tm.asr_ms, 'ASR final'],
+        ['asr', asr, asrLabel],
         ['llm', tm.llm_ttfb_ms, 'LLM first token'],
         ['tool', tm.tool_ms, 'tools'],
         ['tts', tm.tts_ttfb_ms, 'TTS first byte'],
         ['overhead', tm.internal_overhead_ms, 'internal overhead'],
       ]
     : [];
-  const serverTotal = tm?.total_ms ?? 0;
-  if (t.heardMs !== undefined) parts.push(['client', Math.max(0, t.heardMs - serverTotal), 'network + buffer + output']);
-  const total = Math.max(1, t.heardMs ?? serverTotal, ...parts.map((p) => p[1]));
+  const before = parts.reduce((sum, p) => sum + p[1], 0);
+  if (t.heardMs !== undefined) parts.push(['client', Math.max(0, t.heardMs - before), 'network + buffer + output']);
+  const total = Math.max(1, t.heardMs ?? 0, before);
   const scale = Math.max(total, 300);
   const bars = h('div', { class: 'bars' });
   for (const [cls, v, label] of parts) {
@@ -72,7 +75,7 @@ function renderWaterfall(t: Turn): void {
     bar.style.width = `${((100 * v) / scale).toFixed(2)}%`;
     bars.append(bar);
   }
-  const legend = parts.map(([, v, label]) => `${label} ${ms(v)}`).join(' · ') + (t.finalMs !== undefined ? ` · final transcript on the page after ${ms(t.finalMs)}` : '');
+  const legend = parts.map(([, v, label]) => `${label} ${ms(v)}`).join(' · ');
   const row = h(
     'div',
     { class: 'turn-row', 'data-turn': String(t.turn) },
