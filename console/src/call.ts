@@ -210,6 +210,10 @@ export class Call {
       case 'call_ended':
         this.finish(String(ev.reason ?? 'ended'));
         break;
+      case 'error':
+        // Fatal failures (unknown session, capacity, missing provider key) end the call; the socket closes next.
+        if (ev.fatal) this.finish(String(ev.message ?? ev.error ?? 'error'));
+        break;
     }
   }
 

@@ -15,7 +15,7 @@ export function resetCallView(): void {
 export function addEvent(ev: ServerEvent, atMs: number): void {
   if (QUIET.has(ev.type)) return;
   const list = $('timeline');
-  const detail = ev.text !== undefined ? ` "${String(ev.text).slice(0, 60)}"` : ev.reason !== undefined ? ` ${String(ev.reason)}` : '';
+  const detail = ev.text !== undefined ? ` "${String(ev.text).slice(0, 60)}"` : ev.reason !== undefined ? ` ${String(ev.reason)}` : ev.message !== undefined ? ` ${String(ev.message)}` : '';
   const turn = ev.turn !== undefined ? ` #${ev.turn}` : '';
   list.append(h('li', { 'data-type': ev.type }, h('time', {}, `${(atMs / 1000).toFixed(2)}s`), ` ${ev.type}${turn}${detail}`));
   while (list.childElementCount > MAX_TIMELINE) list.firstElementChild?.remove();

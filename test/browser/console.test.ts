@@ -130,6 +130,29 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     }
   });
 
+  it('says why a session cannot start (an agent never published: 409) and stays usable', async () => {
+    const call = async (method: string, p: string, body?: unknown) => {
+      const res = await fetch(`${base}/api/v1${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return ((await res.json()) as { data: any }).data;
+    };
+    const [ws] = (await call('GET', '/auth/workspaces')) as Array<{ id: string }>;
+    const draft = (await call('POST', '/agents', { workspace_id: ws!.id, name: 'Draft only' })) as { id: string };
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(consoleSignInUrl(base, key));
+      await page.locator('#home').waitFor({ state: 'visible' });
+      await page.selectOption('#agent', draft.id);
+      await page.click('#start');
+      await page.locator('#call-state', { hasText: 'Could not start' }).waitFor();
+      expect(await page.isEnabled('#start')).toBe(true);
+      expect(await page.isVisible('#hangup')).toBe(true);
+      expect(await page.isEnabled('#hangup')).toBe(false);
+    } finally {
+      await context.close();
+    }
+  });
+
   async function shot(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: path.join(ARTIFACTS, `console-${name}.png`), fullPage: true });
   }
@@ -162,6 +185,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       await expect.poll(() => page.locator('#agent option').allTextContents()).toContain('Demo agent (sim)');
       await shot(page, '1-signed-in');
 
+      await page.selectOption('#agent', { label: 'Demo agent (sim)' });
       await page.check('#headset');
       await page.check('#record');
       await page.click('#start');
