@@ -17,6 +17,7 @@ COPY tsconfig.json tsconfig.build.json main.ts ./
 COPY control-plane ./control-plane
 COPY media-engine ./media-engine
 COPY shared ./shared
+COPY console ./console
 RUN npm run build
 
 # --- production dependencies only (native modules built for this base image)

@@ -6,6 +6,7 @@ import { HealthService } from '../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from './health/service.js';
 import { healthRoutes } from './health/routes.js';
 import { createCors } from './http/cors.js';
+import { createConsoleHandler, DEFAULT_CONSOLE_DIR } from './console/serve.js';
 import { startControlPlaneServer, type RunningServer } from './http/server.js';
 import { startGrpcNativeServer } from './http/grpc-native.js';
 import type { ControlPlaneDeps, Domain } from './domain.js';
@@ -102,6 +103,8 @@ export interface ControlPlaneOptions {
   simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
+  /** Directory of the built web console (console/build.mjs). Default dist/console. */
+  consoleDir?: string;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -187,6 +190,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     observe: metrics.observe,
     onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
     cors: createCors(deps.config.corsOrigins),
+    console: createConsoleHandler({ dir: opts.consoleDir ?? DEFAULT_CONSOLE_DIR, publicBaseUrl: deps.config.publicBaseUrl }),
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
   const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });

@@ -61,9 +61,13 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
       await call('POST', `/agents/${agent.id}/versions/publish`);
       logger.info({ agentId: agent.id }, 'demo agent created and published');
     }
+    const generated = config.orgApiKey.startsWith('vpk_org_') && config.nodeEnv !== 'production';
     const lines = [
       '',
       `Voice platform ready on ${config.publicBaseUrl} (engine ${config.enginePublicUrl}).`,
+      `Console: ${config.publicBaseUrl}/console`,
+      // The key rides in the fragment, which browsers never send to a server or put in a Referer.
+      ...(generated ? [`  one-click sign-in (development key): ${consoleSignInUrl(config.publicBaseUrl, config.orgApiKey)}`] : []),
       `Demo agent "${DEMO_AGENT_NAME}": ${agent.id}`,
       `  start a session:  curl -s -X POST ${config.publicBaseUrl}/api/v1/voice/sessions/start -H 'content-type: application/json' -d '{"agent_id":"${agent.id}","dynamic_variables":{"name":"Ada"}}'`,
       '  then open the returned ws_url and stream 16 kHz PCM (see README, "Voice socket protocol").',
@@ -74,4 +78,9 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
   } catch (err) {
     logger.warn({ err }, 'demo seed failed (the platform still runs)');
   }
+}
+
+/** The console URL that signs in with `key` (read from the fragment by the page, then removed from the address bar). */
+export function consoleSignInUrl(publicBaseUrl: string, key: string): string {
+  return `${publicBaseUrl}/console#key=${encodeURIComponent(key)}`;
 }

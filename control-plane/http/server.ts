@@ -36,6 +36,8 @@ export interface ControlPlaneServerOptions {
   onResponse?: (status: number, ms: number) => void;
   /** Browser clients (`CORS_ORIGINS`, cors.ts); absent: no CORS headers, preflights get 405/404 as any OPTIONS. */
   cors?: CorsHandler;
+  /** The web console's pages (`/`, `/console/*`, control-plane/console/serve.ts); absent: not served. */
+  console?: (req: NodeReq, res: NodeRes) => boolean;
 }
 
 export interface RunningServer {
@@ -115,6 +117,7 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
       }
     });
     if (opts.cors?.(req, res)) return;
+    if (opts.console?.(req, res)) return;
     if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, req.headers['x-vp-remote-ip'] as string);
     else connect(req as never, res as never);
   };
