@@ -35,6 +35,7 @@ import { createBillingDomain, type BillingDomain } from './billing/index.js';
 import { createConnectorsDomain, type ConnectorsDomain } from './connectors/index.js';
 import { createSimTestsDomain, type SimTestsDomain, type SimTestsDeps } from './simtests/index.js';
 import { createNodeSweeper, type NodeSweeper } from './ops/node-sweeper.js';
+import { createPortalDomain, type PortalDomain, type PortalOptions } from './portal/index.js';
 
 export interface ControlPlane {
   server: RunningServer;
@@ -59,6 +60,8 @@ export interface ControlPlane {
   connectors: ConnectorsDomain;
   /** Simulation tests and the publish gate (issue 20). */
   simTests: SimTestsDomain;
+  /** Human agents: roster, credentials, presence, attendance, shifts (issue 21). */
+  portal: PortalDomain;
   /** The durable job queue (control-plane/jobs); every replica works it. */
   jobs: Jobs;
   /** Served on `GET /metrics` (docs/observability.md). */
@@ -102,6 +105,8 @@ export interface ControlPlaneOptions {
   simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
+  /** Human agent portal: presence clock and rate-limit tuning (tests). */
+  portal?: PortalOptions;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -175,7 +180,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const systemAnalytics = createSystemAnalyticsDomain({ ...deps, auth: accounts.auth, jobs });
   // Alert rules evaluated on the job queue; notifications by mail and through the outbound client.
   const alerts = await createAlertsDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer, outbound });
-  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests];
+  const portal = await createPortalDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer }, opts.portal);
+  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests, portal];
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,
     host: opts.host ?? deps.config.host,
@@ -187,6 +193,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     observe: metrics.observe,
     onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
     cors: createCors(deps.config.corsOrigins),
+    upgradeHandlers: [portal.upgrade],
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
   const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });
@@ -228,6 +235,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     billing,
     connectors,
     simTests,
+    portal,
     jobs,
     metrics,
     postCall,

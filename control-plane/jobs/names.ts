@@ -62,6 +62,8 @@ export interface JobPayloads {
    * deployment, so one pass at a time across replicas; each pass queues its successor first.
    */
   'ops.node-sweep': { tick: 'nodes' };
+  /** One presence pass (control-plane/portal/sweep.ts): stale sockets offline, missed shifts, long breaks. */
+  'portal.presence-sweep': { tick: 'presence' };
 }
 
 export type JobName = keyof JobPayloads;

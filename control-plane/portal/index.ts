@@ -1,0 +1,83 @@
+/**
+ * The portal domain (issue 21; spec doc 3 "Human agent portal", "Sessions"): the call-center
+ * roster of human agents, their portal credentials, presence over `/api/v1/sessions/ws`,
+ * attendance with shift adherence, shifts, presence alerts and `/sessions/active`. Presence state
+ * is in Postgres (every replica shares it); the sweep runs on the job queue
+ * (`portal.presence-sweep`). Public contract: docs/portal.md.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ServiceImpl } from '@connectrpc/connect';
+import { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
+import type { Clock } from '../../shared/clock.js';
+import type { Mailer } from '../accounts/mail.js';
+import type { Auth } from '../http/auth.js';
+import type { ServiceBinding } from '../http/server.js';
+import type { ControlPlaneDeps, Domain } from '../domain.js';
+import type { Jobs } from '../jobs/index.js';
+import { createCredentials, type Credentials } from './credentials.js';
+import { createPresence, type Presence } from './presence.js';
+import { PORTAL_RATE, TokenBuckets, type TokenBucketOptions } from './rate-limit.js';
+import { portalRoutes } from './routes.js';
+import { createAccess, createRosterService } from './service.js';
+import { createPresenceService } from './service-presence.js';
+import { createPresenceSockets, type PresenceSockets } from './socket.js';
+import { createSweep, type Sweep } from './sweep.js';
+
+export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql'> & {
+  auth: Auth;
+  jobs: Jobs;
+  mailer: Mailer;
+};
+
+export interface PortalOptions {
+  /** Presence and attendance time (tests inject one). Default deps.clock. */
+  clock?: Clock;
+  /** The per-IP token bucket (tests shrink it). Default 100/s, burst 200. */
+  rate?: Partial<TokenBucketOptions>;
+}
+
+export interface PortalDomain extends Domain {
+  presence: Presence;
+  credentials: Credentials;
+  sockets: PresenceSockets;
+  sweep: Sweep;
+  /** For the server's `upgrade` event. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+}
+
+export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions = {}): Promise<PortalDomain> {
+  const { config, logger, sql, jobs } = deps;
+  const clock = opts.clock ?? deps.clock;
+  const buckets = new TokenBuckets(deps.clock, { ...PORTAL_RATE, ...opts.rate });
+  const credentials = createCredentials({ sql, clock, logger, mailer: deps.mailer, mailEnabled: config.portalEmailEnabled, publicBaseUrl: config.publicBaseUrl });
+  const presence = createPresence({ sql, clock, lateGraceMin: config.portalLateGraceMin });
+  const access = createAccess({ sql, auth: deps.auth, buckets });
+  const sweep = createSweep({
+    sql,
+    jobs,
+    clock,
+    logger,
+    presence,
+    intervalS: config.portalSweepIntervalS,
+    heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
+    longBreakMin: config.portalLongBreakMin,
+  });
+  await jobs.work('portal.presence-sweep', (job) => sweep.run(job), { concurrency: 1 });
+  await sweep.kick();
+  const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS });
+  const impl: ServiceImpl<typeof PortalService> = {
+    ...createRosterService({ sql, clock, access, credentials, presence }),
+    ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
+  } as ServiceImpl<typeof PortalService>;
+  return {
+    services: [{ service: PortalService, impl }] as ServiceBinding[],
+    routes: portalRoutes,
+    presence,
+    credentials,
+    sockets,
+    sweep,
+    upgrade: (req, socket, head) => sockets.handleUpgrade(req, socket, head),
+    close: () => sockets.close(),
+  };
+}
