@@ -157,8 +157,11 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const annotator = createAnnotator(deps);
   // Created after telephony (it dials through it); the hook reaches it once it exists.
   let campaigns: CampaignsDomain | undefined;
+  // Created after telephony too (hand-offs dial through it).
+  let portal: PortalDomain | undefined;
   const onCallEvent = (ev: CallEvent) => {
     campaigns?.onCallEvent(ev);
+    portal?.onCallEvent(ev);
     const patch = callEventPatch(ev);
     if (patch && ev.call.session_id) annotator.annotate(ev.call.session_id, patch);
     // A call the carrier never connected has no conversation: its `failed` event starts here.
@@ -180,7 +183,18 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const systemAnalytics = createSystemAnalyticsDomain({ ...deps, auth: accounts.auth, jobs });
   // Alert rules evaluated on the job queue; notifications by mail and through the outbound client.
   const alerts = await createAlertsDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer, outbound });
-  const portal = await createPortalDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer }, opts.portal);
+  portal = await createPortalDomain(
+    {
+      ...deps,
+      auth: accounts.auth,
+      jobs,
+      mailer: accounts.mailer,
+      liveConfig: (agentId) => agents.liveConfig(agentId),
+      liveCall: (callId) => telephony.calls.get(callId),
+      dialClient: (callId, identity) => telephony.dialClient(callId, identity, listeningBase),
+    },
+    opts.portal,
+  );
   const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests, portal];
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,

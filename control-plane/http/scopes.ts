@@ -174,7 +174,7 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
   // and reset confirmation carry no bearer (their password or reset token is the credential).
   'voiceplane.v1.PortalService': {
     ...rules(['ListHumanAgents', 'GetHumanAgent', 'PasswordAudit', 'PresenceRealtime', 'Attendance', 'Timeline', 'PresenceAlerts', 'AgentShifts', 'ActiveSessions'], 'portal:read'),
-    ...rules(['CreateHumanAgent', 'UpdateHumanAgent', 'DeactivateHumanAgent', 'SetPassword', 'ResetPassword', 'SendCredentials', 'AcknowledgeAlert', 'UpsertShift', 'DeleteShift'], 'portal:write'),
+    ...rules(['CreateHumanAgent', 'UpdateHumanAgent', 'DeactivateHumanAgent', 'SetPassword', 'ResetPassword', 'SendCredentials', 'AcknowledgeAlert', 'UpsertShift', 'DeleteShift', 'RequestHandoff'], 'portal:write'),
     ...rules(['PortalLogin', 'ConfirmReset'], 'public'),
   },
   'voiceplane.v1.AlertService': {

@@ -15,6 +15,8 @@ import type { Auth } from '../http/auth.js';
 import type { ServiceBinding } from '../http/server.js';
 import type { ControlPlaneDeps, Domain } from '../domain.js';
 import type { Jobs } from '../jobs/index.js';
+import type { LiveAgentConfig } from '../agents/types.js';
+import type { CallEvent, CallRecord } from '../telephony/index.js';
 import { createCredentials, type Credentials } from './credentials.js';
 import { createPresence, type Presence } from './presence.js';
 import { PORTAL_RATE, TokenBuckets, type TokenBucketOptions } from './rate-limit.js';
@@ -23,12 +25,21 @@ import { createAccess, createRosterService } from './service.js';
 import { createPresenceService } from './service-presence.js';
 import { createPresenceSockets, type PresenceSockets } from './socket.js';
 import { createSweep, type Sweep } from './sweep.js';
+import { createHandoff, OFFER_TOPIC, type Handoff } from './handoff.js';
 
-export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql'> & {
+export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'registry'> & {
   auth: Auth;
   jobs: Jobs;
   mailer: Mailer;
+  liveConfig(agentId: string): Promise<LiveAgentConfig>;
+  /** Live carrier calls (telephony's registry records). */
+  liveCall(callId: string): Promise<CallRecord | undefined>;
+  /** Telephony's hand-off dial (the carrier dials the person's client identity; the AI drops off). */
+  dialClient(callId: string, identity: string): Promise<boolean>;
 };
+
+/** Registry command timeout when telling a live session something. */
+const COMMAND_TIMEOUT_MS = 3000;
 
 export interface PortalOptions {
   /** Presence and attendance time (tests inject one). Default deps.clock. */
@@ -42,6 +53,10 @@ export interface PortalDomain extends Domain {
   credentials: Credentials;
   sockets: PresenceSockets;
   sweep: Sweep;
+  /** Calls handed to people (handoff.ts). */
+  handoff: Handoff;
+  /** Telephony hook: a carrier call that ended ends its human segment. */
+  onCallEvent(ev: CallEvent): void;
   /** For the server's `upgrade` event. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
 }
@@ -53,6 +68,20 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   const credentials = createCredentials({ sql, clock, logger, mailer: deps.mailer, mailEnabled: config.portalEmailEnabled, publicBaseUrl: config.publicBaseUrl });
   const presence = createPresence({ sql, clock, lateGraceMin: config.portalLateGraceMin });
   const access = createAccess({ sql, auth: deps.auth, buckets });
+  const handoff = createHandoff({
+    sql,
+    clock,
+    logger,
+    presence,
+    bus: deps.registry.invalidations,
+    heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
+    liveConfig: deps.liveConfig,
+    dialClient: deps.dialClient,
+    async say(sessionId, text) {
+      const owner = await deps.registry.sessions.sessionOwner(sessionId);
+      if (owner) await deps.registry.commands.sendCommand(owner, { kind: 'say', sessionId, payload: { text } }, COMMAND_TIMEOUT_MS);
+    },
+  });
   const sweep = createSweep({
     sql,
     jobs,
@@ -62,12 +91,21 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     intervalS: config.portalSweepIntervalS,
     heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
     longBreakMin: config.portalLongBreakMin,
+    expireOffers: () => handoff.expireOffers(),
   });
   await jobs.work('portal.presence-sweep', (job) => sweep.run(job), { concurrency: 1 });
   await sweep.kick();
-  const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS });
+  const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS, handoff });
+  // Offers reach the replica that holds the agent's socket (best effort; heartbeats repeat them).
+  const unsubscribe = await deps.registry.invalidations.subscribe((topic, key) => {
+    if (topic !== OFFER_TOPIC) return;
+    void handoff
+      .offerFor(key)
+      .then((o) => o && sockets.local.get(o.humanAgentId)?.offer(o.offer))
+      .catch((err: Error) => logger.warn({ err }, 'offer not delivered (the next heartbeat repeats it)'));
+  });
   const impl: ServiceImpl<typeof PortalService> = {
-    ...createRosterService({ sql, clock, access, credentials, presence }),
+    ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
     ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
   } as ServiceImpl<typeof PortalService>;
   return {
@@ -77,7 +115,15 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     credentials,
     sockets,
     sweep,
+    handoff,
+    onCallEvent(ev) {
+      if (ev.type !== 'ended') return;
+      handoff.end(ev.call.call_id).catch((err: Error) => logger.warn({ err, callId: ev.call.call_id }, 'human segment not closed (the sweep of stale sessions does not cover it)'));
+    },
     upgrade: (req, socket, head) => sockets.handleUpgrade(req, socket, head),
-    close: () => sockets.close(),
+    async close() {
+      await unsubscribe();
+      await sockets.close();
+    },
   };
 }

@@ -29,6 +29,7 @@ export const portalRoutes: RestRoute[] = [
   { method: 'POST', path: `${A}/presence/shifts`, service: S, rpc: 'upsertShift', status: 201 },
   { method: 'GET', path: `${A}/presence/shifts/:agent_id`, service: S, rpc: 'agentShifts', response: list('shifts') },
   { method: 'DELETE', path: `${A}/presence/shifts/:shift_id`, service: S, rpc: 'deleteShift' },
+  { method: 'POST', path: '/api/v1/call-center/calls/:call_id/handoff', service: S, rpc: 'requestHandoff' },
   { method: 'POST', path: '/api/v1/agent-portal/login', service: S, rpc: 'portalLogin' },
   { method: 'POST', path: '/api/v1/agent-portal/reset-password', service: S, rpc: 'confirmReset' },
   { method: 'GET', path: '/api/v1/agent-portal/health', service: HealthService, rpc: 'live', family: 'raw' },

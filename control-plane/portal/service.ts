@@ -19,6 +19,8 @@ import { intInRange, iso, optionalNonEmpty, password as passwordField, required 
 import type { Credentials, Actor } from './credentials.js';
 import type { TokenBuckets } from './rate-limit.js';
 import type { Presence } from './presence.js';
+import type { Handoff } from './handoff.js';
+import type { CallRecord } from '../telephony/index.js';
 import { agentView, getAgent, isCodeTaken, type AgentRow } from './store.js';
 
 type Impl = ServiceImpl<typeof PortalService>;
@@ -86,7 +88,15 @@ function skills(v: string[]): string[] {
   return [...new Set(out)];
 }
 
-export function createRosterService(deps: { sql: Sql; clock: Clock; access: PortalAccess; credentials: Credentials; presence: Presence }): Partial<Impl> {
+export function createRosterService(deps: {
+  sql: Sql;
+  clock: Clock;
+  access: PortalAccess;
+  credentials: Credentials;
+  presence: Presence;
+  handoff: Handoff;
+  liveCall(callId: string): Promise<CallRecord | undefined>;
+}): Partial<Impl> {
   const { sql, clock, access, credentials } = deps;
   const now = () => new Date(clock.now());
 
@@ -188,6 +198,20 @@ export function createRosterService(deps: { sql: Sql; clock: Clock; access: Port
       return {
         entries: rows.map((r) => ({ id: r.id, action: r.action, performedBy: r.performed_by, performedById: r.performed_by_id, ipAddress: r.ip_address, details: r.details as never, createdAt: iso(r.created_at) })),
       };
+    },
+
+    async requestHandoff(req, ctx) {
+      const call = req.callId && isUuid(req.callId) ? await deps.liveCall(req.callId.toLowerCase()) : undefined;
+      if (!call) throw notFound('call');
+      await access.workspace(ctx, call.workspace_id, 'member');
+      if (call.transferred_to) throw conflict('the call was already transferred');
+      if (!call.provider_call_sid || call.status !== 'in_progress') throw conflict('the call is not connected yet');
+      const refused = await deps.handoff.refusal(call.agent_id);
+      if (refused) throw conflict(refused);
+      const r = await deps.handoff.request({ workspaceId: call.workspace_id, callId: call.call_id, sessionId: call.session_id, aiAgentId: call.agent_id });
+      return r.status === 'offered'
+        ? { status: r.status, handoffId: r.handoffId, humanAgentId: r.humanAgentId, fallbackMessage: '' }
+        : { status: r.status, handoffId: r.handoffId, humanAgentId: '', fallbackMessage: r.fallbackMessage };
     },
 
     async portalLogin(req, ctx) {

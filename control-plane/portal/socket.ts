@@ -22,6 +22,7 @@ import { STATUSES, type PresenceStatus } from './attendance.js';
 import type { Credentials } from './credentials.js';
 import type { Presence } from './presence.js';
 import type { TokenBuckets } from './rate-limit.js';
+import type { Handoff, Offer } from './handoff.js';
 
 export const SOCKET_PATH = '/api/v1/sessions/ws';
 const LOGIN_TIMEOUT_MS = 10_000;
@@ -37,12 +38,14 @@ export interface PresenceSocketDeps {
   presence: Presence;
   buckets: TokenBuckets;
   heartbeatTimeoutS: number;
+  handoff: Handoff;
 }
 
 export interface LiveAgentSocket {
   agentId: string;
   sessionId: string;
-  send(msg: Record<string, unknown>): void;
+  /** Sends an offer once per socket (the bus and the heartbeat re-send may both deliver it). */
+  offer(o: Offer): void;
 }
 
 export interface PresenceSockets {
@@ -84,9 +87,15 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       if (sessionId) await presence.logout(agentId, sessionId, reason, 'socket').catch((err: Error) => logger.warn({ err, agentId }, 'presence logout failed (the sweep will close it)'));
     }
     const fail = (code: string, message: string) => send({ type: 'error', code, message });
+    const offered = new Set<string>();
+    const offer = (o: Offer) => {
+      if (offered.has(o.offer_id) || offered.size > 1000) return;
+      offered.add(o.offer_id);
+      send({ type: 'offer', ...o });
+    };
 
     async function handle(raw: string): Promise<void> {
-      let msg: { type?: unknown; token?: unknown; status?: unknown };
+      let msg: { type?: unknown; token?: unknown; status?: unknown; offer_id?: unknown; call_id?: unknown };
       try {
         msg = JSON.parse(raw);
       } catch {
@@ -104,7 +113,7 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
         agentId = agent.id;
         sessionId = r.sessionId;
         if (ended) return void presence.logout(agentId, sessionId, 'disconnect', 'socket').catch(() => undefined);
-        local.set(agentId, { agentId, sessionId, send });
+        local.set(agentId, { agentId, sessionId, offer });
         arm(heartbeatMs, 'heartbeat_timeout');
         return send({ type: 'ready', agent_id: agentId, session_id: sessionId, status: r.status, heartbeat_interval_s: Math.max(1, Math.floor(deps.heartbeatTimeoutS / 3)), heartbeat_timeout_s: deps.heartbeatTimeoutS });
       }
@@ -112,7 +121,22 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       switch (msg.type) {
         case 'heartbeat':
           if (!(await presence.heartbeat(agentId, sessionId))) return replaced();
-          return send({ type: 'heartbeat_ack', at: new Date(clock.now()).toISOString() });
+          send({ type: 'heartbeat_ack', at: new Date(clock.now()).toISOString() });
+          // The offer notice is best effort across replicas: open offers are repeated here.
+          for (const o of await deps.handoff.pendingFor(agentId)) offer(o);
+          return;
+        case 'offer.accept': {
+          const r = typeof msg.offer_id === 'string' ? await deps.handoff.accept(msg.offer_id, agentId, sessionId) : undefined;
+          if (!r) return fail('NOT_FOUND', 'no open offer with this offer_id for you (taken, expired or declined)');
+          if ('error' in r) return send({ type: 'call.failed', offer_id: msg.offer_id, message: r.error });
+          return send({ type: 'call.connected', offer_id: msg.offer_id, call_id: r.callId, conversation_id: r.conversationId });
+        }
+        case 'offer.decline':
+          if (typeof msg.offer_id !== 'string' || !(await deps.handoff.decline(msg.offer_id, agentId))) return fail('NOT_FOUND', 'no open offer with this offer_id for you');
+          return send({ type: 'offer.declined', offer_id: msg.offer_id });
+        case 'call.end':
+          if (typeof msg.call_id !== 'string' || !(await deps.handoff.end(msg.call_id, agentId))) return fail('NOT_FOUND', 'you have no connected call with this call_id');
+          return send({ type: 'call.ended', call_id: msg.call_id });
         case 'status': {
           const status = msg.status as PresenceStatus;
           if (!SETTABLE.includes(status)) return fail('INVALID_REQUEST', `status must be one of ${SETTABLE.join(', ')} (offline: send logout)`);

@@ -29,6 +29,8 @@ export interface SweepDeps {
   intervalS: number;
   heartbeatTimeoutS: number;
   longBreakMin: number;
+  /** Offers past their time go to the next free agent. */
+  expireOffers?: () => Promise<number>;
 }
 
 export interface SweepResult {
@@ -112,6 +114,7 @@ export function createSweep(deps: SweepDeps): Sweep {
       });
       alerts++;
     }
+    await deps.expireOffers?.();
     if (timedOut || alerts) logger.info({ timedOut, alerts }, 'presence sweep');
     return { timedOut, alerts };
   }

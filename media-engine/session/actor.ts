@@ -422,6 +422,14 @@ export class CallActor {
     this.timers.set('hangup', this.t.hangupGraceMs);
   }
 
+  /** Says `text` now, cutting what is playing (the hand-off fallback, issue 21). False: the call is ending. */
+  say(text: string): boolean {
+    if (this.closed || this.ending) return false;
+    if (this.runs.current) this.interrupt();
+    this.startRun('nudge', text);
+    return true;
+  }
+
   /** Ends the call on purpose: `call_ended`, then the socket closes. */
   endCall(reason: string): void {
     if (this.closed) return;

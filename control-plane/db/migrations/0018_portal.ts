@@ -13,6 +13,9 @@
  * - `human_agent_presence_events`: the raw timeline.
  * - `human_agent_alerts`: late login, missed shift, long break; `dedupe_key` makes each fire once.
  * - `human_agent_shifts`: weekly shifts, soft-deleted (`deleted_at`), unique on agent+day+start.
+ * - `human_handoffs`: a call offered to a person (control-plane/portal/handoff.ts): `offered` ->
+ *   `accepted` -> `ended`, or `declined` / `expired` (the next free agent gets a new row), or
+ *   `no_agent` when nobody was free. `conversation_id` is the human segment's conversation.
  */
 export const m0018_portal = {
   version: 18,
@@ -132,5 +135,22 @@ create table human_agent_shifts (
   updated_at timestamptz not null default now()
 );
 create unique index human_agent_shifts_key on human_agent_shifts (agent_id, day_of_week, shift_start);
+
+create table human_handoffs (
+  id uuid primary key,
+  workspace_id uuid not null,
+  call_id uuid not null,
+  session_id text not null default '',
+  ai_agent_id uuid not null,
+  human_agent_id uuid references human_agents(id) on delete set null,
+  status text not null check (status in ('offered', 'accepted', 'declined', 'expired', 'ended', 'no_agent')),
+  conversation_id uuid,
+  offered_at timestamptz not null,
+  expires_at timestamptz,
+  answered_at timestamptz,
+  ended_at timestamptz
+);
+create index human_handoffs_call_idx on human_handoffs (call_id, offered_at);
+create index human_handoffs_open_idx on human_handoffs (human_agent_id, status) where status in ('offered', 'accepted');
 `,
 };
