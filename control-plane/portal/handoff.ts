@@ -137,6 +137,11 @@ export function createHandoff(deps: HandoffDeps) {
     request,
     refusal,
 
+    /** An offer is out or a person is connected for this call. */
+    async isOpen(callId: string): Promise<boolean> {
+      return (await sql`select 1 from human_handoffs where call_id = ${callId} and status in ('offered', 'accepted') limit 1`).length > 0;
+    },
+
     /** The offer for the bus notice `handoffId`, if still open, with the agent it is for. */
     async offerFor(handoffId: string): Promise<{ humanAgentId: string; offer: Offer } | undefined> {
       const [h] = await sql<HandoffRow[]>`select * from human_handoffs where id = ${handoffId} and status = 'offered' and expires_at > ${now()}`;

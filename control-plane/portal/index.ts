@@ -26,6 +26,8 @@ import { createPresenceService } from './service-presence.js';
 import { createPresenceSockets, type PresenceSockets } from './socket.js';
 import { createSweep, type Sweep } from './sweep.js';
 import { createHandoff, OFFER_TOPIC, type Handoff } from './handoff.js';
+import { HANDOFF_TOPIC } from '../../shared/voice/handoff.js';
+import { isUuid } from '../../shared/ids.js';
 
 export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'registry'> & {
   auth: Auth;
@@ -96,8 +98,21 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   await jobs.work('portal.presence-sweep', (job) => sweep.run(job), { concurrency: 1 });
   await sweep.kick();
   const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS, handoff });
+  // Engines ask for a person (tool or flow node): every replica hears it, one job per call acts.
+  await jobs.work('portal.handoff', async (job) => {
+    const call = await deps.liveCall(job.data.call_id);
+    if (!call || call.transferred_to || !call.provider_call_sid) return;
+    const refused = await handoff.refusal(call.agent_id);
+    if (refused) return void logger.warn({ callId: call.call_id, refused }, 'hand-off refused');
+    if (await handoff.isOpen(call.call_id)) return;
+    await handoff.request({ workspaceId: call.workspace_id, callId: call.call_id, sessionId: call.session_id, aiAgentId: call.agent_id });
+  }, { concurrency: 2 });
   // Offers reach the replica that holds the agent's socket (best effort; heartbeats repeat them).
   const unsubscribe = await deps.registry.invalidations.subscribe((topic, key) => {
+    if (topic === HANDOFF_TOPIC && isUuid(key)) {
+      void jobs.enqueue('portal.handoff', { call_id: key }, { singletonKey: key }).catch((err: Error) => logger.warn({ err, callId: key }, 'hand-off job not queued'));
+      return;
+    }
     if (topic !== OFFER_TOPIC) return;
     void handoff
       .offerFor(key)

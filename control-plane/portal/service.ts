@@ -208,6 +208,7 @@ export function createRosterService(deps: {
       if (!call.provider_call_sid || call.status !== 'in_progress') throw conflict('the call is not connected yet');
       const refused = await deps.handoff.refusal(call.agent_id);
       if (refused) throw conflict(refused);
+      if (await deps.handoff.isOpen(call.call_id)) throw conflict('the call is already offered to or connected with a person');
       const r = await deps.handoff.request({ workspaceId: call.workspace_id, callId: call.call_id, sessionId: call.session_id, aiAgentId: call.agent_id });
       return r.status === 'offered'
         ? { status: r.status, handoffId: r.handoffId, humanAgentId: r.humanAgentId, fallbackMessage: '' }

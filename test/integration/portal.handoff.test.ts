@@ -22,7 +22,8 @@ const PANEL_NUMBER = '+14155550701';
 const PHONE_NUMBER = '+14155550702';
 
 beforeAll(async () => {
-  h = await startTelephonyHarness();
+  // The caller asking for a person makes the sim LLM call the hand-off function.
+  h = await startTelephonyHarness({ script: { rules: [{ when: 'person', toolCalls: [{ name: 'transfer_to_human', arguments: {} }], afterTool: 'Please stay on the line.' }] } });
   panelAgent = await h.createAgent({ number: PANEL_NUMBER });
   expect((await h.call('PUT', `/agents/${panelAgent}`, { allow_human_transfer: true })).status).toBe(200);
   expect((await h.call('PUT', `/agents/${panelAgent}/telephony`, { human_transfer_mode: 'panel' })).status).toBe(200);
@@ -91,7 +92,7 @@ describe('hand-off to a human agent', () => {
     await sim.ended;
   });
 
-  it('offers the call over the presence socket; on accept the carrier dials the person and the call folds as ai -> human', { timeout: 45_000 }, async () => {
+  it('the transfer_to_human function offers the call over the presence socket; on accept the carrier dials the person and the call folds as ai -> human', { timeout: 45_000 }, async () => {
     const login = await api(h.app, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: h.user.workspaceId, agent_code: humanCode, password: 'helga-password' } });
     expect(login.status).toBe(200);
     const c = presenceClient(h.app.port);
@@ -100,10 +101,12 @@ describe('hand-off to a human agent', () => {
     expect((await c.next()).type).toBe('ready');
 
     const { body, sim, media } = await liveCall(panelAgent);
-    const r = await h.call('POST', `/call-center/calls/${body.call_id}/handoff`);
-    expect(r.body.data).toMatchObject({ status: 'offered', human_agent_id: humanId });
+    await media.say('I want to talk to a person');
     const offer = await c.next();
-    expect(offer).toMatchObject({ type: 'offer', offer_id: r.body.data.handoff_id, call_id: body.call_id, ai_agent: { id: panelAgent } });
+    expect(offer).toMatchObject({ type: 'offer', call_id: body.call_id, ai_agent: { id: panelAgent } });
+    await media.waitUntil(() => media.heard.some((t) => /stay on the line/i.test(t)), 10_000, 'the hold line');
+    // A second request for the same call while the offer is out is refused.
+    expect((await h.call('POST', `/call-center/calls/${body.call_id}/handoff`)).status).toBe(409);
 
     c.send({ type: 'offer.accept', offer_id: offer.offer_id });
     const connected = await c.next();

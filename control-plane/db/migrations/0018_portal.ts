@@ -152,5 +152,7 @@ create table human_handoffs (
 );
 create index human_handoffs_call_idx on human_handoffs (call_id, offered_at);
 create index human_handoffs_open_idx on human_handoffs (human_agent_id, status) where status in ('offered', 'accepted');
+-- one open offer or connected person per call at a time
+create unique index human_handoffs_call_open_key on human_handoffs (call_id) where status in ('offered', 'accepted');
 `,
 };
