@@ -386,3 +386,51 @@ describe('access and limits', () => {
     await expect.poll(async () => (await hit()).status, { timeout: 3000, interval: 100 }).toBe(200);
   });
 });
+
+describe('hand-off offers (no carrier)', () => {
+  async function connected(name: string) {
+    const code = `o-${rnd()}`;
+    const id = await newAgent({ agent_code: code, display_name: name });
+    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'offer-password' } });
+    const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'offer-password' } })).body.data.token;
+    const c = presenceClient(cp.port);
+    await c.open();
+    c.send({ type: 'login', token: tok });
+    expect((await c.next()).type).toBe('ready');
+    return { id, c };
+  }
+
+  it('a declined offer goes to the next free agent, an expired one to nobody (no_agent), and an accept without a live call fails cleanly', async () => {
+    now = Date.parse('2026-11-28T10:00:00Z');
+    const a = await connected('First');
+    now += 1000;
+    const b = await connected('Second');
+    const callId = newId();
+    const r = await cp.portal.handoff.request({ workspaceId: owner.workspaceId, callId, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    expect(r).toMatchObject({ status: 'offered', humanAgentId: a.id });
+    const offerA = await a.c.next();
+    expect(offerA).toMatchObject({ type: 'offer', call_id: callId });
+    a.c.send({ type: 'offer.decline', offer_id: offerA.offer_id });
+    expect(await a.c.next()).toMatchObject({ type: 'offer.declined' });
+    const offerB = await b.c.next();
+    expect(offerB).toMatchObject({ type: 'offer', call_id: callId });
+    expect(offerB.offer_id).not.toBe(offerA.offer_id);
+    // B lets it run out: the sweep expires it and nobody else is free.
+    now += 21_000;
+    await cp.portal.sweep.tick();
+    const rows = await infra.sql<{ status: string; human_agent_id: string | null }[]>`select status, human_agent_id from human_handoffs where call_id = ${callId} order by offered_at, status`;
+    expect(rows.map((x) => x.status)).toEqual(['declined', 'expired', 'no_agent']);
+    // A second call: offered to the longest-idle agent; accepting it without a live carrier call fails.
+    const callId2 = newId();
+    const r2 = await cp.portal.handoff.request({ workspaceId: owner.workspaceId, callId: callId2, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    expect(r2.status).toBe('offered');
+    const who = r2.status === 'offered' && r2.humanAgentId === a.id ? a : b;
+    const o = await who.c.next();
+    who.c.send({ type: 'offer.accept', offer_id: o.offer_id });
+    expect(await who.c.next()).toMatchObject({ type: 'call.failed', offer_id: o.offer_id });
+    const [row] = await infra.sql<{ status: string; conversation_id: string | null }[]>`select status, conversation_id from human_handoffs where id = ${o.offer_id}`;
+    expect(row).toEqual({ status: 'ended', conversation_id: null });
+    a.c.ws.close();
+    b.c.ws.close();
+  });
+});
