@@ -11,8 +11,10 @@ import WebSocket from 'ws';
 import { parseTwiml } from '../carrier-sim/index.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import { api } from '../helpers/accounts.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 let h: TelephonyHarness;
+let receiver: WebhookReceiver;
 let panelAgent = '';
 let phoneAgent = '';
 let humanId = '';
@@ -23,7 +25,13 @@ const PHONE_NUMBER = '+14155550702';
 
 beforeAll(async () => {
   // The caller asking for a person makes the sim LLM call the hand-off function.
-  h = await startTelephonyHarness({ script: { rules: [{ when: 'person', toolCalls: [{ name: 'transfer_to_human', arguments: {} }], afterTool: 'Please stay on the line.' }] } });
+  h = await startTelephonyHarness({
+    script: { rules: [{ when: 'person', toolCalls: [{ name: 'transfer_to_human', arguments: {} }], afterTool: 'Please stay on the line.' }] },
+    env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8' },
+    app: { jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, postCallSweepMs: 500 },
+  });
+  receiver = await startWebhookReceiver();
+  expect((await h.call('PUT', '/call-center/settings', { workspace_id: h.user.workspaceId, webhook_url: receiver.url })).status).toBe(200);
   panelAgent = await h.createAgent({ number: PANEL_NUMBER });
   expect((await h.call('PUT', `/agents/${panelAgent}`, { allow_human_transfer: true })).status).toBe(200);
   expect((await h.call('PUT', `/agents/${panelAgent}/telephony`, { human_transfer_mode: 'panel' })).status).toBe(200);
@@ -38,6 +46,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
+  await receiver?.close();
 });
 
 const callee = () => `+1415555${String(nextNumber++).padStart(4, '0')}`;
@@ -131,6 +140,12 @@ describe('hand-off to a human agent', () => {
         interval: 200,
       })
       .toBe('ai -> human');
+    // call.completed names the person and both segments.
+    await expect.poll(() => receiver.requests.some((x) => x.json?.data?.call_id === body.call_id), { timeout: 30_000, interval: 200 }).toBe(true);
+    const ev = receiver.requests.find((x) => x.json?.data?.call_id === body.call_id)!.json.data;
+    expect(ev.segments.map((x: { handler: string }) => x.handler)).toEqual(['ai', 'human']);
+    expect(ev.segments[1]).toMatchObject({ human_agent_id: humanId, conversation_id: connected.conversation_id });
+    expect(ev.human_agents).toEqual([expect.objectContaining({ id: humanId, name: 'Helga' })]);
     c.ws.close();
   });
 });
