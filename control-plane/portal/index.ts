@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { Clock } from '../../shared/clock.js';
+import { PORTAL_REQUEST_TIMEOUT_MS, withTimeout } from './timeout.js';
 import type { Mailer } from '../accounts/mail.js';
 import type { Auth } from '../http/auth.js';
 import type { ServiceBinding } from '../http/server.js';
@@ -48,7 +49,10 @@ export interface PortalOptions {
   clock?: Clock;
   /** The per-IP token bucket (tests shrink it). Default 100/s, burst 200. */
   rate?: Partial<TokenBucketOptions>;
+  /** Portal request timeout. Default 30 s (spec). */
+  requestTimeoutMs?: number;
 }
+
 
 export interface PortalDomain extends Domain {
   presence: Presence;
@@ -119,10 +123,14 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
       .then((o) => o && sockets.local.get(o.humanAgentId)?.offer(o.offer))
       .catch((err: Error) => logger.warn({ err }, 'offer not delivered (the next heartbeat repeats it)'));
   });
-  const impl: ServiceImpl<typeof PortalService> = {
-    ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
-    ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
-  } as ServiceImpl<typeof PortalService>;
+  const impl = withTimeout(
+    {
+      ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
+      ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
+    } as ServiceImpl<typeof PortalService>,
+    deps.clock,
+    opts.requestTimeoutMs ?? PORTAL_REQUEST_TIMEOUT_MS,
+  );
   return {
     services: [{ service: PortalService, impl }] as ServiceBinding[],
     routes: portalRoutes,

@@ -400,13 +400,14 @@ describe('hand-off offers (no carrier)', () => {
     return { id, c };
   }
 
-  it('a declined offer goes to the next free agent, an expired one to nobody (no_agent), and an accept without a live call fails cleanly', async () => {
+  it('an offer made on another replica reaches the socket; a declined offer goes to the next free agent, an expired one to nobody (no_agent), and an accept without a live call fails cleanly', async () => {
     now = Date.parse('2026-11-28T10:00:00Z');
     const a = await connected('First');
     now += 1000;
     const b = await connected('Second');
     const callId = newId();
-    const r = await cp.portal.handoff.request({ workspaceId: owner.workspaceId, callId, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    // Asked on the other replica: the offer reaches this one's socket through the registry bus.
+    const r = await cp2.portal.handoff.request({ workspaceId: owner.workspaceId, callId, sessionId: `s-${rnd()}`, aiAgentId: newId() });
     expect(r).toMatchObject({ status: 'offered', humanAgentId: a.id });
     const offerA = await a.c.next();
     expect(offerA).toMatchObject({ type: 'offer', call_id: callId });
