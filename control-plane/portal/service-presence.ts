@@ -10,14 +10,13 @@ import type { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js'
 import type { Sql } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Auth } from '../http/auth.js';
-import { invalid, notFound } from '../../shared/errors.js';
+import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { iso } from '../http/validate.js';
 import { computeAttendance, type AgentIn, type SessionIn, type ShiftIn, type SpanIn } from './attendance.js';
 import type { PortalAccess } from './service.js';
 import type { AgentRow } from './store.js';
 import { DAY_MS, dayRange, parseDay, parseTime, startOfUtcDay, validTimezone } from './time.js';
-import { AppError } from '../../shared/errors.js';
 
 type Impl = ServiceImpl<typeof PortalService>;
 
