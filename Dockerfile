@@ -10,6 +10,8 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# postinstall applies patches/ (patch-package); the postgres.js fix there is needed at run time.
+COPY patches ./patches
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json main.ts ./
 COPY control-plane ./control-plane
@@ -21,6 +23,7 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --omit=dev && npm cache clean --force
 
 # --- runtime: non-root, no compiler, no sources

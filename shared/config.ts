@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { parseAllowCidrs } from './outbound/policy.js';
+import { isSentinelUrl, parseSentinelUrl } from './registry/redis/clients.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type Role = 'all' | 'control-plane' | 'media-engine';
@@ -205,6 +206,18 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return v;
 }
 
+/** REDIS_URL: one server (`redis://`, `rediss://`) or Sentinel (`redis+sentinel://h:p,h:p/name`). */
+function redisUrl(env: Env): string | undefined {
+  const v = str(env, 'REDIS_URL');
+  if (v === undefined || !isSentinelUrl(v)) return url(env, 'REDIS_URL', ['redis:', 'rediss:', 'redis+sentinel:', 'rediss+sentinel:']);
+  try {
+    parseSentinelUrl(v);
+  } catch (e) {
+    throw new ConfigError('REDIS_URL', `is not a usable Sentinel URL: ${(e as Error).message}`);
+  }
+  return v;
+}
+
 /** Comma-separated CIDRs (a bare address is one host), canonicalized. */
 function cidrList(env: Env, name: string): string[] {
   try {
@@ -246,7 +259,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     grpcPort: str(env, 'GRPC_PORT') === undefined ? undefined : port(env, 'GRPC_PORT', 0),
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env),
     publicBaseUrl,
     enginePublicUrl: (url(env, 'ENGINE_PUBLIC_URL', ['ws:', 'wss:']) ?? `ws://127.0.0.1:${enginePort}`).replace(/\/$/, ''),
     orgApiKey,
