@@ -23,6 +23,7 @@ const REALTIME = [
   'test/integration/engine-vendors*.test.ts',
   'test/integration/engine-billing.test.ts',
   'test/integration/telephony-*.test.ts',
+  'test/integration/portal.handoff.test.ts',
   'test/integration/conversations.records.test.ts',
   'test/integration/observability.engine.test.ts',
   // Timing or load measured against bounds: a second suite on the other core would skew them.

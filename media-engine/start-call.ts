@@ -4,6 +4,7 @@
  * per socket kind is the transport, the VAD profile, the carrier's ASR input and AMD policy, and
  * how a refusal reaches the far end (`CallSetup.refuse`).
  */
+import { HANDOFF_TOPIC } from '../shared/voice/handoff.js';
 import { SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { VadProfile } from './audio/vad.js';
@@ -61,6 +62,8 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       knowledge: opts.knowledge,
       telemetry,
       allowanceMs: setup.allowanceMs,
+      // Portal hand-off (issue 21): every control plane hears it; one job per call offers it (docs/portal.md).
+      requestHandoff: sc.human_handoff && sc.call_id ? () => void registry.invalidations.publish(HANDOFF_TOPIC, sc.call_id!) : undefined,
       ...(carrier
         ? {
             asrInput: mulaw ? { encoding: 'mulaw', sampleRateHz: 8000 } : { encoding: 'linear16', sampleRateHz: pcmRateHz },

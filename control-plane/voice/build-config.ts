@@ -166,6 +166,8 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
   if (telephony) config.telephony_provider = telephony;
   const callId = text(req.call_id);
   if (callId) config.call_id = callId;
+  // Only a carrier call (it has a call id) can be handed to a person on the portal.
+  if (callId && agent.humanHandoff) config.human_handoff = true;
   const from = text(req.from_number);
   if (from) config.from_number = from;
   const to = text(req.to_number);

@@ -111,6 +111,8 @@ export interface HarnessOptions {
   allowanceMs?: number;
   /** The engine's connector (connector tools); default none. */
   connectors?: CallConnectors;
+  /** Portal hand-off request (issue 21); default none. */
+  requestHandoff?: () => void;
 }
 
 export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: HarnessOptions = {}): ActorHarness {
@@ -134,6 +136,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
       telemetry: opts.telemetry,
       allowanceMs: opts.allowanceMs,
       connectors: opts.connectors,
+      requestHandoff: opts.requestHandoff,
     },
     opts.tuning,
   );
