@@ -21,6 +21,7 @@ import { createSimLlm, simDemoScript, type SimLlmOptions } from './llm/sim.js';
 import { createCartesiaTts } from './tts/cartesia.js';
 import { createElevenLabsTts } from './tts/elevenlabs.js';
 import { createOpenAiTts } from './tts/openai.js';
+import { checkFliteVoice, createLocalTts, LOCAL_TTS_DEFAULT_VOICE } from './tts/local.js';
 import { createSimTts, type SimTtsOptions } from './tts/sim.js';
 import type { AsrProvider, LlmProvider, TtsProvider } from './types.js';
 
@@ -70,6 +71,8 @@ export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly Provide
   ],
   tts: [
     d('sim', false),
+    // Offline Flite in worker threads; `model_name` (or `voice`) picks the voice.
+    d('local', false, { defaultModel: LOCAL_TTS_DEFAULT_VOICE }),
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'gpt-4o-mini-tts' }),
     d('elevenlabs', true, { defaultBaseUrl: 'https://api.elevenlabs.io', defaultModel: 'eleven_flash_v2_5' }),
     d('cartesia', true, { defaultBaseUrl: 'wss://api.cartesia.ai', defaultModel: 'sonic-2' }),
@@ -112,13 +115,11 @@ export function resolveProviderConfig(kind: ProviderKind, config: ProviderConfig
   const baseUrl = config.base_url?.trim() || descriptor.defaultBaseUrl;
   if (descriptor.requiresBaseUrl && !baseUrl)
     throw new ProviderError({ provider: name, code: 'MISSING_BASE_URL', message: `missing ${KIND_LABEL[kind]} provider base_url (${name})` });
-  return {
-    descriptor,
-    apiKey,
-    baseUrl,
-    model: config.model_name?.trim() || descriptor.defaultModel,
-    voice: config.voice?.trim() || undefined,
-  };
+  const model = config.model_name?.trim() || descriptor.defaultModel;
+  const voice = config.voice?.trim() || undefined;
+  // Flite would quietly speak an unknown voice as `kal`: refuse it here, before any call starts.
+  if (kind === 'tts' && name === 'local') checkFliteVoice(voice || model);
+  return { descriptor, apiKey, baseUrl, model, voice };
 }
 
 export interface ProvidersConfig {
@@ -182,6 +183,8 @@ export function createTtsProvider(config: ProviderConfig, deps: ProviderDeps): T
   switch (r.descriptor.name) {
     case 'sim':
       return createSimTts({ clock: deps.clock, ...deps.simOptions?.tts });
+    case 'local':
+      return createLocalTts({ voice: checkFliteVoice(r.voice || r.model) });
     case 'openai':
       return createOpenAiTts(common);
     case 'elevenlabs':
