@@ -10,14 +10,17 @@ import { WASI } from 'node:wasi';
 import { parseWav, type WavPcm } from '../../shared/providers/audio/wav.js';
 import { fliteWasmPath } from '../../shared/providers/tts/flite-pool.js';
 
-let mod: WebAssembly.Module | undefined;
+// The project's lib settings (no DOM) leave out WebAssembly's types; the little used here:
+declare const WebAssembly: { Module: new (bytes: Uint8Array) => object; Instance: new (mod: object, imports: object) => object };
+
+let mod: object | undefined;
 
 export function renderFliteDirect(text: string, voice = 'slt'): WavPcm {
   mod ??= new WebAssembly.Module(fs.readFileSync(fliteWasmPath()));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-flite-ref-'));
   try {
     const wasi = new WASI({ version: 'preview1', args: ['flite', '-voice', voice, '-t', text, '-o', '/out/ref.wav'], env: {}, preopens: { '/out': dir }, returnOnExit: true });
-    const rc = wasi.start(new WebAssembly.Instance(mod, { wasi_snapshot_preview1: wasi.wasiImport as WebAssembly.ModuleImports }));
+    const rc = wasi.start(new WebAssembly.Instance(mod, { wasi_snapshot_preview1: wasi.wasiImport }));
     if (rc !== 0) throw new Error(`flite exited with ${rc}`);
     return parseWav(new Uint8Array(fs.readFileSync(path.join(dir, 'ref.wav'))));
   } finally {
