@@ -13,6 +13,7 @@
 import type { Clock } from '../clock.js';
 import type { OutboundClient } from '../outbound/index.js';
 import { createDeepgramAsr } from './asr/deepgram.js';
+import { createOpenAiTranscribeAsr } from './asr/openai-transcribe.js';
 import { createSimAsr, type SimAsrOptions } from './asr/sim.js';
 import { ProviderError } from './errors.js';
 import { createAnthropicLlm } from './llm/anthropic.js';
@@ -57,7 +58,15 @@ const d = (name: string, requiresKey: boolean, extra: Partial<ProviderDescriptor
 
 /** Every provider the engine can run, per kind. */
 export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly ProviderDescriptor[]>> = {
-  asr: [d('sim', false), d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3' })],
+  asr: [
+    d('sim', false),
+    d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3' }),
+    // POST /audio/transcriptions per utterance (our endpointing cuts it); self-hosted servers
+    // (faster-whisper-server, whisper.cpp, vLLM) as openai_compatible with their base_url.
+    d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'whisper-1' }),
+    d('groq', true, { defaultBaseUrl: 'https://api.groq.com/openai/v1', defaultModel: 'whisper-large-v3-turbo' }),
+    d('openai_compatible', false, { requiresBaseUrl: true, defaultModel: 'whisper-1' }),
+  ],
   llm: [
     d('sim', false),
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'gpt-4o-mini' }),
@@ -164,6 +173,8 @@ export type SessionProviders = Required<Providers>;
 export function createAsrProvider(config: ProviderConfig, deps: ProviderDeps): AsrProvider {
   const r = resolveProviderConfig('asr', config);
   if (r.descriptor.name === 'sim') return createSimAsr({ clock: deps.clock, ...deps.simOptions?.asr });
+  if (r.descriptor.name !== 'deepgram')
+    return createOpenAiTranscribeAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, language: deps.language || undefined, label: r.descriptor.name, clock: deps.clock, outbound: deps.outbound });
   return createDeepgramAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, language: deps.language || undefined, clock: deps.clock, outbound: deps.outbound });
 }
 
