@@ -72,7 +72,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
         : {}),
       onClosed: (reason) => {
         // One line per call end, with the reason: the operator's answer to "why did it hang up".
-        logger.info({ session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, reason, durationMs: clock.monotonicMs() - connectedAtMs }, 'call ended');
+        logger.info({ session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, reason, durationMs: Math.round(clock.monotonicMs() - connectedAtMs) }, 'call ended');
         closeProviders(providers);
         calls.delete(sc.session_id);
         void registry.sessions.deleteSession(sc.session_id).catch(() => {});

@@ -145,6 +145,12 @@ export class FlitePool {
     await Promise.all([...this.slots].map((s) => this.retire(s, new ProviderError({ provider: LABEL, code: 'UPSTREAM_UNAVAILABLE', message: 'local TTS: pool closed' }))));
   }
 
+  /** Starts one worker (it compiles the .wasm at once) so the first sentence of a call is not cold. */
+  warm(): void {
+    if (this.closed || this.slots.size > 0 || wasmPathOrError() instanceof ProviderError) return;
+    this.idle(this.spawn());
+  }
+
   get workerCount(): number {
     return this.slots.size;
   }

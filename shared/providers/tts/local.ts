@@ -86,5 +86,7 @@ export function createLocalTts(opts: LocalTtsOptions = {}): TtsProvider {
     label: 'local',
     capabilities: { streaming: true, sampleRatesHz: [16000] },
     synthesize: (req) => synthesize(req),
+    // A cold worker costs ~200 ms (thread start, .wasm compile) on the first sentence.
+    warm: async () => (opts.pool ?? sharedFlitePool()).warm(),
   };
 }

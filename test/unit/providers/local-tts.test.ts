@@ -78,6 +78,19 @@ describe('local TTS (Flite in a worker)', () => {
     await expect(queued[1]).resolves.toMatchObject({ sampleRateHz: 16000 });
   });
 
+  it('warm() starts one worker ahead of the first sentence; close() ends it', async () => {
+    const p = new FlitePool();
+    expect(p.workerCount).toBe(0);
+    await createLocalTts({ pool: p }).warm!();
+    expect(p.workerCount).toBe(1);
+    p.warm(); // idempotent
+    expect(p.workerCount).toBe(1);
+    await expect(p.render('Warm.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+    await p.close();
+    expect(p.workerCount).toBe(0);
+    await expect(p.render('late.', 'slt')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+  });
+
   it('WAV round trip', () => {
     const s = Int16Array.from([0, 1, -1, 32767, -32768]);
     const back = parseWav(encodeWav(s, 22050));
