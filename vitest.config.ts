@@ -26,6 +26,8 @@ const REALTIME = [
   'test/integration/portal.handoff.test.ts',
   'test/integration/conversations.records.test.ts',
   'test/integration/observability.engine.test.ts',
+  'test/integration/local-tts.realtime.test.ts',
+  'test/integration/engine-transcription-asr.test.ts',
   // Timing or load measured against bounds: a second suite on the other core would skew them.
   'test/integration/hardening.carrier-fuzz.test.ts',
   'test/integration/hardening.carrier-sockets.test.ts',

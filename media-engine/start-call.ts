@@ -5,6 +5,7 @@
  * how a refusal reaches the far end (`CallSetup.refuse`).
  */
 import { HANDOFF_TOPIC } from '../shared/voice/handoff.js';
+import { maskSessionId } from '../shared/ids.js';
 import { SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { VadProfile } from './audio/vad.js';
@@ -49,6 +50,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     // Otherwise PCM at the call's native rate when the ASR takes it (no resampling on the way in).
     const pcmRateHz = carrier && providers.asr.capabilities.sampleRatesHz.includes(carrier.inRateHz) ? carrier.inRateHz : 16000;
     telemetry = callTelemetry(ctx, sc, setup, providers);
+    const connectedAtMs = clock.monotonicMs();
     const actor = new CallActor({
       config: sc,
       transport: setup.transport,
@@ -71,7 +73,9 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
             transportStats: () => carrier.stats(),
           }
         : {}),
-      onClosed: () => {
+      onClosed: (reason) => {
+        // One line per call end, with the reason: the operator's answer to "why did it hang up".
+        logger.info({ session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, reason, durationMs: Math.round(clock.monotonicMs() - connectedAtMs) }, 'call ended');
         closeProviders(providers);
         calls.delete(sc.session_id);
         void registry.sessions.deleteSession(sc.session_id).catch(() => {});
@@ -79,6 +83,10 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     });
     setup.bind(actor);
     calls.set(sc.session_id, actor);
+    logger.info(
+      { session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, providers: { asr: providers.asr.label, llm: providers.llm.label, tts: providers.tts.label } },
+      'call socket connected',
+    );
     actor.start();
     carrier?.attach(actor, { passRawMulaw: mulaw });
   } catch (err) {

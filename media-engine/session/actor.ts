@@ -445,8 +445,20 @@ export class CallActor {
   /** Ends the call on purpose: `call_ended`, then the socket closes. */
   endCall(reason: string): void {
     if (this.closed) return;
+    // A reply still running is over now: its `turn_complete` comes before `call_ended`, the last event.
+    this.abandonRun();
     this.emit({ type: 'call_ended', reason });
     this.close(reason);
+  }
+
+  /** The running run (if any) is cut by the end of the call: completed with what was heard. */
+  private abandonRun(): void {
+    const cut = this.runs.abandon();
+    if (!cut) return;
+    if (cut.run.kind === 'reply') {
+      cut.run.interrupted = true;
+      this.conversation.complete(cut.run, cut.heard);
+    } else this.conversation.cut(cut.run, cut.heard);
   }
 
   private fail(message: string): void {
@@ -458,11 +470,7 @@ export class CallActor {
   /** Idempotent teardown: cancels work, closes ASR, writes the call end, closes the socket. */
   close(reason: string): void {
     if (this.closed) return;
-    const cut = this.runs.abandon();
-    if (cut?.run.kind === 'reply') {
-      cut.run.interrupted = true;
-      this.conversation.complete(cut.run, cut.heard);
-    }
+    this.abandonRun();
     this.closed = true;
     this.timers.cancelAll();
     this.asr?.close();
