@@ -19,7 +19,7 @@ import { createRedisTranscriptBus, type TranscriptBus } from '../../shared/recor
 import { startEngineRecords, type EngineRecords } from '../../media-engine/records/index.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
-import { consoleSignInUrl, seedDemo } from '../../control-plane/seed.js';
+import { consoleSignInUrl, DEMO_WELCOME_MESSAGE, seedDemo } from '../../control-plane/seed.js';
 import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 import { decodeSimWav, writeFakeMicWav } from '../helpers/fake-mic.js';
 // @ts-expect-error plain ESM build script without types
@@ -53,9 +53,24 @@ let records: EngineRecords;
 let engine: EngineNode;
 let cp: ControlPlane;
 let browser: Browser;
+const SIM_AGENT = 'Console test agent (sim)';
 let tmp: string;
 let base = '';
 const key = `vpk_org_${randomBytes(24).toString('base64url')}`;
+
+/** Creates and publishes an agent on the `sim` providers through the REST API with the org key. */
+async function createSimAgent(port: number, name: string): Promise<void> {
+  const call = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const json = (await res.json()) as { success: boolean; data: any };
+    if (!res.ok || !json.success) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  const [workspace] = await call('GET', '/auth/workspaces');
+  const agent = await call('POST', '/agents', { workspace_id: workspace.id, name, system_prompt: 'You are a friendly receptionist.', welcome_message: DEMO_WELCOME_MESSAGE, silence_timeout_ms: 8000 });
+  for (const type of ['asr', 'llm', 'tts']) await call('POST', `/agents/${agent.id}/providers`, { provider_type: type, provider_name: 'sim' });
+  await call('POST', `/agents/${agent.id}/versions/publish`);
+}
 
 describe.skipIf(!haveChromium)('web console in Chromium', () => {
   beforeAll(async () => {
@@ -71,8 +86,8 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     const consoleDir = path.join(tmp, 'console');
     await buildConsole(consoleDir);
     cp = await startControlPlane(infra, { port, bus, consoleDir });
-    // The demo agent, exactly as `npm start` seeds it (sim ASR, scripted sim LLM, sim TTS).
-    // ...and prints the start banner: the console URL and the one-click sign-in link.
+    // The start banner as `npm start` prints it (the console URL and the one-click sign-in link),
+    // with the demo agent it seeds.
     let banner = '';
     const write = process.stdout.write.bind(process.stdout);
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => ((banner += String(chunk)), write(chunk, ...rest))) as typeof process.stdout.write;
@@ -83,6 +98,9 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     }
     expect(banner).toContain(`Console: ${base}/console\n`);
     expect(banner).toContain(consoleSignInUrl(base, key));
+    // The agent the browser talks to: all `sim` (the demo agent speaks real words with the local
+    // TTS, which the test's sim decoder cannot read back), with the demo's scripted sim LLM.
+    await createSimAgent(cp.port, SIM_AGENT);
     const wav = path.join(tmp, 'mic.wav');
     writeFakeMicWav(wav, SCRIPT, 21_000);
     // Not persistent: Playwright gives the browser a fresh temporary profile of its own.
@@ -182,10 +200,10 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       await page.goto(consoleSignInUrl(base, key));
       await page.locator('#home').waitFor({ state: 'visible' });
       expect(page.url()).toBe(`${base}/console`);
-      await expect.poll(() => page.locator('#agent option').allTextContents()).toContain('Demo agent (sim)');
+      await expect.poll(() => page.locator('#agent option').allTextContents()).toContain(SIM_AGENT);
       await shot(page, '1-signed-in');
 
-      await page.selectOption('#agent', { label: 'Demo agent (sim)' });
+      await page.selectOption('#agent', { label: SIM_AGENT });
       await page.check('#headset');
       await page.check('#record');
       await page.click('#start');
