@@ -4,6 +4,7 @@
  */
 import type { Config } from '../../../shared/config.js';
 import { createSignalwireAdapter } from './signalwire.js';
+import { createTelnyxAdapter } from './telnyx.js';
 import { createTwilioAdapter } from './twilio.js';
 import { CARRIERS, type CarrierAdapter, type CarrierName } from './types.js';
 
@@ -13,7 +14,7 @@ export type CarrierAdapters = ReadonlyMap<CarrierName, CarrierAdapter>;
 
 /** Each supported carrier's adapter; `config` is read per request (tests swap base URLs). */
 export function createCarrierAdapters(config: () => Config): CarrierAdapters {
-  const list: CarrierAdapter[] = [createTwilioAdapter(config), createSignalwireAdapter(config)];
+  const list: CarrierAdapter[] = [createTwilioAdapter(config), createTelnyxAdapter(config), createSignalwireAdapter(config)];
   return new Map(list.map((a) => [a.id, a]));
 }
 
