@@ -37,12 +37,20 @@ const formHook = (ctx: Ctx, hc: HandlerContext, params: Record<string, string>) 
  */
 export async function onCarrierEvents(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, callId: string, req: WebhookRequest): Promise<string> {
   const c = await callFor(ctx, hc, callId, req, adapter);
-  if (c) for (const ev of adapter.parseEvents(req)) await applyEvent(ctx, c, ev);
+  if (c) for (const ev of adapter.parseEvents(req)) await applyEvent(ctx, c, ev, adapter, hc);
   return adapter.documents.empty();
 }
 
-async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent): Promise<void> {
+async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter: CarrierAdapter, hc: HandlerContext): Promise<void> {
   switch (ev.kind) {
+    case 'stream_ended': {
+      // Our side ended the stream (the agent hung up, a refusal): the carrier call must end too.
+      const now = await ctx.calls.get(c.call_id);
+      if (!now || now.transferred_to) return;
+      const account = await resolveAccount(ctx, await ctx.deps.liveConfig(c.agent_id, hc.signal).catch(() => undefined), adapter.id, hc.signal);
+      if (account) await adapter.hangup(account, ev.callSid || c.provider_call_sid).catch((err: unknown) => ctx.log.warn({ err, callId: c.call_id }, 'carrier hangup after the stream ended failed'));
+      return;
+    }
     case 'status':
       return applyStatus(ctx, c, ev.status, ev.durationS, ev.sequence);
     case 'amd':

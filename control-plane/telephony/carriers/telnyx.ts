@@ -207,6 +207,8 @@ export function createTelnyxAdapter(config: () => Config): CarrierAdapter {
         case 'call.machine.greeting.ended':
         case 'call.machine.premium.greeting.ended':
           return state.b ? [{ kind: 'amd', callSid: sid, answeredBy: str(payload.result) === 'beep_detected' ? 'machine_end_beep' : 'machine_end_other' }] : [];
+        case 'streaming.stopped':
+          return [{ kind: 'stream_ended', callSid: sid }];
         case 'call.recording.saved': {
           const urls = rec(payload.recording_urls);
           return [{ kind: 'recording', callSid: sid, url: str(urls.mp3) || str(urls.wav), sid: str(payload.recording_id) }];

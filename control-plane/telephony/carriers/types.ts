@@ -102,6 +102,11 @@ export type CarrierCallEvent =
   | { kind: 'amd'; callSid: string; answeredBy: string }
   | { kind: 'recording'; callSid: string; url: string; sid: string }
   | { kind: 'dial_complete'; status: string }
+  /**
+   * The media stream ended while the call goes on (event carriers: closing our socket does not end
+   * the call as `<Hangup/>` after `<Connect>` does): the call is hung up unless it was transferred.
+   */
+  | { kind: 'stream_ended'; callSid: string }
   /** The carrier's inbound `call.initiated`-style event (event-driven carriers: Telnyx). */
   | { kind: 'inbound'; call: InboundCall }
   | { kind: 'ignored'; type: string };
