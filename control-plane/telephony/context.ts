@@ -127,7 +127,10 @@ export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefine
     return {};
   }) : {};
   const carrier: CarrierName | undefined =
-    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => a.envAccount(ctx.deps.config))?.id;
+    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => {
+      const e = a.envAccount(ctx.deps.config);
+      return Boolean(e?.accountSid && e.authToken);
+    })?.id;
   if (!carrier) return undefined;
   const adapter = ctx.deps.carriers.get(carrier);
   const base = ws[carrier] ?? adapter?.envAccount(ctx.deps.config);

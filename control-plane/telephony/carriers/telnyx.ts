@@ -119,8 +119,8 @@ export function createTelnyxAdapter(config: () => Config): CarrierAdapter {
     detect: (sid, token) => API_KEY.test(token) || API_KEY.test(sid),
     envAccount: (c) => {
       const e = c.carrierEnv;
-      if (!e.TELNYX_API_KEY || !e.TELNYX_CONNECTION_ID) return undefined;
-      return { carrier: 'telnyx', accountSid: e.TELNYX_CONNECTION_ID, authToken: e.TELNYX_API_KEY, extra: { public_key: e.TELNYX_PUBLIC_KEY ?? '' } };
+      if (!e.TELNYX_API_KEY && !e.TELNYX_CONNECTION_ID && !e.TELNYX_PUBLIC_KEY) return undefined;
+      return { carrier: 'telnyx', accountSid: e.TELNYX_CONNECTION_ID ?? '', authToken: e.TELNYX_API_KEY ?? '', extra: { public_key: e.TELNYX_PUBLIC_KEY ?? '' } };
     },
     documents: JSON_DOCS,
 

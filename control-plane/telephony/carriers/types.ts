@@ -136,7 +136,11 @@ export interface CarrierAdapter {
   readonly credentialFields: readonly CredentialField[];
   /** Whether an account id and secret (their shapes) are this carrier's: outbound auto-detection. */
   detect(accountSid: string, authToken: string): boolean;
-  /** The deployment-wide account from environment variables, if configured. */
+  /**
+   * The deployment-wide account from environment variables, if any of them is set: its blank
+   * `accountSid` / `authToken` mean "not configured" (an agent binding may supply them while the
+   * environment supplies the extra fields, e.g. SignalWire's space URL).
+   */
   envAccount(config: Config): CarrierAccount | undefined;
   /** Places the call; the carrier's call id. Throws CarrierError. */
   dial(account: CarrierAccount, req: DialRequest): Promise<{ sid: string; status: string }>;
