@@ -19,7 +19,7 @@
  */
 import type { Clock } from '../../shared/clock.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
-import { alawDecode, alawEncode, mulawDecode, mulawEncode, MULAW_SILENCE } from '../audio/g711.js';
+import { alawDecode, alawDecodeSample, alawEncode, mulawDecode, mulawEncode, mulawEncodeSample, MULAW_SILENCE } from '../audio/g711.js';
 import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
 import type { CallTransport } from '../session/transport.js';
 import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
@@ -84,6 +84,8 @@ export class CarrierTransport implements CallTransport {
   private concealRun = 0;
   /** Decoded PCM of one frame at the stream's rate. */
   private readonly pcm: Int16Array;
+  /** A-law frames transcoded to mu-law for a sink that takes mu-law. */
+  private readonly rawMulaw = new Uint8Array(160);
   private nextPopMs = -1;
   /** Highest chunk handed to the sink; -1 until the first pop fixes where the stream starts. */
   private deliveredSeq = -1;
@@ -139,9 +141,12 @@ export class CarrierTransport implements CallTransport {
     if (opts.passRawMulaw !== undefined) this.passRaw = opts.passRawMulaw;
   }
 
-  /** Whether the raw inbound frames are mu-law (an ASR taking mu-law can have them as they are). */
+  /**
+   * Whether the sink can be handed mu-law frames (an ASR taking mu-law then skips decoding and
+   * resampling): mu-law as received, or A-law transcoded byte by byte (a table lookup).
+   */
   get rawIsMulaw(): boolean {
-    return this.format.codec === 'pcmu';
+    return this.format.codec === 'pcmu' || this.format.codec === 'pcma';
   }
 
   /** Where emulated mark echoes go (carriers without marks; the node posts them to the actor). */
@@ -329,7 +334,13 @@ export class CarrierTransport implements CallTransport {
 
   private deliver(bytes: Uint8Array): void {
     decodeFrame(this.format.codec, bytes, this.pcm);
-    this.sink!.onAudio(this.pcm, this.passRaw && this.format.codec === 'pcmu' ? bytes : undefined);
+    let raw: Uint8Array | undefined;
+    if (this.passRaw && this.format.codec === 'pcmu') raw = bytes;
+    else if (this.passRaw && this.format.codec === 'pcma') {
+      for (let i = 0; i < bytes.length; i++) this.rawMulaw[i] = ALAW_TO_MULAW[bytes[i]!]!;
+      raw = this.rawMulaw;
+    }
+    this.sink!.onAudio(this.pcm, raw);
   }
 
   /** Counts an invalid frame (dropped); `close` once the stream has sent too much garbage. */
@@ -411,6 +422,9 @@ export class CarrierTransport implements CallTransport {
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
 }
+
+/** G.711 A-law -> mu-law, byte for byte (through the linear value). */
+const ALAW_TO_MULAW = Uint8Array.from({ length: 256 }, (_, a) => mulawEncodeSample(alawDecodeSample(a)) & 0xff);
 
 function silenceByte(codec: MediaCodec): number {
   return codec === 'pcmu' ? MULAW_SILENCE : codec === 'pcma' ? 0xd5 : 0;

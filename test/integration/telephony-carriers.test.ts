@@ -242,3 +242,34 @@ describe.each(CARRIERS)('%s', (carrier) => {
     await until(() => !h.engine.calls.has(body.session_id), 5000, 'engine call closed');
   });
 });
+
+describe('telnyx with PCMA', () => {
+  let h: TelephonyHarness;
+  const NUMBER = '+14155551201';
+
+  beforeAll(async () => {
+    h = await startTelephonyHarness({ script: simDemoScript, carrier: 'telnyx', codec: 'pcma' });
+    await h.createAgent({ number: NUMBER, direction: 'inbound' });
+  }, 60_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('inbound A-law call: turns and a barge-in with clear', { timeout: 60_000 }, async () => {
+    const { status, view } = await placeInbound(h, NUMBER, '+14155551299');
+    expect(status).toBe(200);
+    const media = await view!.media;
+    await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'welcome');
+    await media.say('what time do you open');
+    await media.waitUntil(() => media.heard.includes('you said: what time do you open.'), 15_000, 'reply');
+    await media.say('give me the long version');
+    await media.waitUntil(() => media.events.filter((e) => e.kind === 'audio_start').length >= 3, 10_000, 'long answer playing');
+    await sleep(1000);
+    void media.say('stop');
+    await media.waitUntil(() => media.clears >= 1, 10_000, 'clear');
+    await media.waitUntil(() => media.heard.includes('you said: stop.'), 15_000, 'reply after the barge-in');
+    media.hangup();
+    await view!.ended;
+  });
+});
