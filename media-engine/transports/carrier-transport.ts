@@ -19,11 +19,11 @@
  */
 import type { Clock } from '../../shared/clock.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
-import { alawDecode, alawDecodeSample, alawEncode, mulawDecode, mulawEncode, mulawEncodeSample, MULAW_SILENCE } from '../audio/g711.js';
 import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
 import type { CallTransport } from '../session/transport.js';
 import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
-import { frameBytes, type CarrierMediaFormat, type CarrierProtocol, type MediaCodec } from './carrier-protocol.js';
+import { frameBytes, type CarrierMediaFormat, type CarrierProtocol } from './carrier-protocol.js';
+import { ALAW_TO_MULAW, copyInto, decodeFrame, encodeFrame, silenceByte } from './carrier-codecs.js';
 import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
 import { TokenBucket } from '../session/token-bucket.js';
 import { endSocket } from './socket-end.js';
@@ -421,35 +421,6 @@ export class CarrierTransport implements CallTransport {
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
-}
-
-/** G.711 A-law -> mu-law, byte for byte (through the linear value). */
-const ALAW_TO_MULAW = Uint8Array.from({ length: 256 }, (_, a) => mulawEncodeSample(alawDecodeSample(a)) & 0xff);
-
-function silenceByte(codec: MediaCodec): number {
-  return codec === 'pcmu' ? MULAW_SILENCE : codec === 'pcma' ? 0xd5 : 0;
-}
-
-function decodeFrame(codec: MediaCodec, src: Uint8Array, dst: Int16Array): void {
-  if (codec === 'pcmu') mulawDecode(src, dst);
-  else if (codec === 'pcma') alawDecode(src, dst);
-  else for (let i = 0; i < dst.length; i++) dst[i] = (src[2 * i]! | (src[2 * i + 1]! << 8)) << 16 >> 16;
-}
-
-function encodeFrame(codec: MediaCodec, src: Int16Array, dst: Uint8Array): void {
-  if (codec === 'pcmu') mulawEncode(src, dst);
-  else if (codec === 'pcma') alawEncode(src, dst);
-  else
-    for (let i = 0; i < src.length; i++) {
-      dst[2 * i] = src[i]! & 0xff;
-      dst[2 * i + 1] = (src[i]! >> 8) & 0xff;
-    }
-}
-
-function copyInto(src: Uint8Array, dst: Buffer): number {
-  const n = Math.min(src.length, dst.length);
-  dst.set(src.subarray(0, n), 0);
-  return n;
 }
 
 function trim(set: Set<string>): void {
