@@ -80,6 +80,8 @@ export async function startTelephonyHarness(
     carrier?: HarnessCarrier;
     /** Telnyx: the streams' codec. */
     codec?: 'pcmu' | 'pcma';
+    /** Also configure the account as the deployment's (environment variables): e.g. for refusals of unbound numbers on event carriers. */
+    envAccount?: boolean;
   } = {},
 ): Promise<TelephonyHarness> {
   const carrier = o.carrier ?? 'twilio';
@@ -102,6 +104,11 @@ export async function startTelephonyHarness(
       : carrier === 'telnyx'
         ? { TELNYX_API_BASE_URL: telnyx!.url, TELNYX_PUBLIC_KEY: telnyx!.publicKey }
         : {};
+  if (o.envAccount) {
+    if (carrier === 'telnyx') Object.assign(carrierEnv, { TELNYX_API_KEY: authToken, TELNYX_CONNECTION_ID: accountSid });
+    else if (carrier === 'signalwire') Object.assign(carrierEnv, { SIGNALWIRE_PROJECT_ID: accountSid, SIGNALWIRE_API_TOKEN: authToken });
+    else Object.assign(carrierEnv, { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken });
+  }
   const infra = await startTestInfra({}, { TWILIO_API_BASE_URL: sim.url, ...carrierEnv, ...o.env });
   const app = await startControlPlane(infra, { ...o.app, port: 0, host: '127.0.0.1' });
   const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 50 });

@@ -1,5 +1,5 @@
 /**
- * The Twilio call scenarios for every other carrier of this branch (SignalWire, Telnyx), each
+ * The same call scenarios for every carrier of this branch (Twilio, SignalWire, Telnyx), each
  * against its simulator (test/carrier-sim/: SignalWire = the Twilio simulator under `/api/laml`
  * signing with the project's signing key; Telnyx = telnyx.ts, Call Control + Ed25519 + its media
  * dialect) over a jittery, reordering, lossy link: inbound with two turns, a barge-in (`clear`), a
@@ -70,8 +70,9 @@ async function placeInbound(h: TelephonyHarness, to: string, from: string, forge
     const status = c.callbacks[0]!.status;
     return { status, view: status === 200 ? viewOf(h, c.callControlId) : undefined };
   }
-  // Forged: signed with the API token instead of the project's signing key.
-  const c = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from, to, accountSid: h.accountSid, authToken: forge ? h.authToken : undefined, behaviour: { link: LINK } });
+  // Forged: SignalWire signed with the API token instead of the project's signing key; Twilio with a key not the account's.
+  const forgedKey = h.carrier === 'signalwire' ? h.authToken : 'not-the-auth-token';
+  const c = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from, to, accountSid: h.accountSid, authToken: forge ? forgedKey : undefined, behaviour: { link: LINK } });
   const status = c.callbacks[0]!.status;
   return { status, view: status === 200 ? viewOf(h, c.sid) : undefined };
 }
@@ -84,15 +85,17 @@ async function forgedCallback(h: TelephonyHarness, callId: string, sid: string):
     return (await h.telnyx!.event(c, 'call.hangup', { hangup_cause: 'normal_clearing' }, true, `${base}/events/telnyx`)).status;
   }
   const params = { CallSid: sid, CallStatus: 'completed', AccountSid: h.accountSid };
+  const header = h.carrier === 'signalwire' ? 'x-signalwire-signature' : 'x-twilio-signature';
+  const key = h.carrier === 'signalwire' ? h.authToken : 'not-the-auth-token';
   const res = await fetch(`${base}/status`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-signalwire-signature': computeSignature(h.authToken, `${base}/status`, params) },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', [header]: computeSignature(key, `${base}/status`, params) },
     body: new URLSearchParams(params).toString(),
   });
   return res.status;
 }
 
-const CARRIERS: HarnessCarrier[] = ['signalwire', 'telnyx'];
+const CARRIERS: HarnessCarrier[] = ['twilio', 'signalwire', 'telnyx'];
 
 describe.each(CARRIERS)('%s', (carrier) => {
   let h: TelephonyHarness;
@@ -107,7 +110,8 @@ describe.each(CARRIERS)('%s', (carrier) => {
   const callee = () => `+1415556${String(1000 + n++).padStart(4, '0')}`;
 
   beforeAll(async () => {
-    h = await startTelephonyHarness({ script: simDemoScript, carrier });
+    // The deployment's account too: an unbound number has no agent, so only it can refuse the call (Telnyx: by REST).
+    h = await startTelephonyHarness({ script: simDemoScript, carrier, envAccount: true });
     inboundAgent = await h.createAgent({ number: INBOUND, direction: 'inbound' });
     outboundAgent = await h.createAgent({ number: OUTBOUND, direction: 'both', metadata: { record_calls: true } });
     amdAgent = await h.createAgent({ number: AMD_NUMBER, direction: 'outbound', welcome: 'hello there', metadata: { amd_enabled: true, amd_policy: 'hangup_on_machine' } });
@@ -162,6 +166,14 @@ describe.each(CARRIERS)('%s', (carrier) => {
     const stats = (cap.turns[0]!.metadata as { transport: { jitter: { received: number }; invalidFrames: number } }).transport;
     expect(stats.jitter.received).toBeGreaterThan(50);
     expect(stats.invalidFrames).toBe(0);
+  });
+
+  it('refuses a call to an unbound number (TwiML: a message and hang-up; Telnyx: reject)', { timeout: 20_000 }, async () => {
+    const { status, view } = await placeInbound(h, '+14155551188', CALLER);
+    expect(status).toBe(200);
+    await view!.ended;
+    if (carrier === 'telnyx') expect(h.telnyx!.calls.get(view!.sid)!.hangupCause).toBe('call_rejected');
+    else expect(h.sim.calls.get(view!.sid)!.said).toEqual(['Sorry, the number you have called is not in service. Goodbye.']);
   });
 
   it('refuses a forged inbound webhook (403, no call)', { timeout: 20_000 }, async () => {
