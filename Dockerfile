@@ -10,17 +10,21 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# postinstall applies patches/ (patch-package); the postgres.js fix there is needed at run time.
+COPY patches ./patches
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json main.ts ./
 COPY control-plane ./control-plane
 COPY media-engine ./media-engine
 COPY shared ./shared
+COPY console ./console
 RUN npm run build
 
 # --- production dependencies only (native modules built for this base image)
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --omit=dev && npm cache clean --force
 
 # --- runtime: non-root, no compiler, no sources

@@ -23,12 +23,17 @@ const REALTIME = [
   'test/integration/engine-vendors*.test.ts',
   'test/integration/engine-billing.test.ts',
   'test/integration/telephony-*.test.ts',
+  'test/integration/portal.handoff.test.ts',
   'test/integration/conversations.records.test.ts',
   'test/integration/observability.engine.test.ts',
+  'test/integration/local-tts.realtime.test.ts',
+  'test/integration/engine-transcription-asr.test.ts',
   // Timing or load measured against bounds: a second suite on the other core would skew them.
   'test/integration/hardening.carrier-fuzz.test.ts',
   'test/integration/hardening.carrier-sockets.test.ts',
   'test/integration/embedded.load.test.ts',
+  // Real Chromium with a fake microphone talking to the engine in real time (issue 22).
+  'test/browser/*.test.ts',
 ];
 
 const shared = {

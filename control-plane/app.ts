@@ -6,6 +6,7 @@ import { HealthService } from '../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from './health/service.js';
 import { healthRoutes } from './health/routes.js';
 import { createCors } from './http/cors.js';
+import { createConsoleHandler, DEFAULT_CONSOLE_DIR } from './console/serve.js';
 import { startControlPlaneServer, type RunningServer } from './http/server.js';
 import { startGrpcNativeServer } from './http/grpc-native.js';
 import type { ControlPlaneDeps, Domain } from './domain.js';
@@ -37,6 +38,7 @@ import { createBillingDomain, type BillingDomain } from './billing/index.js';
 import { createConnectorsDomain, type ConnectorsDomain } from './connectors/index.js';
 import { createSimTestsDomain, type SimTestsDomain, type SimTestsDeps } from './simtests/index.js';
 import { createNodeSweeper, type NodeSweeper } from './ops/node-sweeper.js';
+import { createPortalDomain, type PortalDomain, type PortalOptions } from './portal/index.js';
 
 export interface ControlPlane {
   server: RunningServer;
@@ -61,6 +63,8 @@ export interface ControlPlane {
   connectors: ConnectorsDomain;
   /** Simulation tests and the publish gate (issue 20). */
   simTests: SimTestsDomain;
+  /** Human agents: roster, credentials, presence, attendance, shifts (issue 21). */
+  portal: PortalDomain;
   /** The durable job queue (control-plane/jobs); every replica works it. */
   jobs: Jobs;
   /** Served on `GET /metrics` (docs/observability.md). */
@@ -104,6 +108,10 @@ export interface ControlPlaneOptions {
   simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
+  /** Directory of the built web console (console/build.mjs). Default dist/console. */
+  consoleDir?: string;
+  /** Human agent portal: presence clock and rate-limit tuning (tests). */
+  portal?: PortalOptions;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -157,8 +165,11 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const annotator = createAnnotator(deps);
   // Created after telephony (it dials through it); the hook reaches it once it exists.
   let campaigns: CampaignsDomain | undefined;
+  // Created after telephony too (hand-offs dial through it).
+  let portal: PortalDomain | undefined;
   const onCallEvent = (ev: CallEvent) => {
     campaigns?.onCallEvent(ev);
+    portal?.onCallEvent(ev);
     const patch = callEventPatch(ev);
     if (patch && ev.call.session_id) annotator.annotate(ev.call.session_id, patch);
     // A call the carrier never connected has no conversation: its `failed` event starts here.
@@ -189,7 +200,19 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const systemAnalytics = createSystemAnalyticsDomain({ ...deps, auth: accounts.auth, jobs });
   // Alert rules evaluated on the job queue; notifications by mail and through the outbound client.
   const alerts = await createAlertsDomain({ ...deps, auth: accounts.auth, jobs, mailer: accounts.mailer, outbound });
-  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests];
+  portal = await createPortalDomain(
+    {
+      ...deps,
+      auth: accounts.auth,
+      jobs,
+      mailer: accounts.mailer,
+      liveConfig: (agentId) => agents.liveConfig(agentId),
+      liveCall: (callId) => telephony.calls.get(callId),
+      dialClient: (callId, identity) => telephony.dialClient(callId, identity, listeningBase),
+    },
+    opts.portal,
+  );
+  const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests, portal];
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,
     host: opts.host ?? deps.config.host,
@@ -201,6 +224,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     observe: metrics.observe,
     onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
     cors: createCors(deps.config.corsOrigins),
+    console: createConsoleHandler({ dir: opts.consoleDir ?? DEFAULT_CONSOLE_DIR, publicBaseUrl: deps.config.publicBaseUrl }),
+    upgradeHandlers: [portal.upgrade],
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
   const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });
@@ -242,6 +267,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     billing,
     connectors,
     simTests,
+    portal,
     jobs,
     metrics,
     postCall,

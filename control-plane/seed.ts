@@ -1,6 +1,6 @@
 /**
  * First-run demo (not in production): makes sure an organization API key exists, then creates and
- * publishes a demo agent on the offline `sim` providers through the public REST API, and prints
+ * publishes a demo agent on offline providers (sim ASR and LLM, the `local` Flite voice) through the public REST API, and prints
  * how to talk to it. Idempotent: a second start finds the agent and only prints.
  */
 import fs from 'node:fs/promises';
@@ -9,7 +9,11 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 
-export const DEMO_AGENT_NAME = 'Demo agent (sim)';
+// Renamed when its voice became `local` (issue 22): an install seeded before keeps its sim agent.
+export const DEMO_AGENT_NAME = 'Demo agent (local voice)';
+export const DEMO_WELCOME_MESSAGE = 'Hello {{name|there}}! How can I help you today?';
+/** The demo's providers: real words from the offline `local` TTS; sim ASR and LLM (no keys). */
+export const DEMO_PROVIDERS = { asr: 'sim', llm: 'sim', tts: 'local' } as const;
 
 /** ORG_API_KEY, else (development only) a key generated once under DATA_DIR. */
 export async function ensureDemoOrgKey(config: Config, logger: Logger): Promise<Config> {
@@ -52,18 +56,22 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
       agent = await call<{ id: string; name: string }>('POST', '/agents', {
         workspace_id: workspace.id,
         name: DEMO_AGENT_NAME,
-        description: 'Offline demo: sim ASR, sim LLM (scripted), sim TTS.',
+        description: 'Offline demo: sim ASR (type, or configure a speech provider), sim LLM (scripted), local TTS (Flite, real words).',
         system_prompt: 'You are a friendly receptionist for a small restaurant.',
-        welcome_message: 'Hello {{name|there}}! How can I help you today?',
+        welcome_message: DEMO_WELCOME_MESSAGE,
         silence_timeout_ms: 8000,
       });
-      for (const type of ['asr', 'llm', 'tts']) await call('POST', `/agents/${agent.id}/providers`, { provider_type: type, provider_name: 'sim' });
+      for (const [type, name] of Object.entries(DEMO_PROVIDERS)) await call('POST', `/agents/${agent.id}/providers`, { provider_type: type, provider_name: name });
       await call('POST', `/agents/${agent.id}/versions/publish`);
       logger.info({ agentId: agent.id }, 'demo agent created and published');
     }
+    const generated = config.orgApiKey.startsWith('vpk_org_') && config.nodeEnv !== 'production';
     const lines = [
       '',
       `Voice platform ready on ${config.publicBaseUrl} (engine ${config.enginePublicUrl}).`,
+      `Console: ${config.publicBaseUrl}/console`,
+      // The key rides in the fragment, which browsers never send to a server or put in a Referer.
+      ...(generated ? [`  one-click sign-in (development key): ${consoleSignInUrl(config.publicBaseUrl, config.orgApiKey)}`] : []),
       `Demo agent "${DEMO_AGENT_NAME}": ${agent.id}`,
       `  start a session:  curl -s -X POST ${config.publicBaseUrl}/api/v1/voice/sessions/start -H 'content-type: application/json' -d '{"agent_id":"${agent.id}","dynamic_variables":{"name":"Ada"}}'`,
       '  then open the returned ws_url and stream 16 kHz PCM (see README, "Voice socket protocol").',
@@ -74,4 +82,9 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
   } catch (err) {
     logger.warn({ err }, 'demo seed failed (the platform still runs)');
   }
+}
+
+/** The console URL that signs in with `key` (read from the fragment by the page, then removed from the address bar). */
+export function consoleSignInUrl(publicBaseUrl: string, key: string): string {
+  return `${publicBaseUrl}/console#key=${encodeURIComponent(key)}`;
 }

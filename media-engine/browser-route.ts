@@ -1,8 +1,18 @@
 /**
- * The browser socket route (`/api/v1/voice/ws/{session_id}`, PCM): admission at the upgrade, the
- * session claimed before the upgrade completes (or 503 at the deadline), then one call per socket.
+ * The browser socket route (`/api/v1/voice/ws/{session_id}`, PCM): admission at the upgrade, then
+ * the session is claimed on the open socket (failures become the spec's error frame), then one
+ * call per socket.
+ *
+ * The upgrade is synchronous on purpose. uWebSockets.js 20.30 (the newest build that loads on
+ * glibc 2.36) has a bug in the asynchronous upgrade (`res.cork(() => res.upgrade(...))` after an
+ * await): the socket's memory is shrunk in place, `cork()` then reads the old HTTP state from
+ * freed memory and, depending on what the allocator put there, shuts the new WebSocket down right
+ * after `open` (the client sees 1006, no close frame). Upstream fixed it in uNetworking/uWebSockets
+ * PR #1929; we measured about 1 in 20-60 sockets dropped under back-to-back connects. Uncorked
+ * async upgrades avoid it but print a warning per socket, so the claim moved behind `open`.
  */
 import { INSUFFICIENT_BALANCE, parseClientMessage, SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
+import type { TimerHandle } from '../shared/clock.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { VadProfile } from './audio/vad.js';
 import { CLAIM_TTL_MS, SOCKET_LIMITS, type EngineContext } from './engine-context.js';
@@ -14,98 +24,98 @@ import { addressKey, refuseUpgrade } from './transports/socket-admission.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket } from './uws.js';
 import { maskSessionId } from '../shared/ids.js';
 
+/** Close code when the session claim did not finish within SOCKET_START_TIMEOUT_MS (try again later). */
+const CLOSE_TRY_AGAIN_LATER = 1013;
+
 interface SocketData {
   /** The admission slot this socket holds (released on close). */
   addressKey: string;
   sessionId: string;
   profile: VadProfile;
-  claim: 'claimed' | 'not_found' | 'taken' | 'error';
-  config?: SessionConfig;
-  /** The workspace's credit at connect (BILLING_ENABLED), read with the claim, before the upgrade. */
-  credit?: CreditVerdict;
+  /** Set by the close handler: a claim that finishes afterwards gives the session back. */
+  closed: boolean;
   actor?: CallActor;
   transport?: BrowserTransport;
 }
 
+interface Claim {
+  status: 'claimed' | 'not_found' | 'taken' | 'error' | 'timeout';
+  config?: SessionConfig;
+  /** The workspace's credit at connect (BILLING_ENABLED), read with the claim. */
+  credit?: CreditVerdict;
+}
+
 export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): void {
   const { config, logger, clock, registry, nodeId, calls, admission } = ctx;
+
+  /** Claims the session for this node (bounded by the start timeout) and reads the credit state. */
+  const claim = async (sessionId: string): Promise<Claim> => {
+    let timer: TimerHandle | undefined;
+    const deadline = new Promise<Claim>((resolve) => {
+      timer = clock.setTimeout(() => resolve({ status: 'timeout' }), config.socketStartTimeoutMs);
+    });
+    const work = (async (): Promise<Claim> => {
+      const result = await registry.sessions.claimSession(sessionId, nodeId, CLAIM_TTL_MS);
+      if (result.status !== 'claimed') return { status: result.status };
+      const cfg = result.session.config as SessionConfig;
+      return { status: 'claimed', config: cfg, credit: await creditAtConnect(ctx, cfg) };
+    })().catch((err: Error): Claim => {
+      logger.error({ err, session: maskSessionId(sessionId) }, 'session claim failed');
+      return { status: 'error' };
+    });
+    const first = await Promise.race([work, deadline]);
+    clock.clearTimeout(timer);
+    // A claim that lands after the deadline is given back, or the session would look taken.
+    if (first.status === 'timeout') void work.then((late) => late.status === 'claimed' && giveBack(sessionId));
+    return first;
+  };
+  const giveBack = (sessionId: string) => void registry.sessions.deleteSession(sessionId).catch(() => {});
+
   app.ws<SocketData>('/api/v1/voice/ws/:sessionId', {
     maxPayloadLength: 64 * 1024,
     ...SOCKET_LIMITS,
     upgrade: (res: HttpResponse, req: HttpRequest, context) => {
-      // Copy everything out of req now: it is invalid after this callback returns.
-      const sessionId = req.getParameter(0) ?? '';
-      const query = new URLSearchParams(req.getQuery() ?? '');
-      const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
-      const extensions = req.getHeader('sec-websocket-extensions');
       const addr = addressKey(Buffer.from(res.getRemoteAddressAsText()).toString());
       const verdict = admission.admit(addr);
       if (verdict !== 'ok') return refuseUpgrade(res, verdict);
-      // The slot is ours until the socket closes, or until the upgrade is abandoned: exactly once.
-      let settled = false;
-      const abandon = () => {
-        if (settled) return false;
-        settled = true;
-        clock.clearTimeout(claimTimer);
-        admission.release(addr);
-        return true;
+      const data: SocketData = {
+        addressKey: addr,
+        sessionId: req.getParameter(0) ?? '',
+        profile: profileFrom(new URLSearchParams(req.getQuery() ?? '')),
+        closed: false,
       };
-      res.onAborted(() => abandon());
-      // A claim stuck on the registry must not hold the slot: past the deadline, answer 503.
-      const claimTimer = clock.setTimeout(() => {
-        if (abandon()) refuseUpgrade(res, 'claim_timeout');
-      }, config.socketStartTimeoutMs);
-      const profile = profileFrom(query);
-      const upgrade = (data: SocketData) => {
-        if (settled) {
-          // Too late (timed out or the client left): give a claimed session back.
-          if (data.claim === 'claimed') void registry.sessions.deleteSession(sessionId).catch(() => {});
-          return;
-        }
-        settled = true;
-        clock.clearTimeout(claimTimer);
-        res.cork(() => res.upgrade(data, key, protocol, extensions, context));
-      };
-      const claim = async (): Promise<SocketData> => {
-        const result = await registry.sessions.claimSession(sessionId, nodeId, CLAIM_TTL_MS);
-        const data: SocketData = { addressKey: addr, sessionId, profile, claim: result.status };
-        if (result.status === 'claimed') {
-          data.config = result.session.config as SessionConfig;
-          data.credit = await creditAtConnect(ctx, data.config);
-        }
-        return data;
-      };
-      claim().then(
-        (data) => upgrade(data),
-        (err: Error) => {
-          logger.error({ err, session: maskSessionId(sessionId) }, 'session claim failed');
-          upgrade({ addressKey: addr, sessionId, profile, claim: 'error' });
-        },
-      );
+      res.upgrade(data, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
     },
     open: (ws: WebSocket<SocketData>) => {
       const data = ws.getUserData();
       const transport = new BrowserTransport(ws as never, clock);
       data.transport = transport;
-      const refuse = (message: string, extra: Record<string, unknown> = {}) => {
+      const refuse = (message: string, extra: Record<string, unknown> = {}, code = 1008) => {
         transport.sendEvent({ type: 'error', message, fatal: true, ...extra } as never);
-        transport.close(1008, message);
+        transport.close(code, message);
       };
-      // One session, one socket: a second socket for a live call is refused like an unknown session.
-      if (data.claim !== 'claimed' || !data.config || calls.has(data.config.session_id)) return refuse(SOCKET_ERRORS.sessionNotFound);
-      if (data.credit?.ok === false) {
-        // The session is spent: after a top-up the client starts a new one.
-        void registry.sessions.deleteSession(data.sessionId).catch(() => {});
-        return refuse(SOCKET_ERRORS.insufficientBalance, { code: INSUFFICIENT_BALANCE });
-      }
-      startCall(ctx, data.config, {
-        allowanceMs: data.credit?.ok ? data.credit.allowanceMs : undefined,
-        kind: 'browser',
-        transport,
-        profile: data.profile,
-        refuse: (message, code) => refuse(message, code ? { code } : {}),
-        bind: (actor) => (data.actor = actor),
+      void claim(data.sessionId).then((c) => {
+        if (data.closed) {
+          // The caller left while we claimed: give a claimed session back.
+          if (c.status === 'claimed') giveBack(data.sessionId);
+          return;
+        }
+        if (c.status === 'timeout') return refuse('session claim timed out, try again', {}, CLOSE_TRY_AGAIN_LATER);
+        // One session, one socket: a second socket for a live call is refused like an unknown session.
+        if (c.status !== 'claimed' || !c.config || calls.has(c.config.session_id)) return refuse(SOCKET_ERRORS.sessionNotFound);
+        if (c.credit?.ok === false) {
+          // The session is spent: after a top-up the client starts a new one.
+          giveBack(data.sessionId);
+          return refuse(SOCKET_ERRORS.insufficientBalance, { code: INSUFFICIENT_BALANCE });
+        }
+        startCall(ctx, c.config, {
+          allowanceMs: c.credit?.ok ? c.credit.allowanceMs : undefined,
+          kind: 'browser',
+          transport,
+          profile: data.profile,
+          refuse: (message, code) => refuse(message, code ? { code } : {}),
+          bind: (actor) => (data.actor = actor),
+        });
       });
     },
     message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => {
@@ -127,6 +137,7 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
     },
     close: (ws: WebSocket<SocketData>) => {
       const data = ws.getUserData();
+      data.closed = true;
       admission.release(data.addressKey);
       if (data.transport?.droppedInMessages) logger.info({ session: maskSessionId(data.sessionId), droppedInMessages: data.transport.droppedInMessages }, 'browser audio input dropped');
       data.transport?.markClosed();

@@ -1,5 +1,5 @@
 /**
- * The node's command channel: text, end, amd and prewarm for a session this node owns, routed here
+ * The node's command channel: text, say, end, amd and prewarm for a session this node owns, routed here
  * through the registry by whichever control plane received the request. The answer (or the thrown
  * error's code) goes back to that control plane and becomes the REST/RPC reply.
  */
@@ -33,6 +33,13 @@ export async function handleCommand(ctx: EngineContext, cmd: NodeCommand): Promi
     if (actor) actor.endCall(reason);
     else await registry.sessions.deleteSession(sessionId);
     return { status: 'ended' };
+  }
+  if (cmd.kind === 'say') {
+    // Fixed words for the caller (no LLM): the hand-off fallback when no person is free (issue 21).
+    if (!actor) throw new AppError('NOT_FOUND', 'session not found');
+    const text = String((cmd.payload as { text?: unknown } | undefined)?.text ?? '').slice(0, 1000);
+    if (!text.trim()) throw new AppError('INVALID_REQUEST', 'text is required');
+    return { status: actor.say(text) ? 'speaking' : 'ending' };
   }
   if (cmd.kind === 'amd') {
     if (!actor) throw new AppError('NOT_FOUND', 'session not found');

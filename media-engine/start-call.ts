@@ -4,6 +4,8 @@
  * per socket kind is the transport, the VAD profile, the carrier's ASR input and AMD policy, and
  * how a refusal reaches the far end (`CallSetup.refuse`).
  */
+import { HANDOFF_TOPIC } from '../shared/voice/handoff.js';
+import { maskSessionId } from '../shared/ids.js';
 import { SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { VadProfile } from './audio/vad.js';
@@ -48,6 +50,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     // Otherwise PCM at the call's native rate when the ASR takes it (no resampling on the way in).
     const pcmRateHz = carrier && providers.asr.capabilities.sampleRatesHz.includes(carrier.inRateHz) ? carrier.inRateHz : 16000;
     telemetry = callTelemetry(ctx, sc, setup, providers);
+    const connectedAtMs = clock.monotonicMs();
     const actor = new CallActor({
       config: sc,
       transport: setup.transport,
@@ -61,6 +64,8 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       knowledge: opts.knowledge,
       telemetry,
       allowanceMs: setup.allowanceMs,
+      // Portal hand-off (issue 21): every control plane hears it; one job per call offers it (docs/portal.md).
+      requestHandoff: sc.human_handoff && sc.call_id ? () => void registry.invalidations.publish(HANDOFF_TOPIC, sc.call_id!) : undefined,
       ...(carrier
         ? {
             asrInput: mulaw ? { encoding: 'mulaw', sampleRateHz: 8000 } : { encoding: 'linear16', sampleRateHz: pcmRateHz },
@@ -68,7 +73,9 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
             transportStats: () => carrier.stats(),
           }
         : {}),
-      onClosed: () => {
+      onClosed: (reason) => {
+        // One line per call end, with the reason: the operator's answer to "why did it hang up".
+        logger.info({ session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, reason, durationMs: Math.round(clock.monotonicMs() - connectedAtMs) }, 'call ended');
         closeProviders(providers);
         calls.delete(sc.session_id);
         void registry.sessions.deleteSession(sc.session_id).catch(() => {});
@@ -76,6 +83,10 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     });
     setup.bind(actor);
     calls.set(sc.session_id, actor);
+    logger.info(
+      { session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, providers: { asr: providers.asr.label, llm: providers.llm.label, tts: providers.tts.label } },
+      'call socket connected',
+    );
     actor.start();
     carrier?.attach(actor, { passRawMulaw: mulaw });
   } catch (err) {

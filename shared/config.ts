@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { parseAllowCidrs } from './outbound/policy.js';
+import { isSentinelUrl, parseSentinelUrl } from './registry/redis/clients.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type Role = 'all' | 'control-plane' | 'media-engine';
@@ -114,6 +115,16 @@ export interface Config {
   healthRetentionHours: number;
   /** ALERTS_EVAL_INTERVAL_S: seconds between alert evaluation ticks (one tick at a time across replicas). Default 60. */
   alertsEvalIntervalS: number;
+  /** PORTAL_HEARTBEAT_TIMEOUT_S: a presence socket silent this long is offline (docs/portal.md). Default 45. */
+  portalHeartbeatTimeoutS: number;
+  /** PORTAL_SWEEP_INTERVAL_S: seconds between presence sweeps (stale sockets, missed shifts, long breaks). Default 15. */
+  portalSweepIntervalS: number;
+  /** PORTAL_LONG_BREAK_MIN: a break longer than this raises a `long_break` alert. Default 15. */
+  portalLongBreakMin: number;
+  /** PORTAL_LATE_GRACE_MIN: minutes after a shift start before a login counts as late (alert only). Default 5. */
+  portalLateGraceMin: number;
+  /** PORTAL_EMAIL_ENABLED: false: the portal sends no mail (reset by mail and send-credentials answer 503 SMTP_DISABLED). Default true. */
+  portalEmailEnabled: boolean;
   /** Bearer token every `/metrics` scrape must present; unset: loopback scrapes only (development), none in production. */
   metricsToken?: string;
   /** OTLP/HTTP base endpoint for traces (OTEL_EXPORTER_OTLP_ENDPOINT); unset: tracing off. */
@@ -201,6 +212,18 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return v;
 }
 
+/** REDIS_URL: one server (`redis://`, `rediss://`) or Sentinel (`redis+sentinel://h:p,h:p/name`). */
+function redisUrl(env: Env): string | undefined {
+  const v = str(env, 'REDIS_URL');
+  if (v === undefined || !isSentinelUrl(v)) return url(env, 'REDIS_URL', ['redis:', 'rediss:', 'redis+sentinel:', 'rediss+sentinel:']);
+  try {
+    parseSentinelUrl(v);
+  } catch (e) {
+    throw new ConfigError('REDIS_URL', `is not a usable Sentinel URL: ${(e as Error).message}`);
+  }
+  return v;
+}
+
 /** Comma-separated CIDRs (a bare address is one host), canonicalized. */
 function cidrList(env: Env, name: string): string[] {
   try {
@@ -242,7 +265,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     grpcPort: str(env, 'GRPC_PORT') === undefined ? undefined : port(env, 'GRPC_PORT', 0),
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env),
     publicBaseUrl,
     enginePublicUrl: (url(env, 'ENGINE_PUBLIC_URL', ['ws:', 'wss:']) ?? `ws://127.0.0.1:${enginePort}`).replace(/\/$/, ''),
     orgApiKey,
@@ -280,6 +303,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     healthReportIntervalMs: int(env, 'HEALTH_REPORT_INTERVAL_MS', 15_000, 100, 3_600_000),
     healthRetentionHours: int(env, 'HEALTH_RETENTION_HOURS', 168, 1, 8760),
     alertsEvalIntervalS: int(env, 'ALERTS_EVAL_INTERVAL_S', 60, 1, 3600),
+    portalHeartbeatTimeoutS: int(env, 'PORTAL_HEARTBEAT_TIMEOUT_S', 45, 5, 3600),
+    portalSweepIntervalS: int(env, 'PORTAL_SWEEP_INTERVAL_S', 15, 1, 3600),
+    portalLongBreakMin: int(env, 'PORTAL_LONG_BREAK_MIN', 15, 1, 1440),
+    portalLateGraceMin: int(env, 'PORTAL_LATE_GRACE_MIN', 5, 0, 240),
+    portalEmailEnabled: bool(env, 'PORTAL_EMAIL_ENABLED', true),
     metricsToken: metricsToken(env),
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     otelServiceName: str(env, 'OTEL_SERVICE_NAME') ?? 'voiceplane',

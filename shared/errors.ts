@@ -35,7 +35,13 @@ export type ErrorCode =
   | 'EMBEDDED_DB'
   // Webhooks (spec doc 3): five test pings still un-sent; delivery switched off on the service side.
   | 'TEST_LIMIT'
-  | 'WEBHOOKS_UNAVAILABLE';
+  | 'WEBHOOKS_UNAVAILABLE'
+  // Human agent portal (spec doc 3 "Errors"): bad attendance dates, a used/expired reset token,
+  // credentials for an agent without email, mail not configured.
+  | 'INVALID_PARAM'
+  | 'INVALID_TOKEN'
+  | 'NO_EMAIL'
+  | 'SMTP_DISABLED';
 
 export interface FieldProblem {
   field: string;
@@ -92,6 +98,10 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   EMBEDDED_DB: 500,
   TEST_LIMIT: 429,
   WEBHOOKS_UNAVAILABLE: 503,
+  INVALID_PARAM: 400,
+  INVALID_TOKEN: 400,
+  NO_EMAIL: 400,
+  SMTP_DISABLED: 503,
 };
 
 const CONNECT_BY_STATUS: Record<number, Code> = {

@@ -46,6 +46,8 @@ export const SCOPES = [
   'alerts:write',
   'connectors:read',
   'connectors:write',
+  'portal:read',
+  'portal:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -168,6 +170,13 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
     ...rules(['CreateQaRubric', 'UpdateQaRubric', 'DeleteQaRubric', 'BindQaRubric', 'UnbindQaRubric', 'ReviewQaScore'], 'qa:write'),
   },
   // `TestAlertRule` reads only (no event, no notification).
+  // Human agents (issue 21, docs/portal.md): roster, credentials, presence. The agents' own login
+  // and reset confirmation carry no bearer (their password or reset token is the credential).
+  'voiceplane.v1.PortalService': {
+    ...rules(['ListHumanAgents', 'GetHumanAgent', 'PasswordAudit', 'PresenceRealtime', 'Attendance', 'Timeline', 'PresenceAlerts', 'AgentShifts', 'ActiveSessions'], 'portal:read'),
+    ...rules(['CreateHumanAgent', 'UpdateHumanAgent', 'DeactivateHumanAgent', 'SetPassword', 'ResetPassword', 'SendCredentials', 'AcknowledgeAlert', 'UpsertShift', 'DeleteShift', 'RequestHandoff'], 'portal:write'),
+    ...rules(['PortalLogin', 'ConfirmReset'], 'public'),
+  },
   'voiceplane.v1.AlertService': {
     ...rules(['ListAlertRules', 'ListAlertEvents', 'GetActiveAlertCount', 'TestAlertRule'], 'alerts:read'),
     ...rules(['CreateAlertRule', 'UpdateAlertRule', 'DeleteAlertRule', 'ResolveAlertEvent'], 'alerts:write'),

@@ -7,6 +7,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { DescService } from '@bufbuild/protobuf';
@@ -36,6 +37,10 @@ export interface ControlPlaneServerOptions {
   onResponse?: (status: number, ms: number) => void;
   /** Browser clients (`CORS_ORIGINS`, cors.ts); absent: no CORS headers, preflights get 405/404 as any OPTIONS. */
   cors?: CorsHandler;
+  /** The web console's pages (`/`, `/console/*`, control-plane/console/serve.ts); absent: not served. */
+  console?: (req: NodeReq, res: NodeRes) => boolean;
+  /** WebSocket upgrades (HTTP/1.1; the presence socket, control-plane/portal/socket.ts). Return true when handled; unhandled upgrades are refused. */
+  upgradeHandlers?: Array<(req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean>;
 }
 
 export interface RunningServer {
@@ -115,6 +120,7 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
       }
     });
     if (opts.cors?.(req, res)) return;
+    if (opts.console?.(req, res)) return;
     if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, req.headers['x-vp-remote-ip'] as string);
     else connect(req as never, res as never);
   };
@@ -141,6 +147,10 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
   const h2 = http2.createServer({}, handler as never);
+  h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    if (!(opts.upgradeHandlers ?? []).some((h) => h(req, socket, head))) socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
+  });
   h1.on('clientError', (err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
   });

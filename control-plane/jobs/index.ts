@@ -64,6 +64,10 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   'simtests.watchdog': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
   // Like alert ticks: the successor is queued first, so a crashed pass only delays the next one.
   'ops.node-sweep': { retryLimit: 1, retryDelaySeconds: 2, retryBackoff: false, expireInSeconds: 60 },
+  // Like the node sweep: the successor is queued first; every pass re-reads the state.
+  'portal.presence-sweep': { retryLimit: 1, retryDelaySeconds: 2, retryBackoff: false, expireInSeconds: 60 },
+  // A caller is waiting on the line: quick retries, then the AI keeps the call.
+  'portal.handoff': { retryLimit: 2, retryDelaySeconds: 1, retryBackoff: false, expireInSeconds: 30 },
 };
 
 export interface EnqueueOptions {

@@ -62,6 +62,10 @@ export interface JobPayloads {
    * deployment, so one pass at a time across replicas; each pass queues its successor first.
    */
   'ops.node-sweep': { tick: 'nodes' };
+  /** One presence pass (control-plane/portal/sweep.ts): stale sockets offline, missed shifts, long breaks. */
+  'portal.presence-sweep': { tick: 'presence' };
+  /** An engine asked to hand a carrier call to a portal agent (control-plane/portal/handoff.ts); keyed by call. */
+  'portal.handoff': { call_id: string };
 }
 
 export type JobName = keyof JobPayloads;

@@ -15,7 +15,7 @@ import { createTelephonyService } from './service.js';
 import { createCarrierAdapters } from './carriers/index.js';
 import type { LiveCalls } from './live-calls.js';
 import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
-import { endLostCall } from './manage.js';
+import { dialClient, endLostCall } from './manage.js';
 
 export type { TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CallEvent, CallRecord } from './live-calls.js';
@@ -28,6 +28,8 @@ export interface TelephonyDomain extends Domain {
   dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
   /** Ends a live call whose engine node is gone (carrier hangup, seat freed, `ended` event once); false: not live. */
   endLostCall(callId: string, reason: string): Promise<boolean>;
+  /** Hand-off to a portal agent: the carrier dials client `identity`, the AI drops off (issue 21). `base`: carrier callback base URL. */
+  dialClient(callId: string, identity: string, base: string): Promise<boolean>;
 }
 
 export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Partial<Pick<TelephonyDeps, 'carriers'>>): TelephonyDomain {
@@ -39,6 +41,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     calls: ctx.calls,
     dial: (req, as) => dialOutbound(ctx, req, as),
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
+    dialClient: (callId, identity, base) => dialClient(ctx, callId, identity, base),
     async close() {
       if (closed) return;
       closed = true;

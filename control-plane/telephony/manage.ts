@@ -158,6 +158,37 @@ async function carrierHangup(ctx: Ctx, c: CallRecord, failure: string): Promise<
   await adapter.hangup(account, c.provider_call_sid).catch((err: unknown) => ctx.log.warn({ callId: c.call_id, err, carrier: adapter.id }, failure));
 }
 
+/**
+ * Hand-off to a person on the agent portal (issue 21, docs/portal.md): like a cold transfer, but
+ * the carrier dials the human agent's client identity (the carrier bridges the audio). No request
+ * context: the accepting agent's presence socket triggers it. False when the call is gone, not
+ * yet answered, already transferred, or the carrier refused.
+ */
+export async function dialClient(ctx: Ctx, callId: string, identity: string, base: string): Promise<boolean> {
+  const c = await ctx.calls.get(callId);
+  if (!c || !c.provider_call_sid || c.transferred_to) return false;
+  // Only carriers with client identities (Twilio-compatible `<Dial><Client>`) can hand off.
+  const adapter = adapterOf(ctx, c.telephony_provider);
+  if (!adapter?.dialClient) return false;
+  const live = await ctx.deps.liveConfig(c.agent_id);
+  const account = await resolveAccount(ctx, live, adapter.id);
+  if (!account) return false;
+  const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
+  const target = `client:${identity}`;
+  await ctx.calls.patch(c.call_id, { transferred_to: target, status: 'in_progress' });
+  try {
+    await adapter.dialClient(account, c.provider_call_sid, { identity, callerId, actionUrl: `${base}/api/v1/telephony/calls/${c.call_id}/dial-complete` });
+  } catch (err) {
+    await ctx.calls.patch(c.call_id, { transferred_to: '' });
+    ctx.log.warn({ err, callId }, 'hand-off dial refused by the carrier');
+    return false;
+  }
+  await endSession(ctx, c.session_id, 'transferred');
+  const saved = await ctx.calls.get(c.call_id);
+  if (saved) emit(ctx, { type: 'transferred', call: saved, detail: target });
+  return true;
+}
+
 /** Ends the engine side of a call (whichever node owns it); a session never connected is purged. */
 export async function endSession(ctx: Ctx, sessionId: string, reason: 'ended_by_api' | 'transferred' | 'carrier_ended'): Promise<void> {
   if (!sessionId) return;

@@ -61,6 +61,13 @@ export function dialTransfer(opts: { toNumber: string; callerId: string; actionU
   );
 }
 
+/** Hand-off to a person on the agent portal (issue 21): dial the agent's carrier client identity, recording the new leg. */
+export function dialClient(opts: { identity: string; callerId: string; actionUrl: string; timeoutS?: number }): string {
+  return response(
+    `<Dial${attrs({ callerId: opts.callerId, record: 'record-from-answer', timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><Client>${xmlEscape(opts.identity)}</Client></Dial>`,
+  );
+}
+
 export function hangup(): string {
   return response('<Hangup/>');
 }

@@ -48,6 +48,8 @@ export interface AgentLiveView {
   flow?: FlowConfig;
   /** `flow` mode whose published flow cannot run: why (session start answers 409). */
   flowProblem?: string;
+  /** `allow_human_transfer` with `human_transfer_mode: panel`: carrier calls may be handed to a portal agent (issue 21). */
+  humanHandoff?: true;
 }
 
 /** Defaults for agent fields the published snapshot leaves unset. */
@@ -101,6 +103,7 @@ export function toAgentLiveView(c: LiveAgentConfig, liveConnections: ReadonlyMap
       ...(c.knowledge?.on_demand ?? []).map((k) => ({ id: k.knowledge_base_id, title: k.title ?? '', content: k.content ?? '', mode: 'on_demand' as const })),
     ],
     ...flowOf(c),
+    ...(c.allow_human_transfer && c.telephony?.human_transfer_mode === 'panel' ? { humanHandoff: true as const } : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { normalizeVariables, substitute } from '../../shared/voice/templates.js';
 import type { ProviderSettings, SessionConfig, WelcomeMode } from '../../shared/voice/session-config.js';
 import { textSearchConfig } from '../../shared/voice/text-search.js';
+import { checkFliteVoice } from '../../shared/providers/tts/local.js';
 import type { AgentLiveView, KnowledgeItem, ProviderKind } from './agent-view.js';
 
 /** The spec's voice session start request (snake_case as on the wire). Empty strings mean "not given". */
@@ -166,6 +167,8 @@ export function buildSessionConfig(agent: AgentLiveView, req: StartRequest, ids:
   if (telephony) config.telephony_provider = telephony;
   const callId = text(req.call_id);
   if (callId) config.call_id = callId;
+  // Only a carrier call (it has a call id) can be handed to a person on the portal.
+  if (callId && agent.humanHandoff) config.human_handoff = true;
   const from = text(req.from_number);
   if (from) config.from_number = from;
   const to = text(req.to_number);
@@ -294,6 +297,15 @@ function ttsWithOverrides(agentTts: ProviderSettings, req: StartRequest): Provid
   if (model) tts.model_name = model;
   const voice = text(req.tts_voice) ?? text(req.voice);
   if (voice) tts.voice = voice;
+  // The offline `local` TTS has a fixed set of voices (Flite would quietly use another): a 400 now, not a refused socket later.
+  if (tts.provider_name.trim().toLowerCase() === 'local') {
+    const asked = tts.voice || tts.model_name;
+    try {
+      checkFliteVoice(asked);
+    } catch (err) {
+      throw invalid(voice ? (text(req.tts_voice) ? 'tts_voice' : 'voice') : model ? 'tts_model' : 'providers.tts.model_name', (err as Error).message.replace(/^local TTS: /, ''));
+    }
+  }
   return tts;
 }
 

@@ -4,7 +4,7 @@
  * Every builder sets every column (postgres.js multi-row inserts take the first row's keys).
  */
 import { newId } from '../../shared/ids.js';
-import type { CallEndRecord, TurnRecord } from '../session/recorder.js';
+import type { AgentMessageRecord, CallEndRecord, TurnRecord } from '../session/recorder.js';
 import type { TranscriptMessage } from '../../shared/records/bus.js';
 import type { ConversationRecordRow, MessageRow, ToolCallRow } from '../../shared/records/rows.js';
 
@@ -154,6 +154,26 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     created_at: new Date(at + 1 + toolCalls.length),
   };
   return { user, assistant, toolCalls };
+}
+
+/**
+ * The agent's own prompt (welcome, idle nudge, goodbye) as one assistant message: no caller
+ * message, no LLM. `metadata.prompt` says which, so analytics that pair user and assistant
+ * messages per turn can tell it from a reply.
+ */
+export function agentMessageRow(conversationId: string, rec: AgentMessageRecord): MessageRow {
+  return {
+    ...EMPTY_MESSAGE,
+    tool_calls: [],
+    id: newId(),
+    conversation_id: conversationId,
+    turn_number: rec.turn,
+    role: 'assistant',
+    content: noNul(rec.text),
+    tts_provider: rec.tts.provider,
+    metadata: { prompt: rec.kind, interrupted: rec.interrupted },
+    created_at: new Date(rec.started_at_ms),
+  };
 }
 
 /** NUL, or a UTF-16 surrogate without its partner (jsonb refuses the `\\ud800` escape). */

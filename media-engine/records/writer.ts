@@ -22,12 +22,12 @@ import { backoffDelayMs } from '../../shared/backoff.js';
 import type { TimerHandle } from '../../shared/clock.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
-import type { CallEndRecord, TurnRecord } from '../session/recorder.js';
+import type { AgentMessageRecord, CallEndRecord, TurnRecord } from '../session/recorder.js';
 import { describeOp, isRetryable, type RecordOp, writeBatch, writeOne } from './batch-sql.js';
 import type { TranscriptEvent } from '../../shared/records/bus.js';
 import type { ConversationRecordRow } from '../../shared/records/rows.js';
 import { pipelineEventRows } from './pipeline-events.js';
-import { conversationEndRow, conversationStartRow, messageEventJson, type StartInfo, toolCallEventJson, turnRows } from './rows.js';
+import { agentMessageRow, conversationEndRow, conversationStartRow, messageEventJson, type StartInfo, toolCallEventJson, turnRows } from './rows.js';
 import { type ConversationRecorder, type ConversationWriter, type ConversationWriterOptions, type NewOp, WriterClosedError, type WriterStats } from './writer-types.js';
 
 // The public shapes live in writer-types.ts; re-exported so callers keep importing from here.
@@ -244,6 +244,16 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           messages: [messageEventJson(rows.user), messageEventJson(rows.assistant)],
           tool_calls: rows.toolCalls.map(toolCallEventJson),
         });
+      },
+      agentMessage(rec: AgentMessageRecord) {
+        if (!valid || ended) return;
+        const row = agentMessageRow(conversationId, rec);
+        // Same queue and overflow policy as a turn's messages.
+        if (!startQueued || !enqueue([{ kind: 'message', row }], maxQueue)) {
+          refuse('agent_message', 1, { ...ctx(), turn: rec.turn });
+          return;
+        }
+        publish({ type: 'turn', conversation_id: conversationId, session_id: config.session_id, turn_number: rec.turn, messages: [messageEventJson(row)], tool_calls: [] });
       },
       end(rec: CallEndRecord) {
         if (!valid || ended) return;

@@ -51,6 +51,12 @@ export interface CallActorDeps {
    * next turn boundary speaks `credit.ts`'s notice and ends the call. Absent: no limit.
    */
   allowanceMs?: number;
+  /**
+   * Asks the control plane to hand this carrier call to a portal agent (`config.human_handoff`;
+   * issue 21). The call goes on until the person accepts (the AI then drops off) or nobody is free
+   * (a fallback is spoken). Absent: no `transfer_to_human`, and a flow `transfer` node ends the call.
+   */
+  requestHandoff?: () => void;
 }
 
 export interface ActorTuning {

@@ -57,6 +57,8 @@ export class CallActor {
   private readonly mailbox: Mailbox<CallMsg | AmdMsg>;
   private closed = false;
   private ending = false;
+  /** A flow `transfer` node asked the portal for a person (issue 21). */
+  private handoffRequested = false;
   /** The time allowance (`allowanceMs`) is spent: the next turn boundary ends the call. */
   private creditSpent = false;
   /** Why the call ends once the goodbye run (idle or credit notice) is over. */
@@ -336,9 +338,19 @@ export class CallActor {
     this.emit({ type: 'flow_node_entered', node_id: node.id, label: node.label, node_type: node.type, turn });
   }
 
-  /** The flow stands in an `end` or `transfer` node and its last answer is over: the call ends. */
+  /**
+   * The flow stands in an `end` or `transfer` node and its last answer is over: the call ends, or
+   * (a `transfer` node of a portal hand-off call, issue 21) a person is asked for once and the
+   * call waits on the line for them.
+   */
   private endFlow(): void {
-    this.endCall(this.flow!.node.type === 'transfer' ? 'transfer' : 'flow_end');
+    const transfer = this.flow!.node.type === 'transfer';
+    if (transfer && this.config.human_handoff && this.d.requestHandoff) {
+      if (!this.handoffRequested) this.d.requestHandoff();
+      this.handoffRequested = true;
+      return this.armIdle();
+    }
+    this.endCall(transfer ? 'transfer' : 'flow_end');
   }
 
   /** The flow's part of the conversation record: node path, collected variables, transfer target. */
@@ -426,11 +438,31 @@ export class CallActor {
     this.timers.set('hangup', this.t.hangupGraceMs);
   }
 
+  /** Says `text` now, cutting what is playing (the hand-off fallback, issue 21). False: the call is ending. */
+  say(text: string): boolean {
+    if (this.closed || this.ending) return false;
+    if (this.runs.current) this.interrupt();
+    this.startRun('nudge', text);
+    return true;
+  }
+
   /** Ends the call on purpose: `call_ended`, then the socket closes. */
   endCall(reason: string): void {
     if (this.closed) return;
+    // A reply still running is over now: its `turn_complete` comes before `call_ended`, the last event.
+    this.abandonRun();
     this.emit({ type: 'call_ended', reason });
     this.close(reason);
+  }
+
+  /** The running run (if any) is cut by the end of the call: completed with what was heard. */
+  private abandonRun(): void {
+    const cut = this.runs.abandon();
+    if (!cut) return;
+    if (cut.run.kind === 'reply') {
+      cut.run.interrupted = true;
+      this.conversation.complete(cut.run, cut.heard);
+    } else this.conversation.cut(cut.run, cut.heard);
   }
 
   private fail(message: string): void {
@@ -442,11 +474,7 @@ export class CallActor {
   /** Idempotent teardown: cancels work, closes ASR, writes the call end, closes the socket. */
   close(reason: string): void {
     if (this.closed) return;
-    const cut = this.runs.abandon();
-    if (cut?.run.kind === 'reply') {
-      cut.run.interrupted = true;
-      this.conversation.complete(cut.run, cut.heard);
-    }
+    this.abandonRun();
     this.closed = true;
     this.timers.cancelAll();
     this.asr?.close();

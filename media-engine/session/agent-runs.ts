@@ -42,7 +42,7 @@ export class AgentRuns {
     private readonly host: RunHost,
   ) {
     this.output = new SpeechOutput(d.transport, d.clock);
-    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock, connectors: d.connectors, knowledge: d.knowledge });
+    this.tools = buildCallTools(d.config, { outbound: d.outbound, clock: d.clock, connectors: d.connectors, knowledge: d.knowledge, requestHandoff: d.requestHandoff });
   }
 
   /**

@@ -20,6 +20,28 @@ export interface CallTool {
 export interface CallToolDeps extends ToolRunDeps, ConnectorToolDeps {
   /** Answers `search_knowledge` (issue 19). Absent: the function is not offered. */
   knowledge?: KnowledgeSearch;
+  /** `transfer_to_human` (issue 21, `config.human_handoff`). Absent: not offered. */
+  requestHandoff?: () => void;
+}
+
+/** The hand-off function: asks for a portal agent once per call; the caller waits on the line. */
+export function transferToHumanTool(requestHandoff: () => void): CallTool {
+  let asked = false;
+  return {
+    spec: {
+      name: 'transfer_to_human',
+      description: 'Hand the caller to a human agent. Use it when the caller asks for a person or you cannot help. Tell the caller you are connecting them and to stay on the line.',
+      parameters: { type: 'object', properties: {}, additionalProperties: false },
+    },
+    async run() {
+      const output = asked
+        ? { status: 'already_requested', note: 'A human agent was already asked for; keep the caller on the line.' }
+        : { status: 'requested', note: 'A human agent is being connected. Ask the caller to stay on the line.' };
+      if (!asked) requestHandoff();
+      asked = true;
+      return { status: 'success', content: JSON.stringify(output), output, latencyMs: 0, attempts: 1 };
+    },
+  };
 }
 
 export function buildCallTools(config: SessionConfig, deps: CallToolDeps): CallTool[] {
@@ -28,6 +50,7 @@ export function buildCallTools(config: SessionConfig, deps: CallToolDeps): CallT
     run: (argsJson, signal) => runHttpTool(t, argsJson, signal, deps),
   }));
   tools.push(...buildConnectorTools(config, deps));
+  if (config.human_handoff && deps.requestHandoff) tools.push(transferToHumanTool(deps.requestHandoff));
   if (config.knowledge_search && deps.knowledge) tools.push(knowledgeSearchTool(config.knowledge_search, config.workspace_id, deps.knowledge, deps.clock));
   return tools;
 }

@@ -83,9 +83,13 @@ export class CallerSpeech {
   /** Takes the turn's text and its speech duration, and stops capturing audio. */
   take(): { text: string; speechMs: number } {
     const text = this.text.trim();
-    const speechMs = this.speechMs || (this.speechStartMs ? Math.round(this.speechEndMs - this.speechStartMs) : 0);
+    // Only a turn the caller started speaking has a duration: injected text has none, whatever the
+    // VAD reported after the previous spoken turn was taken (its offset often lands after the final).
+    const speechMs = !this.speechStartMs ? 0 : this.speechMs || Math.round(this.speechEndMs - this.speechStartMs);
     this.text = '';
     this.capturing = false;
+    this.speechMs = 0;
+    this.speechStartMs = 0;
     return { text, speechMs: Math.max(0, speechMs) };
   }
 

@@ -36,12 +36,19 @@ export interface CallerTurnHost {
   armIdle(): void;
 }
 
+/** Speech the VAD heard that the sim ASR could not read, on the socket (`error.code`). */
+export const SPEECH_NOT_UNDERSTOOD = 'speech_not_understood';
+export const SIM_ASR_HINT = 'sim ASR understands only sim-coded audio; configure a speech provider or type';
+const MIN_UNDERSTOOD_SPEECH_MS = 400;
+
 export class CallerTurns {
   /** VAD onset while the agent answers, not yet confirmed by a transcript. */
   private bargeCandidate = false;
+  /** Utterances the sim ASR could not read on this call (the log line is written for the first). */
+  private notUnderstood = 0;
 
   constructor(
-    private readonly d: Pick<CallActorDeps, 'clock' | 'profile' | 'logger' | 'config'>,
+    private readonly d: Pick<CallActorDeps, 'clock' | 'profile' | 'logger' | 'config' | 'providers'>,
     private readonly t: ActorTuning,
     private readonly caller: CallerSpeech,
     private readonly timers: CallTimers,
@@ -133,10 +140,24 @@ export class CallerTurns {
     this.caller.startTurn();
   }
 
+  /**
+   * The VAD heard an utterance and the ASR returned no text. With `sim` that is certain to happen
+   * for a real voice (it decodes only the sim audio code): say so, as a non-fatal `error` event the
+   * console shows and one log line per call, instead of a silent agent. Short blips (< 400 ms of
+   * speech) are noise, not a caller, and real ASRs may rightly return nothing: no event then.
+   */
+  private speechNotUnderstood(speechMs: number): void {
+    if (this.d.providers.asr.label !== 'sim' || speechMs < MIN_UNDERSTOOD_SPEECH_MS) return;
+    this.notUnderstood++;
+    this.host.emit({ type: 'error', code: SPEECH_NOT_UNDERSTOOD, message: SIM_ASR_HINT, fatal: false });
+    if (this.notUnderstood === 1) this.d.logger.warn({ session: maskSessionId(this.d.config.session_id), speechMs }, SIM_ASR_HINT);
+  }
+
   private endUserTurn(): void {
     this.timers.cancel('endpoint');
     if (!this.caller.text.trim()) {
-      this.caller.take();
+      const { speechMs } = this.caller.take();
+      this.speechNotUnderstood(speechMs);
       this.host.setPhase('listening');
       this.host.emit({ type: 'phase_idle' });
       this.host.armIdle();

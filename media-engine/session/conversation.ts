@@ -1,6 +1,7 @@
 /**
  * What a call leaves behind: the LLM history (bounded, `history.ts`) and the durable record (call
- * start, one turn record per reply, call end; `turn-accounting.ts`). Only what the caller heard of
+ * start, one turn record per reply, the agent's own prompts (welcome, nudges, goodbyes), call
+ * end; `turn-accounting.ts`). Only what the caller heard of
  * an answer goes into either; the turn is then marked interrupted.
  */
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
@@ -63,7 +64,21 @@ export class Conversation {
       this.complete(run, run.assistantText);
     } else if (run.assistantText) {
       this.history.push({ role: 'assistant', content: run.assistantText });
+      this.agentMessage(run, run.assistantText, false);
     }
+  }
+
+  /** The welcome, a nudge or a goodbye as an agent message of the record (what was heard of it). */
+  private agentMessage(run: RunState, text: string, interrupted: boolean): void {
+    if (run.kind === 'reply' || !text) return;
+    this.d.recorder?.agentMessage?.({
+      kind: run.kind,
+      turn: run.turn,
+      text,
+      interrupted,
+      tts: { provider: this.d.providers.tts.label, model: this.d.config.providers.tts.model_name },
+      started_at_ms: run.startedAtMs,
+    });
   }
 
   /**
@@ -73,7 +88,10 @@ export class Conversation {
    */
   cut(run: RunState, heard: string): string | undefined {
     if (heard) this.history.push({ role: 'assistant', content: heard });
-    if (run.kind !== 'reply') return undefined;
+    if (run.kind !== 'reply') {
+      this.agentMessage(run, heard, true);
+      return undefined;
+    }
     let unanswered: string | undefined;
     const last = this.history.last;
     if (!heard && last?.role === 'user') {

@@ -37,6 +37,20 @@ export interface TurnRecord {
   metadata?: Record<string, unknown>;
 }
 
+/**
+ * What the agent said on its own, outside a caller turn: the welcome, an idle nudge, a goodbye
+ * (idle, credit, drain). `turn` is the caller turn it followed (0 = before any). Only what the
+ * caller heard is stored; `interrupted` when it was cut.
+ */
+export interface AgentMessageRecord {
+  kind: 'welcome' | 'nudge' | 'goodbye';
+  turn: number;
+  text: string;
+  interrupted: boolean;
+  tts: { provider: string; model?: string };
+  started_at_ms: number;
+}
+
 export interface CallEndRecord {
   status: 'completed' | 'failed';
   reason: string;
@@ -51,5 +65,7 @@ export interface CallEndRecord {
 export interface CallRecorder {
   start(info: { session_id: string; agent_id: string; user_id?: string; workspace_id: string; call_id?: string; metadata: Record<string, unknown>; started_at_ms: number }): void;
   turn(rec: TurnRecord): void;
+  /** Optional so recorders that only count turns need not care. */
+  agentMessage?(rec: AgentMessageRecord): void;
   end(rec: CallEndRecord): void;
 }

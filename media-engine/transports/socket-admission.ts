@@ -73,13 +73,11 @@ export function addressKey(remote: string): string {
 }
 
 /** Answers a refused upgrade: 503 when the node is full, 429 with Retry-After for one address. */
-export function refuseUpgrade(res: HttpResponse, verdict: Exclude<Admission, 'ok'> | 'claim_timeout'): void {
+export function refuseUpgrade(res: HttpResponse, verdict: Exclude<Admission, 'ok'>): void {
   const [status, code, message] =
     verdict === 'address_full'
       ? ['429 Too Many Requests', 'RATE_LIMITED', 'too many sockets from this address']
-      : verdict === 'node_full'
-        ? ['503 Service Unavailable', 'SERVICE_UNAVAILABLE', 'concurrent socket cap reached']
-        : ['503 Service Unavailable', 'SERVICE_UNAVAILABLE', 'session claim timed out'];
+      : ['503 Service Unavailable', 'SERVICE_UNAVAILABLE', 'concurrent socket cap reached'];
   res.cork(() => {
     res.writeStatus(status).writeHeader('content-type', 'application/json').writeHeader('retry-after', '5');
     res.end(JSON.stringify({ error: { code, message } }));

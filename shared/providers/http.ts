@@ -21,7 +21,8 @@ export interface HttpStreamRequest {
   provider: string;
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** JSON text, or bytes (multipart uploads: the transcription ASR). */
+  body: string | Uint8Array;
   signal: AbortSignal;
   clock: Clock;
   /** Request sent -> first body byte. Covers connect, headers and the vendor's queueing. */

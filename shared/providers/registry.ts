@@ -13,6 +13,7 @@
 import type { Clock } from '../clock.js';
 import type { OutboundClient } from '../outbound/index.js';
 import { createDeepgramAsr } from './asr/deepgram.js';
+import { createOpenAiTranscribeAsr } from './asr/openai-transcribe.js';
 import { createSimAsr, type SimAsrOptions } from './asr/sim.js';
 import { ProviderError } from './errors.js';
 import { createAnthropicLlm } from './llm/anthropic.js';
@@ -21,6 +22,7 @@ import { createSimLlm, simDemoScript, type SimLlmOptions } from './llm/sim.js';
 import { createCartesiaTts } from './tts/cartesia.js';
 import { createElevenLabsTts } from './tts/elevenlabs.js';
 import { createOpenAiTts } from './tts/openai.js';
+import { checkFliteVoice, createLocalTts, LOCAL_TTS_DEFAULT_VOICE } from './tts/local.js';
 import { createSimTts, type SimTtsOptions } from './tts/sim.js';
 import type { AsrProvider, LlmProvider, TtsProvider } from './types.js';
 
@@ -56,7 +58,15 @@ const d = (name: string, requiresKey: boolean, extra: Partial<ProviderDescriptor
 
 /** Every provider the engine can run, per kind. */
 export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly ProviderDescriptor[]>> = {
-  asr: [d('sim', false), d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3' })],
+  asr: [
+    d('sim', false),
+    d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3' }),
+    // POST /audio/transcriptions per utterance (our endpointing cuts it); self-hosted servers
+    // (faster-whisper-server, whisper.cpp, vLLM) as openai_compatible with their base_url.
+    d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'whisper-1' }),
+    d('groq', true, { defaultBaseUrl: 'https://api.groq.com/openai/v1', defaultModel: 'whisper-large-v3-turbo' }),
+    d('openai_compatible', false, { requiresBaseUrl: true, defaultModel: 'whisper-1' }),
+  ],
   llm: [
     d('sim', false),
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'gpt-4o-mini' }),
@@ -70,6 +80,8 @@ export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly Provide
   ],
   tts: [
     d('sim', false),
+    // Offline Flite in worker threads; `model_name` (or `voice`) picks the voice.
+    d('local', false, { defaultModel: LOCAL_TTS_DEFAULT_VOICE }),
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'gpt-4o-mini-tts' }),
     d('elevenlabs', true, { defaultBaseUrl: 'https://api.elevenlabs.io', defaultModel: 'eleven_flash_v2_5' }),
     d('cartesia', true, { defaultBaseUrl: 'wss://api.cartesia.ai', defaultModel: 'sonic-2' }),
@@ -112,13 +124,11 @@ export function resolveProviderConfig(kind: ProviderKind, config: ProviderConfig
   const baseUrl = config.base_url?.trim() || descriptor.defaultBaseUrl;
   if (descriptor.requiresBaseUrl && !baseUrl)
     throw new ProviderError({ provider: name, code: 'MISSING_BASE_URL', message: `missing ${KIND_LABEL[kind]} provider base_url (${name})` });
-  return {
-    descriptor,
-    apiKey,
-    baseUrl,
-    model: config.model_name?.trim() || descriptor.defaultModel,
-    voice: config.voice?.trim() || undefined,
-  };
+  const model = config.model_name?.trim() || descriptor.defaultModel;
+  const voice = config.voice?.trim() || undefined;
+  // Flite would quietly speak an unknown voice as `kal`: refuse it here, before any call starts.
+  if (kind === 'tts' && name === 'local') checkFliteVoice(voice || model);
+  return { descriptor, apiKey, baseUrl, model, voice };
 }
 
 export interface ProvidersConfig {
@@ -163,6 +173,8 @@ export type SessionProviders = Required<Providers>;
 export function createAsrProvider(config: ProviderConfig, deps: ProviderDeps): AsrProvider {
   const r = resolveProviderConfig('asr', config);
   if (r.descriptor.name === 'sim') return createSimAsr({ clock: deps.clock, ...deps.simOptions?.asr });
+  if (r.descriptor.name !== 'deepgram')
+    return createOpenAiTranscribeAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, language: deps.language || undefined, label: r.descriptor.name, clock: deps.clock, outbound: deps.outbound });
   return createDeepgramAsr({ apiKey: r.apiKey, baseUrl: r.baseUrl, model: r.model, language: deps.language || undefined, clock: deps.clock, outbound: deps.outbound });
 }
 
@@ -182,6 +194,8 @@ export function createTtsProvider(config: ProviderConfig, deps: ProviderDeps): T
   switch (r.descriptor.name) {
     case 'sim':
       return createSimTts({ clock: deps.clock, ...deps.simOptions?.tts });
+    case 'local':
+      return createLocalTts({ voice: checkFliteVoice(r.voice || r.model) });
     case 'openai':
       return createOpenAiTts(common);
     case 'elevenlabs':

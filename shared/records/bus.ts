@@ -9,10 +9,9 @@
  * clients replay persisted turns on connect and de-duplicate live ones by turn number.
  */
 import { EventEmitter } from 'node:events';
-import { createClient } from 'redis';
 import type { Logger } from '../logger.js';
 import { AppError } from '../errors.js';
-import { redisClientOptions } from '../registry/redis/connection.js';
+import { openRedisClients } from '../registry/redis/clients.js';
 import type { MessageRow } from './rows.js';
 
 /** One message of a turn, in the API's JSON shape (no `audio_url` on the live stream). */
@@ -100,13 +99,9 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
   const prefix = opts.prefix ?? 'vp';
   const channel = (id: string) => `${prefix}:transcript:${id}`;
   const commandTimeoutMs = opts.commandTimeoutMs ?? 1000;
-  const pub = createClient(redisClientOptions(opts.url));
   // A Redis outage must not crash the process; publishes fail quietly (the database is the record).
-  pub.on('error', () => {});
-  await pub.connect();
-  const sub = pub.duplicate();
-  sub.on('error', () => {});
-  await sub.connect();
+  const clients = await openRedisClients(opts.url);
+  const { client: pub, sub } = clients;
   let closed = false;
   let lastWarnMs = 0;
   return {
@@ -154,7 +149,7 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.allSettled([sub.quit(), pub.quit()]);
+      await clients.close(commandTimeoutMs);
     },
   };
 }

@@ -128,6 +128,12 @@ export interface SessionConfig {
   /** Set for carrier calls: the live call id (telephony issue). */
   call_id?: string;
   /**
+   * Carrier calls of agents with `allow_human_transfer` and `human_transfer_mode: panel`: the
+   * `transfer_to_human` function and flow `transfer` nodes ask the control plane for a portal
+   * agent instead of ending the call (issue 21, docs/portal.md "Hand-off").
+   */
+  human_handoff?: boolean;
+  /**
    * Carrier calls only, E.164 as the carrier reported them: the calling and the called number.
    * Set by telephony, never by the public start route, so connector tools may trust them
    * (`{{caller_number}}`).

@@ -195,6 +195,7 @@ function both(a: CallRecorder, b: CallRecorder): CallRecorder {
   return {
     start: (i) => (a.start(i), b.start(i)),
     turn: (t) => (a.turn(t), b.turn(t)),
+    agentMessage: (m) => (a.agentMessage?.(m), b.agentMessage?.(m)),
     end: (e) => (a.end(e), b.end(e)),
   };
 }

@@ -27,6 +27,8 @@ export interface MediaCallOptions {
   dialect?: 'twilio' | 'telnyx';
   /** Telnyx only: the call's codec (Twilio is always mu-law). Default `pcmu`. */
   codec?: 'pcmu' | 'pcma';
+  /** Keep every received payload in `mediaBytes` (tests that analyse the agent's audio). */
+  keepMedia?: boolean;
 }
 
 export interface MediaCallEvent {
@@ -41,6 +43,8 @@ const FRAME_BYTES = 160;
 export class MediaStreamCall {
   readonly streamSid: string;
   readonly heard: string[] = [];
+  /** Every mu-law payload the engine sent, as received (only with `keepMedia`). */
+  readonly mediaBytes: Uint8Array[] = [];
   readonly events: MediaCallEvent[] = [];
   readonly link: ImpairedLink;
   /** Frames of engine audio received / played; binary frames (a protocol violation) received. */
@@ -211,7 +215,9 @@ export class MediaStreamCall {
     const msg = JSON.parse(data.toString('utf8')) as { event: string; media?: { payload: string }; mark?: { name: string } };
     if (msg.event === 'media' && msg.media) {
       this.mediaReceived++;
-      this.playout.push(new Uint8Array(Buffer.from(msg.media.payload, 'base64')));
+      const bytes = new Uint8Array(Buffer.from(msg.media.payload, 'base64'));
+      if (this.o.keepMedia) this.mediaBytes.push(bytes);
+      this.playout.push(bytes);
     } else if (msg.event === 'mark' && msg.mark) {
       this.note('mark_sent', msg.mark.name);
       this.playout.push(msg.mark.name);

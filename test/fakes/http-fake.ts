@@ -12,6 +12,8 @@ export interface HttpRecord {
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   rawBody: string;
+  /** The body's bytes (multipart uploads: `rawBody` is its UTF-8 reading, lossy for binary parts). */
+  rawBytes: Buffer;
   /** Parsed JSON body, or undefined when the body is not JSON. */
   body: any;
   faults: Faults;
@@ -60,7 +62,8 @@ export abstract class HttpFake {
   private async receive(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const rawBytes = Buffer.concat(chunks);
+    const rawBody = rawBytes.toString('utf8');
     let body: unknown;
     try {
       body = rawBody ? JSON.parse(rawBody) : undefined;
@@ -75,6 +78,7 @@ export abstract class HttpFake {
       query: u.searchParams,
       headers: req.headers,
       rawBody,
+      rawBytes,
       body,
       faults: this.faults.take(),
       remotePort: req.socket.remotePort,

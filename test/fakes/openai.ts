@@ -4,9 +4,15 @@
  *   keep-alives, tool-call fragments by index, finish chunk, usage chunk, `data: [DONE]`);
  * - `POST /v1/audio/speech` with `response_format:'pcm'`: 24 kHz S16LE, sim-coded so the sim
  *   decoder can read the text back, streamed in odd-sized chunks (samples split across chunks);
+ * - `POST /v1/audio/transcriptions`: multipart/form-data (`file` a 16-bit PCM mono WAV, `model`,
+ *   optional `language`, `response_format` json|text); the WAV is checked (RIFF header, sizes) and
+ *   "transcribed" by reading the sim audio code in it (or `transcript` when set): `{text}`;
  * - error bodies `{"error":{message,type,param,code}}`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import busboy from 'busboy';
+import { parseWav } from '../../shared/providers/audio/wav.js';
+import { SimDecoder } from '../../shared/providers/sim/codec.js';
 import { encodeText } from '../../shared/providers/sim/codec.js';
 import { int16ToBytes } from '../../shared/providers/tts/pcm-bytes.js';
 import { delay } from './faults.js';
@@ -23,9 +29,21 @@ export interface OpenAiFakeOptions {
   speechChunkBytes?: number;
 }
 
+/** What the fake read from one transcription upload. */
+export interface TranscriptionUpload {
+  fields: Record<string, string>;
+  filename?: string;
+  contentType?: string;
+  sampleRateHz: number;
+  samples: number;
+}
+
 export class OpenAiFake extends HttpFake {
   readonly apiKey: string;
   rules: ScriptRule[];
+  /** Fixed transcription text; unset: the sim code read from the uploaded audio. */
+  transcript?: string;
+  readonly uploads: TranscriptionUpload[] = [];
 
   constructor(private readonly opts: OpenAiFakeOptions = {}) {
     super();
@@ -46,6 +64,7 @@ export class OpenAiFake extends HttpFake {
     if (f.status500) return this.error(rec, res, 500, 'The server had an error while processing your request.', 'server_error', null);
     if (rec.method === 'POST' && rec.path === '/v1/chat/completions') return this.chat(rec, res);
     if (rec.method === 'POST' && rec.path === '/v1/audio/speech') return this.speech(rec, res);
+    if (rec.method === 'POST' && rec.path === '/v1/audio/transcriptions') return this.transcription(rec, res);
     return this.error(rec, res, 404, `Unknown request URL: ${rec.method} ${rec.path}`, 'invalid_request_error', 'unknown_url');
   }
 
@@ -151,5 +170,62 @@ export class OpenAiFake extends HttpFake {
       await this.pause();
     }
     res.end();
+  }
+
+  private async transcription(rec: HttpRecord, res: ServerResponse): Promise<void> {
+    const fields: Record<string, string> = {};
+    let file: { bytes: Buffer; filename: string; mimeType: string } | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const bb = busboy({ headers: rec.headers, limits: { fileSize: 25 * 1024 * 1024, files: 1, fields: 20 } });
+        bb.on('field', (name, value) => (fields[name] = value));
+        bb.on('file', (name, stream, info) => {
+          const parts: Buffer[] = [];
+          stream.on('data', (d: Buffer) => parts.push(d));
+          stream.on('end', () => {
+            if (name === 'file') file = { bytes: Buffer.concat(parts), filename: info.filename ?? '', mimeType: info.mimeType ?? '' };
+          });
+        });
+        bb.on('close', resolve);
+        bb.on('error', reject);
+        bb.end(rec.rawBytes);
+      });
+    } catch (e) {
+      return this.error(rec, res, 400, `Could not parse multipart form: ${(e as Error).message}`, 'invalid_request_error', null);
+    }
+    const upload = file as { bytes: Buffer; filename: string; mimeType: string } | undefined;
+    if (!upload) return this.error(rec, res, 400, "Missing required parameter: 'file'.", 'invalid_request_error', 'missing_required_parameter');
+    file = upload;
+    if (!fields.model) return this.error(rec, res, 400, "Missing required parameter: 'model'.", 'invalid_request_error', 'missing_required_parameter');
+    let wav;
+    try {
+      // The header must be right: RIFF size = file - 8, data size = what follows the header.
+      const v = new DataView(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength);
+      if (v.getUint32(4, true) !== file.bytes.byteLength - 8) throw new RangeError('RIFF size does not match the file');
+      wav = parseWav(new Uint8Array(file.bytes));
+      if (44 + wav.samples.length * 2 !== file.bytes.byteLength) throw new RangeError('data size does not match the file');
+    } catch (e) {
+      return this.error(rec, res, 400, `Invalid file format. ${(e as Error).message}`, 'invalid_request_error', 'invalid_value');
+    }
+    this.uploads.push({ fields, filename: file.filename, contentType: file.mimeType, sampleRateHz: wav.sampleRateHz, samples: wav.samples.length });
+    let text = this.transcript;
+    if (text === undefined) {
+      if (wav.sampleRateHz !== 8000 && wav.sampleRateHz !== 16000) return this.error(rec, res, 400, 'the fake reads 8 or 16 kHz audio', 'invalid_request_error', 'invalid_value');
+      const dec = new SimDecoder(wav.sampleRateHz);
+      dec.push(wav.samples);
+      dec.flush();
+      text = dec
+        .takeEvents()
+        .filter((e) => e.type === 'final')
+        .map((e) => e.text)
+        .join(' ');
+    }
+    if (fields.response_format === 'text') {
+      rec.status = 200;
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(text);
+      return;
+    }
+    this.sendJson(rec, res, 200, { text });
   }
 }

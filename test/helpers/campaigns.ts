@@ -5,6 +5,7 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { randomLoopback, type ApiResponse } from './accounts.js';
+import { expect } from 'vitest';
 
 export function multipart(field: string, filename: string, content: Buffer): { body: Buffer; contentType: string } {
   const boundary = `----vp${randomBytes(8).toString('hex')}`;
@@ -58,4 +59,23 @@ export async function until(pred: () => boolean | Promise<boolean>, timeoutMs: n
     if (Date.now() > end) throw new Error(`${what}: not in time`);
     await sleep(25);
   }
+}
+
+/**
+ * After a disruption (a killed replica, a database restart) every contact of a failed-outcome
+ * campaign with max_retries 1 ended `failed` after exactly 2 counted attempts, the carrier saw each
+ * attempt at most once (an attempt claimed but not handed to the carrier when the disruption hit
+ * counts without a dial; it is never repeated under the same attempt number), and at most
+ * `maxUndialed` contacts (the dials in flight at the disruption) lost a carrier call.
+ */
+export function expectEachAttemptDialedAtMostOnce(rows: Array<Record<string, any>>, dialedNumbers: string[], maxUndialed: number): void {
+  const perNumber = new Map<string, number>();
+  for (const to of dialedNumbers) perNumber.set(to, (perNumber.get(to) ?? 0) + 1);
+  for (const r of rows) {
+    expect([r.to_number, r.status, r.attempts]).toEqual([r.to_number, 'failed', 2]);
+    const seen = perNumber.get(r.to_number) ?? 0;
+    expect(seen, r.to_number).toBeLessThanOrEqual(2);
+    expect(seen, r.to_number).toBeGreaterThanOrEqual(1);
+  }
+  expect(rows.filter((r) => (perNumber.get(r.to_number) ?? 0) < 2).length).toBeLessThanOrEqual(maxUndialed);
 }

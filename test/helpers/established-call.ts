@@ -1,10 +1,10 @@
 /**
  * A browser call that is really up: started through a control plane, connected, `pipeline_ready`,
- * and one text turn answered. Sockets opened back to back sometimes end within milliseconds of
- * `pipeline_ready` (1006, no close frame, no client error; the engine records
- * `client_disconnected`): a connect-time issue not found yet (docs/operations.md), unrelated to
- * what the ops suites test. Such a call is replaced (at most `tries` times) and counted, so
- * suites that assert "no call dropped" during a restart only count calls that were established.
+ * and one text turn answered. Sockets opened back to back used to end within milliseconds of
+ * `pipeline_ready` (a uWebSockets.js asynchronous-upgrade bug, fixed by upgrading synchronously:
+ * docs/operations.md). A call that still fails before its first turn is replaced (at most
+ * `tries` times) and counted, so suites that assert "no call dropped" during a restart only
+ * count calls that were established, and the count shows if it comes back.
  */
 import { api } from './accounts.js';
 import { VoiceClient } from './voice-client.js';

@@ -21,6 +21,9 @@ export class VoiceClient {
   audioFrames = 0;
   audioFrameTimes: number[] = [];
   heard: string[] = [];
+  /** The agent's audio frames as received (only with `keepAudio`). */
+  readonly audio: Int16Array[] = [];
+  private keepAudio = false;
   closeCode?: number;
   private ws!: WebSocket;
   private outQueue: Int16Array[] = [];
@@ -30,9 +33,10 @@ export class VoiceClient {
   private closedP!: Promise<number>;
   private sendAudio = true;
 
-  static async connect(url: string, opts: { sendAudio?: boolean } = {}): Promise<VoiceClient> {
+  static async connect(url: string, opts: { sendAudio?: boolean; keepAudio?: boolean } = {}): Promise<VoiceClient> {
     const c = new VoiceClient();
     c.sendAudio = opts.sendAudio ?? true;
+    c.keepAudio = opts.keepAudio ?? false;
     await c.open(url);
     return c;
   }
@@ -52,6 +56,7 @@ export class VoiceClient {
         this.audioFrames++;
         this.audioFrameTimes.push(performance.now());
         const pcm = new Int16Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
+        if (this.keepAudio) this.audio.push(pcm);
         this.decoder.push(pcm);
         for (const ev of this.decoder.takeEvents()) if (ev.type === 'final') this.heard.push(ev.text);
         return;

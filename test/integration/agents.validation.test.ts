@@ -108,6 +108,11 @@ describe('agent providers', () => {
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', base_url: 'ftp://x' }), 'base_url');
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', api_key: 5 }), 'api_key');
     expectError(await call('DELETE', `/agents/${agentId}/providers/tts`, owner.token), 404, 'NOT_FOUND');
+    // The offline `local` TTS: model_name is the Flite voice, from a fixed list; empty = the default.
+    expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'tts', provider_name: 'local', model_name: 'alloy' }), 'model_name');
+    expect((await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'tts', provider_name: 'local', model_name: 'kal16' })).status).toBe(200);
+    expect((await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'tts', provider_name: 'local' })).status).toBe(200);
+    expect((await call('DELETE', `/agents/${agentId}/providers/tts`, owner.token)).status).toBe(200);
   });
 
   it('replacing keeps the key for the same provider, drops it for another, "" clears it', async () => {

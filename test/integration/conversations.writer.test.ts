@@ -67,6 +67,7 @@ describe('conversation writer', () => {
     const rec = writer.recorderFor(sc);
     const t0 = Date.now();
     rec.start(startInfo(sc, t0));
+    rec.agentMessage!({ kind: 'welcome', turn: 0, text: 'hello caller', interrupted: false, tts: { provider: 'local', model: 'slt' }, started_at_ms: t0 + 100 });
     rec.turn(turnRecord(1, { audioSeconds: 1.2, startedAtMs: t0 + 2000 }));
     rec.turn(turnRecord(2, { tool: true, audioSeconds: 0.8, startedAtMs: t0 + 6000 }));
     rec.end(endRecord(2, t0));
@@ -78,6 +79,9 @@ describe('conversation writer', () => {
     expect(conv.metadata).toMatchObject({ call_direction: 'inbound', end_reason: 'client_disconnected' });
     expect((conv.ended_at as Date).getTime()).toBe(t0 + 12_345);
     const msgs = await infra.sql`select * from messages where conversation_id = ${rec.conversationId} order by turn_number, (role = 'assistant')`;
+    // The welcome is an agent message of turn 0 (issue 22), marked as a prompt, not a reply.
+    const welcome = msgs.shift()!;
+    expect(welcome).toMatchObject({ turn_number: 0, role: 'assistant', content: 'hello caller', tts_provider: 'local', llm_provider: null, metadata: { prompt: 'welcome', interrupted: false } });
     expect(msgs.map((m) => `${m.turn_number}:${m.role}`)).toEqual(['1:user', '1:assistant', '2:user', '2:assistant']);
     for (const m of msgs.filter((x) => x.role === 'assistant')) {
       expect(m.total_latency_ms).toBeGreaterThan(0);

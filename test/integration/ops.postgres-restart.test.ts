@@ -26,7 +26,10 @@ beforeAll(async () => {
   const target = new URL(TEST_DATABASE_URL);
   proxy = await TcpProxy.start(target.hostname, Number(target.port || 5432));
   infra = await startTestInfra({ outboundAllowCidrs: ['127.0.0.0/8'], dbStatementTimeoutMs: 1500, dbConnectTimeoutMs: 1000 }, { DATABASE_URL: proxy.urlFor(TEST_DATABASE_URL) });
-  app = await startControlPlane(infra, { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, nodeSweepIntervalS: 1 });
+  // A delivery job that was running when the connections were reset cannot record its end and
+  // stays active until it expires (production: 60 s); a short expiry brings it back within seconds.
+  const jobs = { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1, queues: { 'webhook.deliver': { expireInSeconds: 5, retryDelaySeconds: 1, retryBackoff: false } } };
+  app = await startControlPlane(infra, { port: 0, host: '127.0.0.1', jobs, nodeSweepIntervalS: 1 });
   receiver = await startWebhookReceiver();
   user = await createTestUser(app);
   const put = await api(app, 'PUT', '/api/v1/call-center/settings', { token: user.token, body: { webhook_url: receiver.url } });

@@ -113,6 +113,8 @@ describe('inbound calls', () => {
     expect((conv!.metadata as Record<string, unknown>).end_reason).toBe('stream_stopped');
     const msgs = await h.infra.sql`select turn_number, role, content from messages where conversation_id = ${conv!.id} order by turn_number, created_at`;
     expect(msgs.map((m) => `${m.turn_number}:${m.role}:${m.content}`)).toEqual([
+      // The welcome is an agent message before the first turn (issue 22).
+      '0:assistant:hello caller',
       '1:user:what time do you open',
       '1:assistant:You said: what time do you open.',
       '2:user:give me the long version',
@@ -122,7 +124,7 @@ describe('inbound calls', () => {
       '3:assistant:You said: stop.',
     ]);
     const long = simDemoScript.rules.find((r) => r.when === 'long')!.reply!;
-    expect(long.length).toBeGreaterThan((msgs[3]!.content as string).length * 2);
+    expect(long.length).toBeGreaterThan((msgs[4]!.content as string).length * 2);
   });
 
   it('refuses a number whose agent only calls out: a spoken message, then hang up', async () => {

@@ -4,7 +4,7 @@
  * call: 200 with a message), cold transfer (the carrier gets `<Dial>`, the AI drops off, the call
  * leaves the registry when the transferred leg ends), and the no-auth providers / capabilities.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../shared/ids.js';
 import { newCallRecord } from '../../control-plane/telephony/live-calls.js';
 import type { TestUser } from '../helpers/accounts.js';
@@ -49,12 +49,24 @@ async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, 
   }
 }
 
+/** Calls a test started: hung up after it, so a failed attempt leaves nothing live for its retry. */
+const started: Array<{ mediaReady: Promise<{ hangup(): void }>; ended: Promise<unknown> }> = [];
+
+afterEach(async () => {
+  const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5_000))]);
+  for (const sim of started.splice(0)) {
+    (await within(sim.mediaReady))?.hangup();
+    await within(sim.ended);
+  }
+});
+
 async function liveCall(extra: Record<string, unknown> = {}) {
   const to = callee();
   h.callees.set(to, { dialDurationMs: 1500 });
   const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to, ...extra });
   expect(res.status).toBe(200);
   const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
+  started.push(sim);
   const media = await sim.mediaReady;
   await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'greeting');
   return { body: res.body, sim, media };

@@ -351,6 +351,9 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
       // Free-form objects live in the registry for the whole call: bounded well below the body limit.
       [{ agent_id: AGENT_OK, session_metadata: { blob: 'x'.repeat(17 * 1024) } }, 'session_metadata'],
       [{ agent_id: AGENT_OK, dynamic_variables: { blob: 'x'.repeat(17 * 1024) } }, 'dynamic_variables'],
+      // The offline `local` TTS speaks only its own voices.
+      [{ agent_id: AGENT_OK, tts_provider: 'local', tts_voice: 'alloy' }, 'tts_voice'],
+      [{ agent_id: AGENT_OK, tts_provider: 'local', tts_model: 'eleven_flash_v2_5' }, 'tts_model'],
     ];
     for (const [body, field] of cases) {
       const r = await api.start(body);

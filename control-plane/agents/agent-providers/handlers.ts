@@ -9,6 +9,7 @@ import { touchAgent } from '../core/store.js';
 import { PROVIDER_TYPES, type ProviderType } from '../types.js';
 import { oneOf, optionalText, required, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
+import { checkFliteVoice } from '../../../shared/providers/tts/local.js';
 import { providerView } from '../views.js';
 import { deleteProviderRow, getProviderRow, listProviderRows, upsertProviderRow } from './store.js';
 
@@ -30,6 +31,14 @@ export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Im
       const name = required('provider_name', req.providerName, 100);
       const model = optionalText('model_name', req.modelName, 200) ?? '';
       const baseUrl = tenantUrl('base_url', req.baseUrl, outboundPolicy) ?? '';
+      // The offline `local` TTS takes its voice in model_name, from a fixed list (Flite would quietly use another).
+      if (type === 'tts' && name.trim().toLowerCase() === 'local') {
+        try {
+          checkFliteVoice(model);
+        } catch (err) {
+          throw invalid('model_name', (err as Error).message.replace(/^local TTS: /, ''));
+        }
+      }
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
       const existing = await getProviderRow(sql, agent.id, type, ctx.signal);
       // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change).

@@ -103,6 +103,9 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
     transfer: (account, callSid, req) =>
       update(account, callSid, new URLSearchParams({ Twiml: twiml.dialTransfer({ toNumber: req.toNumber, callerId: req.callerId, actionUrl: req.actionUrl }) })),
 
+    dialClient: (account, callSid, req) =>
+      update(account, callSid, new URLSearchParams({ Twiml: twiml.dialClient({ identity: req.identity, callerId: req.callerId, actionUrl: req.actionUrl }) })),
+
     async startRecording(account, callSid, callbackUrl) {
       await post(account, `/Calls/${encodeURIComponent(callSid)}/Recordings.json`, new URLSearchParams({ RecordingStatusCallback: callbackUrl, RecordingStatusCallbackMethod: 'POST' }));
     },

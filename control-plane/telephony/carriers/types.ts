@@ -146,6 +146,11 @@ export interface CarrierAdapter {
   dial(account: CarrierAccount, req: DialRequest): Promise<{ sid: string; status: string }>;
   hangup(account: CarrierAccount, callSid: string): Promise<void>;
   transfer(account: CarrierAccount, callSid: string, req: TransferRequest): Promise<void>;
+  /**
+   * Hands the call to a person's client identity (issue 21 hand-off: Twilio-compatible
+   * `<Dial><Client>`); absent: the carrier cannot, and hand-off is refused for its calls.
+   */
+  dialClient?(account: CarrierAccount, callSid: string, req: { identity: string; callerId: string; actionUrl: string }): Promise<void>;
   /** Starts recording a live call (carriers where recording is not a dial option). */
   startRecording?(account: CarrierAccount, callSid: string, callbackUrl: string): Promise<void>;
   /**

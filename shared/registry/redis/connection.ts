@@ -9,16 +9,17 @@
  * again what this process owns (`journal.ts`, `index.ts` `replay`), so a Redis that came back
  * empty knows the live calls again.
  */
-import { createClient, ErrorReply } from 'redis';
+import { ErrorReply } from 'redis';
 import { type Clock, realClock } from '../../clock.js';
-import { backoffDelayMs } from '../../backoff.js';
 import type { Logger } from '../../logger.js';
 import { RegistryJournal } from '../journal.js';
 import { RegistryUnavailableError } from '../types.js';
+import { openRedisClients, type RedisClient, type RedisClients } from './clients.js';
 
-export type RedisClient = ReturnType<typeof createClient>;
+export { redisClientOptions, type RedisClient } from './clients.js';
 
 export interface RedisRegistryOptions {
+  /** REDIS_URL: one server (`redis://`, `rediss://`) or Sentinel (`redis+sentinel://`, see clients.ts). */
   url: string;
   /** Prefix for every key (tests isolate themselves with one). Default `vp`. */
   prefix?: string;
@@ -27,26 +28,6 @@ export interface RedisRegistryOptions {
   commandTimeoutMs?: number;
   /** Reconnects and replays are logged here. */
   logger?: Logger;
-}
-
-/** Commands waiting for a reply on one connection; beyond it they fail at once (503). */
-const MAX_QUEUED_COMMANDS = 10_000;
-/** Longest wait for a TCP connection to Redis. */
-const CONNECT_TIMEOUT_MS = 2000;
-/** Reconnect backoff: ceiling 50 ms doubling, capped, full jitter (so replicas do not reconnect in step). */
-const MAX_RECONNECT_DELAY_MS = 2000;
-
-/** node-redis options of every Redis client of ours (registry, transcript bus). */
-export function redisClientOptions(url: string) {
-  return {
-    url,
-    disableOfflineQueue: true,
-    commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
-    socket: {
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      reconnectStrategy: (retries: number) => backoffDelayMs(retries + 1, { baseMs: 50, maxMs: MAX_RECONNECT_DELAY_MS }),
-    },
-  };
 }
 
 export class RedisConnection {
@@ -58,12 +39,16 @@ export class RedisConnection {
   private readonly commandTimeoutMs: number;
   private closedFlag = false;
 
+  readonly client: RedisClient;
+  /** Subscriber connection (pub/sub needs its own; the same client under Sentinel). */
+  readonly sub: RedisClient;
+
   private constructor(
-    readonly client: RedisClient,
-    /** Subscriber connection (pub/sub needs its own). */
-    readonly sub: RedisClient,
+    private readonly clients: RedisClients,
     opts: RedisRegistryOptions,
   ) {
+    this.client = clients.client;
+    this.sub = clients.sub;
     this.prefix = opts.prefix ?? 'vp';
     this.clock = opts.clock ?? realClock;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 1000;
@@ -72,14 +57,17 @@ export class RedisConnection {
   }
 
   static async open(opts: RedisRegistryOptions): Promise<RedisConnection> {
-    const client = createClient(redisClientOptions(opts.url));
-    // A Redis outage must not crash the process: errors surface on the commands instead.
-    client.on('error', () => {});
-    await client.connect();
-    const sub = client.duplicate();
-    sub.on('error', () => {});
-    await sub.connect();
-    return new RedisConnection(client, sub, opts);
+    return new RedisConnection(await openRedisClients(opts.url), opts);
+  }
+
+  /** `fn` runs on every reconnect (or Sentinel failover) of the command connection. */
+  onReconnect(fn: () => void): void {
+    this.clients.onReconnect(fn);
+  }
+
+  /** `fn` runs when pub/sub may have missed messages (its connection came back, or a failover). */
+  onSubReconnect(fn: () => void): void {
+    this.clients.onSubReconnect(fn);
   }
 
   get closed(): boolean {
@@ -118,19 +106,6 @@ export class RedisConnection {
   async close(): Promise<void> {
     if (this.closedFlag) return;
     this.closedFlag = true;
-    await Promise.allSettled([shut(this.sub, this.commandTimeoutMs), shut(this.client, this.commandTimeoutMs)]);
+    await this.clients.close(this.commandTimeoutMs);
   }
-}
-
-/**
- * Closes a client without hanging: QUIT only when connected (a client still reconnecting after an
- * outage never answered it: shutdown hung), and destroyed when QUIT gets no answer in time.
- */
-async function shut(c: RedisClient, timeoutMs: number): Promise<void> {
-  if (!c.isOpen) return;
-  if (!c.isReady) return c.destroy();
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([c.quit().catch(() => {}), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-  clearTimeout(timer);
-  if (c.isOpen) c.destroy();
 }

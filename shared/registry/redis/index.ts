@@ -1,6 +1,6 @@
 /**
  * The Redis registry: the parts over one `RedisConnection` (one client pair, one journal).
- * On every `ready` after the first (a reconnect: Redis may have restarted empty) it writes again
+ * On every reconnect or Sentinel failover (Redis may have come back empty) it writes again
  * what this process owns: its node, its sessions and claims, its live calls.
  */
 import type { Registry } from '../types.js';
@@ -43,7 +43,7 @@ export class RedisRegistry implements Registry {
     const conn = await RedisConnection.open(opts);
     const reg = new RedisRegistry(conn, await RedisCommandBus.start(conn));
     // Every later `ready` is a reconnect: Redis may have restarted empty.
-    conn.client.on('ready', () => void reg.replay());
+    conn.onReconnect(() => void reg.replay());
     return reg;
   }
 

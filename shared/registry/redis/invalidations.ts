@@ -21,7 +21,7 @@ export class RedisInvalidationBus implements InvalidationBus {
     this.channel = conn.k('inval');
     // The subscriber is connected already (RedisConnection.open), so every 'ready' is a reconnect:
     // node-redis resubscribes by itself, but what was published meanwhile is gone.
-    conn.sub.on('ready', () => deliver(this.handlers, FLUSH_ALL, FLUSH_ALL, this.onError));
+    conn.onSubReconnect(() => deliver(this.handlers, FLUSH_ALL, FLUSH_ALL, this.onError));
   }
 
   async publish(topic: string, key: string): Promise<boolean> {

@@ -21,6 +21,7 @@ import { file_voiceplane_v1_telephony } from '../../../shared/gen/voiceplane/v1/
 import { file_voiceplane_v1_voice } from '../../../shared/gen/voiceplane/v1/voice_pb.js';
 import { file_voiceplane_v1_webhooks } from '../../../shared/gen/voiceplane/v1/webhooks_pb.js';
 import { file_voiceplane_v1_simtests } from '../../../shared/gen/voiceplane/v1/simtests_pb.js';
+import { file_voiceplane_v1_portal } from '../../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { Principal } from '../../../control-plane/http/auth.js';
 import { grants, isKnownScope, missingScopes, requireScope, ruleFor, SCOPE_TABLE, SCOPES } from '../../../control-plane/http/scopes.js';
 
@@ -42,6 +43,7 @@ const FILES: GenFile[] = [
   file_voiceplane_v1_voice,
   file_voiceplane_v1_webhooks,
   file_voiceplane_v1_simtests,
+  file_voiceplane_v1_portal,
 ];
 
 const key = (scopes: string[]): Principal => ({ userId: 'u', email: 'e', isOrgOwner: false, via: 'api_key', scopes, apiKeyId: 'k' });

@@ -9,7 +9,7 @@ import { SimulatedClock } from '../../../shared/clock.js';
 import type { SessionConfig } from '../../../shared/voice/session-config.js';
 import { CallActor, type ActorTuning } from '../../../media-engine/session/actor.js';
 import type { AmdSettings } from '../../../shared/voice/amd.js';
-import type { CallEndRecord, CallRecorder, TurnRecord } from '../../../media-engine/session/recorder.js';
+import type { AgentMessageRecord, CallEndRecord, CallRecorder, TurnRecord } from '../../../media-engine/session/recorder.js';
 import type { CallTransport } from '../../../media-engine/session/transport.js';
 import { createSimAsr } from '../../../shared/providers/asr/sim.js';
 import { createSimLlm, type SimLlmOptions, type SimLlmProvider } from '../../../shared/providers/llm/sim.js';
@@ -63,12 +63,16 @@ export class MemoryTransport implements CallTransport {
 export class MemoryRecorder implements CallRecorder {
   started = false;
   readonly turns: TurnRecord[] = [];
+  readonly agentMessages: AgentMessageRecord[] = [];
   ended?: CallEndRecord;
   start(): void {
     this.started = true;
   }
   turn(rec: TurnRecord): void {
     this.turns.push(rec);
+  }
+  agentMessage(rec: AgentMessageRecord): void {
+    this.agentMessages.push(rec);
   }
   end(rec: CallEndRecord): void {
     this.ended = rec;
@@ -111,6 +115,8 @@ export interface HarnessOptions {
   allowanceMs?: number;
   /** The engine's connector (connector tools); default none. */
   connectors?: CallConnectors;
+  /** Portal hand-off request (issue 21); default none. */
+  requestHandoff?: () => void;
 }
 
 export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: HarnessOptions = {}): ActorHarness {
@@ -134,6 +140,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
       telemetry: opts.telemetry,
       allowanceMs: opts.allowanceMs,
       connectors: opts.connectors,
+      requestHandoff: opts.requestHandoff,
     },
     opts.tuning,
   );

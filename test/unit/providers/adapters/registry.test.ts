@@ -31,18 +31,20 @@ afterAll(async () => {
 describe('provider registry', () => {
   it('lists every provider per kind with its key requirement', () => {
     expect(SUPPORTED_PROVIDER_NAMES).toEqual({
-      asr: ['sim', 'deepgram'],
+      asr: ['sim', 'deepgram', 'openai', 'groq', 'openai_compatible'],
       llm: ['sim', 'openai', 'groq', 'together', 'vllm', 'ollama', 'openai_compatible', 'anthropic'],
-      tts: ['sim', 'openai', 'elevenlabs', 'cartesia'],
+      tts: ['sim', 'local', 'openai', 'elevenlabs', 'cartesia'],
     });
     const needsKey = (k: ProviderKind) => SUPPORTED_PROVIDERS[k].filter((p) => p.requiresKey).map((p) => p.name);
     expect(needsKey('llm')).toEqual(['openai', 'groq', 'together', 'anthropic']);
-    expect(needsKey('asr')).toEqual(['deepgram']);
+    expect(needsKey('asr')).toEqual(['deepgram', 'openai', 'groq']);
     expect(needsKey('tts')).toEqual(['openai', 'elevenlabs', 'cartesia']);
   });
 
   it.each([
     ['asr', 'deepgram'],
+    ['asr', 'openai'],
+    ['asr', 'groq'],
     ['llm', 'openai'],
     ['llm', 'groq'],
     ['llm', 'anthropic'],

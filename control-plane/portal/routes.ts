@@ -1,0 +1,37 @@
+/**
+ * REST routes of the portal domain (spec doc 3 "Human agent portal admin", "Sessions"; envelope
+ * family). Listings answer the array itself as `data`, as the spec's "Returns" column says.
+ */
+import { HealthService } from '../../shared/gen/voiceplane/v1/health_pb.js';
+import { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
+import type { RestRoute } from '../http/rest.js';
+
+const S = PortalService;
+const A = '/api/v1/agent-portal/admin';
+const C = '/api/v1/call-center/agents';
+const list = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [] });
+
+export const portalRoutes: RestRoute[] = [
+  { method: 'POST', path: C, service: S, rpc: 'createHumanAgent', status: 201 },
+  { method: 'GET', path: C, service: S, rpc: 'listHumanAgents', response: list('agents') },
+  { method: 'GET', path: `${C}/:agent_id`, service: S, rpc: 'getHumanAgent' },
+  { method: 'PATCH', path: `${C}/:agent_id`, service: S, rpc: 'updateHumanAgent' },
+  { method: 'DELETE', path: `${C}/:agent_id`, service: S, rpc: 'deactivateHumanAgent' },
+  { method: 'POST', path: `${A}/set-password`, service: S, rpc: 'setPassword' },
+  { method: 'POST', path: `${A}/reset-password`, service: S, rpc: 'resetPassword' },
+  { method: 'POST', path: `${A}/send-credentials`, service: S, rpc: 'sendCredentials' },
+  { method: 'GET', path: `${A}/password-audit`, service: S, rpc: 'passwordAudit', response: list('entries') },
+  { method: 'GET', path: `${A}/presence/realtime`, service: S, rpc: 'presenceRealtime', response: list('rows') },
+  { method: 'GET', path: `${A}/presence/attendance`, service: S, rpc: 'attendance', response: list('rows') },
+  { method: 'GET', path: `${A}/presence/timeline/:agent_id`, service: S, rpc: 'timeline', response: list('events') },
+  { method: 'GET', path: `${A}/presence/alerts`, service: S, rpc: 'presenceAlerts', response: list('alerts') },
+  { method: 'POST', path: `${A}/presence/alerts/:alert_id/acknowledge`, service: S, rpc: 'acknowledgeAlert' },
+  { method: 'POST', path: `${A}/presence/shifts`, service: S, rpc: 'upsertShift', status: 201 },
+  { method: 'GET', path: `${A}/presence/shifts/:agent_id`, service: S, rpc: 'agentShifts', response: list('shifts') },
+  { method: 'DELETE', path: `${A}/presence/shifts/:shift_id`, service: S, rpc: 'deleteShift' },
+  { method: 'POST', path: '/api/v1/call-center/calls/:call_id/handoff', service: S, rpc: 'requestHandoff' },
+  { method: 'POST', path: '/api/v1/agent-portal/login', service: S, rpc: 'portalLogin' },
+  { method: 'POST', path: '/api/v1/agent-portal/reset-password', service: S, rpc: 'confirmReset' },
+  { method: 'GET', path: '/api/v1/agent-portal/health', service: HealthService, rpc: 'live', family: 'raw' },
+  { method: 'GET', path: '/api/v1/sessions/active', service: S, rpc: 'activeSessions', response: list('sessions') },
+];

@@ -1,0 +1,151 @@
+/**
+ * Issue 21, hand-off to a person: a live sim carrier call of an agent with `allow_human_transfer`
+ * and `human_transfer_mode: panel` is offered to the human agent connected over the presence
+ * socket; on `offer.accept` the carrier dials the agent's client identity, the AI drops off, a
+ * human segment of the same call starts, and the folded conversation reads `ai -> human`. With
+ * nobody free the AI stays on the call (fallback). Non-panel agents are refused (409).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { parseTwiml } from '../carrier-sim/index.js';
+import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
+import { api } from '../helpers/accounts.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+
+let h: TelephonyHarness;
+let receiver: WebhookReceiver;
+let panelAgent = '';
+let phoneAgent = '';
+let humanId = '';
+let humanCode = '';
+let nextNumber = 700;
+const PANEL_NUMBER = '+14155550701';
+const PHONE_NUMBER = '+14155550702';
+
+beforeAll(async () => {
+  // The caller asking for a person makes the sim LLM call the hand-off function.
+  h = await startTelephonyHarness({
+    script: { rules: [{ when: 'person', toolCalls: [{ name: 'transfer_to_human', arguments: {} }], afterTool: 'Please stay on the line.' }] },
+    env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8' },
+    app: { jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, postCallSweepMs: 500 },
+  });
+  receiver = await startWebhookReceiver();
+  expect((await h.call('PUT', '/call-center/settings', { workspace_id: h.user.workspaceId, webhook_url: receiver.url })).status).toBe(200);
+  panelAgent = await h.createAgent({ number: PANEL_NUMBER });
+  expect((await h.call('PUT', `/agents/${panelAgent}`, { allow_human_transfer: true })).status).toBe(200);
+  expect((await h.call('PUT', `/agents/${panelAgent}/telephony`, { human_transfer_mode: 'panel' })).status).toBe(200);
+  expect((await h.call('POST', `/agents/${panelAgent}/versions/publish`)).status).toBeLessThan(300);
+  phoneAgent = await h.createAgent({ number: PHONE_NUMBER });
+  humanCode = `h-${randomBytes(4).toString('hex')}`;
+  const created = await h.call('POST', '/call-center/agents', { workspace_id: h.user.workspaceId, display_name: 'Helga', agent_code: humanCode });
+  expect(created.status).toBe(201);
+  humanId = created.body.data.id;
+  expect((await h.call('POST', '/agent-portal/admin/set-password', { agent_id: humanId, password: 'helga-password' })).status).toBe(200);
+}, 90_000);
+
+afterAll(async () => {
+  await h?.close();
+  await receiver?.close();
+});
+
+const callee = () => `+1415555${String(nextNumber++).padStart(4, '0')}`;
+
+async function liveCall(agentId: string) {
+  const to = callee();
+  h.callees.set(to, { dialDurationMs: 1500 });
+  const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
+  const media = await sim.mediaReady;
+  await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'greeting');
+  return { body: res.body, sim, media };
+}
+
+function presenceClient(port: number) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/sessions/ws`);
+  const queue: any[] = [];
+  const waiters: Array<(m: any) => void> = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(String(d));
+    const w = waiters.shift();
+    if (w) w(m);
+    else queue.push(m);
+  });
+  return {
+    ws,
+    open: () => new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject))),
+    send: (m: unknown) => ws.send(JSON.stringify(m)),
+    next: (): Promise<any> => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
+  };
+}
+
+describe('hand-off to a human agent', () => {
+  it('refuses an agent that hands over by phone, and falls back when nobody is free', { timeout: 30_000 }, async () => {
+    const phone = await liveCall(phoneAgent);
+    const refused = await h.call('POST', `/call-center/calls/${phone.body.call_id}/handoff`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.message).toContain('allow_human_transfer');
+    phone.media.hangup();
+    await phone.sim.ended;
+
+    const { body, media, sim } = await liveCall(panelAgent);
+    const r = await h.call('POST', `/call-center/calls/${body.call_id}/handoff`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data).toMatchObject({ status: 'no_agent_available' });
+    expect(r.body.data.fallback_message).toMatch(/no one is available/);
+    // The caller hears the fallback and the AI stays on the call.
+    await media.waitUntil(() => media.heard.some((t) => /no one is available/i.test(t)), 10_000, 'the spoken fallback');
+    expect(h.engine.calls.has(body.session_id)).toBe(true);
+    media.hangup();
+    await sim.ended;
+  });
+
+  it('the transfer_to_human function offers the call over the presence socket; on accept the carrier dials the person and the call folds as ai -> human', { timeout: 45_000 }, async () => {
+    const login = await api(h.app, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: h.user.workspaceId, agent_code: humanCode, password: 'helga-password' } });
+    expect(login.status).toBe(200);
+    const c = presenceClient(h.app.port);
+    await c.open();
+    c.send({ type: 'login', token: login.body.data.token });
+    expect((await c.next()).type).toBe('ready');
+
+    const { body, sim, media } = await liveCall(panelAgent);
+    await media.say('I want to talk to a person');
+    const offer = await c.next();
+    expect(offer).toMatchObject({ type: 'offer', call_id: body.call_id, ai_agent: { id: panelAgent } });
+    await media.waitUntil(() => media.heard.some((t) => /stay on the line/i.test(t)), 10_000, 'the hold line');
+    // A second request for the same call while the offer is out is refused.
+    expect((await h.call('POST', `/call-center/calls/${body.call_id}/handoff`)).status).toBe(409);
+
+    c.send({ type: 'offer.accept', offer_id: offer.offer_id });
+    const connected = await c.next();
+    expect(connected).toMatchObject({ type: 'call.connected', call_id: body.call_id });
+    // The carrier dials the person's client identity; the AI's stream stops and its session ends.
+    await media.closed();
+    const dial = parseTwiml(sim.twiml.at(-1)!).children[0]!;
+    expect(dial.name).toBe('Dial');
+    expect(dial.children.find((x) => x.name === 'Client')?.text).toBe(`human-${humanId}`);
+    const realtime = async () =>
+      (await h.call('GET', `/agent-portal/admin/presence/realtime?workspace_id=${h.user.workspaceId}`)).body.data.find((x: { id: string }) => x.id === humanId).status;
+    expect(await realtime()).toBe('on_call');
+
+    // The person's leg ends at the carrier: the human segment completes and the agent wraps up.
+    expect(await sim.ended).toBe('completed');
+    await expect.poll(realtime, { timeout: 10_000, interval: 100 }).toBe('wrap_up');
+    const human = await h.call('GET', `/conversations/${connected.conversation_id}`);
+    expect(human.body.data.conversation).toMatchObject({ status: 'completed' });
+    await expect
+      .poll(async () => (await h.call('GET', `/conversations?agent_id=${panelAgent}`)).body.data.find((x: { call_id?: string }) => x.call_id === body.call_id)?.segment_pattern, {
+        timeout: 15_000,
+        interval: 200,
+      })
+      .toBe('ai -> human');
+    // call.completed names the person and both segments.
+    await expect.poll(() => receiver.requests.some((x) => x.json?.data?.call_id === body.call_id), { timeout: 30_000, interval: 200 }).toBe(true);
+    const ev = receiver.requests.find((x) => x.json?.data?.call_id === body.call_id)!.json.data;
+    expect(ev.segments.map((x: { handler: string }) => x.handler)).toEqual(['ai', 'human']);
+    expect(ev.segments[1]).toMatchObject({ human_agent_id: humanId, conversation_id: connected.conversation_id });
+    expect(ev.human_agents).toEqual([expect.objectContaining({ id: humanId, name: 'Helga' })]);
+    c.ws.close();
+  });
+});

@@ -1,0 +1,437 @@
+/**
+ * Issue 21, human agents: roster, credentials lifecycle with the dev mailbox, presence over the
+ * real `/api/v1/sessions/ws` socket, attendance across midnight and for a range that starts
+ * mid-session, adherence of a late login against a Europe/Berlin shift (injected clock), presence
+ * alerts (late login, missed shift, long break; cap and filter), shift revive, 403 across owners,
+ * the per-IP token bucket (429 then recovery), SMTP_DISABLED, and offline-after-timeout by the
+ * sweep (not by the socket's own process).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { realClock, type Clock } from '../../shared/clock.js';
+import { randomBytes } from 'node:crypto';
+import { newId } from '../../shared/ids.js';
+
+const rnd = () => randomBytes(5).toString('hex');
+import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
+import { startTestInfra, type TestInfra } from '../helpers/infra.js';
+
+const C = '/api/v1/call-center/agents';
+const A = '/api/v1/agent-portal/admin';
+const T0 = Date.parse('2026-11-23T06:00:00Z');
+
+let infra: TestInfra;
+let cp: ControlPlane;
+let cp2: ControlPlane;
+let owner: TestUser;
+let stranger: TestUser;
+let now = T0;
+const clock: Clock = { ...realClock, now: () => now };
+
+beforeAll(async () => {
+  // Sweeps an hour apart: the test calls `sweep.tick()` itself at chosen clock times.
+  infra = await startTestInfra({ portalSweepIntervalS: 3600 });
+  const opts = { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 } };
+  cp = await startControlPlane(infra, { ...opts, portal: { clock } });
+  // Second replica: mail switched off and a tiny bucket (rate-limit and SMTP_DISABLED cases).
+  cp2 = await startControlPlane({ ...infra, config: { ...infra.config, portalEmailEnabled: false } }, { ...opts, portal: { clock, rate: { ratePerS: 20, burst: 5 } } });
+  owner = await createTestUser(cp);
+  stranger = await createTestUser(cp);
+}, 60_000);
+
+afterAll(async () => {
+  await cp2?.close();
+  await cp?.close();
+  await infra?.close();
+});
+
+async function newAgent(extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await api(cp, 'POST', C, { token: owner.token, body: { workspace_id: owner.workspaceId, display_name: 'Ana', agent_code: `a-${rnd()}`, ...extra } });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.data.id;
+}
+
+async function attendance(query: string) {
+  const r = await api(cp, 'GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}&${query}`, { token: owner.token });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.data as Array<Record<string, any>>;
+}
+
+/** A socket client that queues messages so each `next()` awaits the following one. */
+function presenceClient(port: number) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/sessions/ws`);
+  const queue: any[] = [];
+  const waiters: Array<(m: any) => void> = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(String(d));
+    const w = waiters.shift();
+    if (w) w(m);
+    else queue.push(m);
+  });
+  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+  return {
+    ws,
+    closed,
+    open: () => new Promise<void>((resolve, reject) => (ws.readyState === ws.OPEN ? resolve() : (ws.once('open', () => resolve()), ws.once('error', reject)))),
+    send: (m: unknown) => ws.send(JSON.stringify(m)),
+    next: (): Promise<any> => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
+  };
+}
+
+describe('roster', () => {
+  it('creates, lists, updates and deactivates human agents; codes are unique per workspace', async () => {
+    const code = `desk-${rnd()}`;
+    const r = await api(cp, 'POST', C, { token: owner.token, body: { workspace_id: owner.workspaceId, display_name: 'Bo', agent_code: code, email: 'Bo@Example.com', max_concurrent_calls: 2, skills: ['billing', 'de'] } });
+    expect(r.status).toBe(201);
+    expect(r.body.data).toMatchObject({ display_name: 'Bo', agent_code: code, email: 'bo@example.com', max_concurrent_calls: 2, skills: ['billing', 'de'], status: 'offline', is_active: true, has_password: false });
+    const dup = await api(cp, 'POST', C, { token: owner.token, body: { workspace_id: owner.workspaceId, display_name: 'Other', agent_code: code.toUpperCase() } });
+    expect(dup.status).toBe(409);
+    const bad = await api(cp, 'POST', C, { token: owner.token, body: { workspace_id: owner.workspaceId, display_name: 'X', agent_code: 'a b', max_concurrent_calls: 0 } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body.error)).toContain('agent_code');
+    const list = await api(cp, 'GET', `${C}?workspace_id=${owner.workspaceId}`, { token: owner.token });
+    expect(list.body.data.map((a: { id: string }) => a.id)).toContain(r.body.data.id);
+    const upd = await api(cp, 'PATCH', `${C}/${r.body.data.id}`, { token: owner.token, body: { display_name: 'Bo B.', skills: ['sales'] } });
+    expect(upd.body.data).toMatchObject({ display_name: 'Bo B.', skills: ['sales'] });
+    const del = await api(cp, 'DELETE', `${C}/${r.body.data.id}`, { token: owner.token });
+    expect(del.body.data.is_active).toBe(false);
+    const after = await api(cp, 'GET', `${C}?workspace_id=${owner.workspaceId}`, { token: owner.token });
+    expect(after.body.data.map((a: { id: string }) => a.id)).not.toContain(r.body.data.id);
+  });
+});
+
+describe('credentials', () => {
+  it('set, reset (temp password and mailed token), send-credentials, audit; the temp password is never logged', async () => {
+    const email = `agent-${rnd()}@example.com`;
+    const code = `c-${rnd()}`;
+    const id = await newAgent({ agent_code: code, email });
+    const login = (password: string) => api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password } });
+
+    expect((await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'short' } })).status).toBe(400);
+    const set = await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'first-password' } });
+    expect(set.body.data).toEqual({ status: 'password_set' });
+    expect((await login('first-password')).status).toBe(200);
+    expect((await login('wrong-password')).status).toBe(401);
+
+    const reset = await api(cp, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: id, send_email: false } });
+    expect(reset.status).toBe(200);
+    const temp: string = reset.body.data.temp_password;
+    expect(reset.body.data.email_sent).toBe(false);
+    expect(temp.length).toBeGreaterThanOrEqual(8);
+    expect((await login('first-password')).status).toBe(401);
+    expect((await login(temp)).status).toBe(200);
+
+    const sent = await api(cp, 'POST', `${A}/send-credentials`, { token: owner.token, body: { agent_id: id, temp_password: temp } });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    expect(sent.body.data).toEqual({ status: 'email_sent' });
+    expect(cp.accounts.mailbox!.messages(email).at(-1)!.text).toContain(temp);
+    const wrongTemp = await api(cp, 'POST', `${A}/send-credentials`, { token: owner.token, body: { agent_id: id, temp_password: 'not-the-password' } });
+    expect(wrongTemp.status).toBe(400);
+
+    // Reset by mail: a single-use token valid one hour.
+    const byMail = await api(cp, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: id, send_email: true } });
+    expect(byMail.body.data).toMatchObject({ email_sent: true });
+    expect(byMail.body.data.temp_password).toBeUndefined();
+    const token = /Reset token: (\S+)/.exec(cp.accounts.mailbox!.messages(email).at(-1)!.text)![1];
+    const confirm = (t: string, password: string) => api(cp, 'POST', '/api/v1/agent-portal/reset-password', { body: { token: t, password } });
+    expect((await confirm(token, 'chosen-by-agent')).status).toBe(200);
+    expect((await login('chosen-by-agent')).status).toBe(200);
+    const reused = await confirm(token, 'another-password');
+    expect(reused.status).toBe(400);
+    expect(reused.body.error.code).toBe('INVALID_TOKEN');
+    await api(cp, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: id, send_email: true } });
+    const late = /Reset token: (\S+)/.exec(cp.accounts.mailbox!.messages(email).at(-1)!.text)![1];
+    now += 61 * 60_000;
+    expect((await confirm(late, 'too-late-password')).body.error.code).toBe('INVALID_TOKEN');
+
+    const audit = await api(cp, 'GET', `${A}/password-audit?agent_id=${id}`, { token: owner.token });
+    const actions = audit.body.data.map((e: { action: string }) => e.action);
+    expect(actions).toEqual(expect.arrayContaining(['set_password', 'reset_password', 'send_credentials', 'password_changed']));
+    const setEntry = audit.body.data.find((e: { action: string }) => e.action === 'set_password');
+    expect(setEntry).toMatchObject({ performed_by: owner.email, performed_by_id: owner.userId });
+    expect(setEntry.ip_address).toMatch(/^(::ffff:)?127\./);
+    expect(infra.logLines.join('\n')).not.toContain(temp);
+  });
+
+  it('NO_EMAIL for an agent without email; SMTP_DISABLED when portal mail is off', async () => {
+    const noMail = await newAgent();
+    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: noMail, password: 'some-password' } });
+    const r = await api(cp, 'POST', `${A}/send-credentials`, { token: owner.token, body: { agent_id: noMail, temp_password: 'some-password' } });
+    expect([r.status, r.body.error.code]).toEqual([400, 'NO_EMAIL']);
+    const withMail = await newAgent({ email: 'someone@example.com' });
+    const off = await api(cp2, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: withMail, send_email: true } });
+    expect([off.status, off.body.error.code]).toEqual([503, 'SMTP_DISABLED']);
+  });
+});
+
+describe('presence socket', () => {
+  it('login, status changes, heartbeats and a clean close are recorded; /sessions/active lists the socket', async () => {
+    now = Date.parse('2026-11-25T09:00:00Z');
+    const code = `p-${rnd()}`;
+    const id = await newAgent({ agent_code: code });
+    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
+    const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
+    const c = presenceClient(cp.port);
+    await c.open();
+    c.send({ type: 'status', status: 'busy' });
+    expect((await c.next()).code).toBe('UNAUTHORIZED');
+    c.send({ type: 'login', token: tok });
+    const ready = await c.next();
+    expect(ready).toMatchObject({ type: 'ready', agent_id: id, status: 'available' });
+    const realtime = async () => (await api(cp, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data.find((r: { id: string }) => r.id === id);
+    expect((await realtime()).status).toBe('available');
+    now += 60_000;
+    c.send({ type: 'status', status: 'break' });
+    expect(await c.next()).toMatchObject({ type: 'status', status: 'break' });
+    c.send({ type: 'status', status: 'asleep' });
+    expect((await c.next()).code).toBe('INVALID_REQUEST');
+    c.send({ type: 'heartbeat' });
+    expect((await c.next()).type).toBe('heartbeat_ack');
+    expect(await realtime()).toMatchObject({ status: 'break', agent_code: code });
+    const active = await api(cp, 'GET', '/api/v1/sessions/active', { token: owner.token });
+    expect(active.body.data.find((s: { agent_id: string }) => s.agent_id === id)).toMatchObject({ session_id: ready.session_id, status: 'break' });
+    expect((await api(cp, 'GET', '/api/v1/sessions/active')).status).toBe(401);
+    now += 30_000;
+    c.ws.close();
+    await c.closed;
+    await expect.poll(async () => (await realtime()).status, { timeout: 5000 }).toBe('offline');
+    const tl = await api(cp, 'GET', `${A}/presence/timeline/${id}?date=2026-11-25`, { token: owner.token });
+    expect(tl.body.data.map((e: { event_type: string; status: string }) => `${e.event_type}:${e.status}`)).toEqual(['login:available', 'status_change:break', 'disconnect:offline']);
+    const [row] = await attendance(`from=2026-11-25&agent_id=${id}`);
+    expect(row).toMatchObject({ online_seconds: 90, available_seconds: 60, break_seconds: 30, session_count: 1, break_count: 1 });
+  });
+
+  it('a socket without heartbeat goes offline by the sweep job, and its next message learns the session ended', async () => {
+    now = Date.parse('2026-11-25T12:00:00Z');
+    const code = `s-${rnd()}`;
+    const id = await newAgent({ agent_code: code });
+    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
+    const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
+    const c = presenceClient(cp.port);
+    await c.open();
+    c.send({ type: 'login', token: tok });
+    await c.next();
+    now += 60_000;
+    c.send({ type: 'heartbeat' });
+    expect((await c.next()).type).toBe('heartbeat_ack');
+    // The process holding the socket never notices (its timer is real time); another replica's sweep does.
+    now += 10 * 60_000;
+    const swept = await cp2.portal.sweep.tick();
+    expect(swept.timedOut).toBeGreaterThanOrEqual(1);
+    const tl = await api(cp, 'GET', `${A}/presence/timeline/${id}?date=2026-11-25`, { token: owner.token });
+    const last = tl.body.data.at(-1);
+    expect(last).toMatchObject({ event_type: 'heartbeat_timeout', status: 'offline', source: 'sweep' });
+    expect(last.created_at).toBe('2026-11-25T12:01:00.000Z');
+    c.send({ type: 'heartbeat' });
+    expect((await c.next()).code).toBe('SESSION_ENDED');
+    expect(await c.closed).toBe(4009);
+  });
+});
+
+describe('attendance', () => {
+  it('credits a session across midnight to both days; first_login and session_count stay with the login day', async () => {
+    const id = await newAgent();
+    now = Date.parse('2026-11-20T22:00:00Z');
+    const s = await cp.portal.presence.login(id, '10.0.0.1', 'test');
+    now = Date.parse('2026-11-21T02:00:00Z');
+    await cp.portal.presence.logout(id, s.sessionId, 'logout', 'test');
+    now = Date.parse('2026-11-22T12:00:00Z');
+    const rows = await attendance(`from=2026-11-20&to=2026-11-21&agent_id=${id}`);
+    expect(rows.map((r) => [r.date, r.online_seconds, r.available_seconds, r.session_count, r.first_login ?? null, r.last_logout ?? null])).toEqual([
+      ['2026-11-20', 7200, 7200, 1, '2026-11-20T22:00:00.000Z', null],
+      ['2026-11-21', 7200, 7200, 0, null, '2026-11-21T02:00:00.000Z'],
+    ]);
+    // A range that starts mid-session: only the covered part, no login that day.
+    const mid = await attendance(`from=2026-11-21&to=2026-11-21&agent_id=${id}`);
+    expect(mid).toHaveLength(1);
+    expect(mid[0]).toMatchObject({ date: '2026-11-21', online_seconds: 7200, session_count: 0 });
+    expect(mid[0].first_login).toBeUndefined();
+  });
+
+  it('an open session counts up to now; bad dates are INVALID_PARAM', async () => {
+    const id = await newAgent();
+    now = Date.parse('2026-11-26T10:00:00Z');
+    await cp.portal.presence.login(id, '10.0.0.1', 'test');
+    now = Date.parse('2026-11-26T10:30:00Z');
+    const [row] = await attendance(`from=2026-11-26&agent_id=${id}`);
+    expect(row).toMatchObject({ online_seconds: 1800, session_count: 1 });
+    for (const q of ['from=2026-13-01', 'from=2026-11-26&to=2026-11-25', 'to=yesterday']) {
+      const r = await api(cp, 'GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}&${q}`, { token: owner.token });
+      expect([r.status, r.body.error.code], q).toEqual([400, 'INVALID_PARAM']);
+    }
+  });
+
+  it('adherence of a late login against a Europe/Berlin shift, and the late_login alert', async () => {
+    const id = await newAgent();
+    now = Date.parse('2026-11-23T12:00:00Z');
+    // Tuesday 09:00-17:00 Berlin = 08:00-16:00 UTC in November.
+    const sh = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { agent_id: id, day_of_week: 2, shift_start: '09:00', shift_end: '17:00', timezone: 'Europe/Berlin' } });
+    expect(sh.status, JSON.stringify(sh.body)).toBe(201);
+    now = Date.parse('2026-11-24T08:30:00Z');
+    const s = await cp.portal.presence.login(id, '10.0.0.2', 'test');
+    now = Date.parse('2026-11-24T15:30:00Z');
+    await cp.portal.presence.logout(id, s.sessionId, 'logout', 'test');
+    now = Date.parse('2026-11-24T18:00:00Z');
+    const [row] = await attendance(`from=2026-11-24&agent_id=${id}`);
+    expect(row).toMatchObject({
+      scheduled_start: '2026-11-24T08:00:00.000Z',
+      scheduled_end: '2026-11-24T16:00:00.000Z',
+      late_login_seconds: 1800,
+      early_logout_seconds: 1800,
+      shift_adherence_pct: 87.5,
+      online_seconds: 7 * 3600,
+    });
+    const alerts = (await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data;
+    const late = alerts.find((a: { agent_id: string; alert_type: string }) => a.agent_id === id && a.alert_type === 'late_login');
+    expect(late).toMatchObject({ severity: 'warning', acknowledged: false });
+    expect(late.details.late_seconds).toBe(1800);
+  });
+});
+
+describe('alerts and shifts', () => {
+  it('missed shift and long break come from the sweep once each; acknowledged ones leave the unacknowledged filter', async () => {
+    now = Date.parse('2026-11-27T06:00:00Z');
+    const missed = await newAgent();
+    // Friday 2026-11-27, 07:00-08:00 UTC.
+    await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { agent_id: missed, day_of_week: 5, shift_start: '07:00', shift_end: '08:00' } });
+    const onBreak = await newAgent();
+    const s = await cp.portal.presence.login(onBreak, '10.0.0.3', 'test');
+    now += 60_000;
+    await cp.portal.presence.setStatus(onBreak, s.sessionId, 'break', 'test');
+    now = Date.parse('2026-11-27T08:05:00Z');
+    await cp.portal.presence.heartbeat(onBreak, s.sessionId);
+    await cp.portal.sweep.tick();
+    await cp.portal.sweep.tick();
+    const all = (await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data;
+    expect(all.filter((a: { agent_id: string }) => a.agent_id === missed).map((a: { alert_type: string }) => a.alert_type)).toEqual(['missed_shift']);
+    const br = all.filter((a: { agent_id: string }) => a.agent_id === onBreak);
+    expect(br.map((a: { alert_type: string }) => a.alert_type)).toEqual(['long_break']);
+    const ack = await api(cp, 'POST', `${A}/presence/alerts/${br[0].id}/acknowledge`, { token: owner.token });
+    expect(ack.status).toBe(200);
+    const open = (await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}&unacknowledged=true`, { token: owner.token })).body.data;
+    expect(open.some((a: { id: string }) => a.id === br[0].id)).toBe(false);
+    expect(open.some((a: { agent_id: string }) => a.agent_id === missed)).toBe(true);
+  });
+
+  it('at most 100 alerts, newest first', async () => {
+    const id = await newAgent();
+    const base = Date.parse('2026-10-01T00:00:00Z');
+    for (let i = 0; i < 105; i++) {
+      await infra.sql`insert into human_agent_alerts (id, agent_id, workspace_id, alert_type, severity, message, dedupe_key, created_at)
+        values (${newId()}, ${id}, ${owner.workspaceId}, 'late_login', 'warning', ${`n${i}`}, ${`t:${id}:${i}`}, ${new Date(base + i * 60_000)})`;
+    }
+    const r = (await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data;
+    expect(r).toHaveLength(100);
+    const times = r.map((a: { created_at: string }) => Date.parse(a.created_at));
+    expect([...times].sort((x, y) => y - x)).toEqual(times);
+  });
+
+  it('shifts upsert on agent+day+start, soft delete, and revive on re-post', async () => {
+    const id = await newAgent();
+    const body = { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '16:00', timezone: 'Europe/Berlin' };
+    const first = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body });
+    expect(first.body.data).toMatchObject({ status: 'shift_created' });
+    const list = async () => (await api(cp, 'GET', `${A}/presence/shifts/${id}`, { token: owner.token })).body.data;
+    expect(await list()).toHaveLength(1);
+    expect((await api(cp, 'DELETE', `${A}/presence/shifts/${first.body.data.id}`, { token: owner.token })).status).toBe(200);
+    expect(await list()).toEqual([]);
+    const again = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { ...body, shift_end: '17:00' } });
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(await list()).toMatchObject([{ id: first.body.data.id, shift_end: '17:00', timezone: 'Europe/Berlin' }]);
+    const bad = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { ...body, timezone: 'Mars/Olympus' } });
+    expect([bad.status, JSON.stringify(bad.body.error)]).toEqual([400, expect.stringContaining('timezone')]);
+  });
+});
+
+describe('access and limits', () => {
+  it('another owner gets 403 on the agent and the workspace', async () => {
+    const id = await newAgent({ email: 'x@example.com' });
+    const calls: Array<[string, string, unknown?]> = [
+      ['POST', `${A}/set-password`, { agent_id: id, password: 'password-1' }],
+      ['POST', `${A}/reset-password`, { agent_id: id, send_email: false }],
+      ['POST', `${A}/send-credentials`, { agent_id: id, temp_password: 'password-1' }],
+      ['GET', `${A}/password-audit?agent_id=${id}`],
+      ['GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`],
+      ['GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}`],
+      ['GET', `${A}/presence/timeline/${id}`],
+      ['GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`],
+      ['POST', `${A}/presence/shifts`, { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '09:00' }],
+      ['GET', `${A}/presence/shifts/${id}`],
+      ['GET', `${C}/${id}`],
+      ['POST', C, { workspace_id: owner.workspaceId, display_name: 'X', agent_code: 'x1' }],
+    ];
+    for (const [method, path, body] of calls) {
+      const r = await api(cp, method, path, { token: stranger.token, body });
+      expect([r.status, r.body?.error?.code], `${method} ${path}`).toEqual([403, 'FORBIDDEN']);
+    }
+  });
+
+  it('the per-IP token bucket answers 429 with Retry-After, then recovers', async () => {
+    const ip = '127.9.9.9';
+    const hit = () => api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token, localAddress: ip });
+    const statuses: number[] = [];
+    let limited = await hit();
+    for (let i = 0; i < 30 && limited.status !== 429; i++) {
+      statuses.push(limited.status);
+      limited = await hit();
+    }
+    // Burst 5 (plus what refilled meanwhile at 20/s), then refused.
+    expect(statuses.length).toBeGreaterThanOrEqual(5);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Another address is unaffected.
+    expect((await api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token, localAddress: '127.9.9.10' })).status).toBe(200);
+    await expect.poll(async () => (await hit()).status, { timeout: 3000, interval: 100 }).toBe(200);
+  });
+});
+
+describe('hand-off offers (no carrier)', () => {
+  async function connected(name: string) {
+    const code = `o-${rnd()}`;
+    const id = await newAgent({ agent_code: code, display_name: name });
+    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'offer-password' } });
+    const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'offer-password' } })).body.data.token;
+    const c = presenceClient(cp.port);
+    await c.open();
+    c.send({ type: 'login', token: tok });
+    expect((await c.next()).type).toBe('ready');
+    return { id, c };
+  }
+
+  it('an offer made on another replica reaches the socket; a declined offer goes to the next free agent, an expired one to nobody (no_agent), and an accept without a live call fails cleanly', async () => {
+    now = Date.parse('2026-11-28T10:00:00Z');
+    const a = await connected('First');
+    now += 1000;
+    const b = await connected('Second');
+    const callId = newId();
+    // Asked on the other replica: the offer reaches this one's socket through the registry bus.
+    const r = await cp2.portal.handoff.request({ workspaceId: owner.workspaceId, callId, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    expect(r).toMatchObject({ status: 'offered', humanAgentId: a.id });
+    const offerA = await a.c.next();
+    expect(offerA).toMatchObject({ type: 'offer', call_id: callId });
+    a.c.send({ type: 'offer.decline', offer_id: offerA.offer_id });
+    expect(await a.c.next()).toMatchObject({ type: 'offer.declined' });
+    const offerB = await b.c.next();
+    expect(offerB).toMatchObject({ type: 'offer', call_id: callId });
+    expect(offerB.offer_id).not.toBe(offerA.offer_id);
+    // B lets it run out: the sweep expires it and nobody else is free.
+    now += 21_000;
+    await cp.portal.sweep.tick();
+    const rows = await infra.sql<{ status: string; human_agent_id: string | null }[]>`select status, human_agent_id from human_handoffs where call_id = ${callId} order by offered_at, status`;
+    expect(rows.map((x) => x.status)).toEqual(['declined', 'expired', 'no_agent']);
+    // A second call: offered to the longest-idle agent; accepting it without a live carrier call fails.
+    const callId2 = newId();
+    const r2 = await cp.portal.handoff.request({ workspaceId: owner.workspaceId, callId: callId2, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    expect(r2.status).toBe('offered');
+    const who = r2.status === 'offered' && r2.humanAgentId === a.id ? a : b;
+    const o = await who.c.next();
+    who.c.send({ type: 'offer.accept', offer_id: o.offer_id });
+    expect(await who.c.next()).toMatchObject({ type: 'call.failed', offer_id: o.offer_id });
+    const [row] = await infra.sql<{ status: string; conversation_id: string | null }[]>`select status, conversation_id from human_handoffs where id = ${o.offer_id}`;
+    expect(row).toEqual({ status: 'ended', conversation_id: null });
+    a.c.ws.close();
+    b.c.ws.close();
+  });
+});

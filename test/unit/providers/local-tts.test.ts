@@ -1,0 +1,101 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeWav, parseWav } from '../../../shared/providers/audio/wav.js';
+import { ProviderError } from '../../../shared/providers/errors.js';
+import { createProviders, resolveProviderConfig } from '../../../shared/providers/registry.js';
+import { FlitePool } from '../../../shared/providers/tts/flite-pool.js';
+import { createLocalTts, splitSentences } from '../../../shared/providers/tts/local.js';
+import { renderFliteDirect } from '../../helpers/flite-direct.js';
+
+const pool = new FlitePool({ threads: 1, maxQueued: 2 });
+afterAll(() => pool.close());
+
+async function collect(text: string, voice?: string): Promise<{ samples: Int16Array; rates: Set<number>; chunks: number }> {
+  const tts = createLocalTts({ pool, voice });
+  const parts: Int16Array[] = [];
+  const rates = new Set<number>();
+  for await (const c of tts.synthesize({ text, preferredSampleRateHz: 8000, signal: new AbortController().signal })) {
+    parts.push(c.samples);
+    rates.add(c.sampleRateHz);
+  }
+  const samples = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    samples.set(p, at);
+    at += p.length;
+  }
+  return { samples, rates, chunks: parts.length };
+}
+
+describe('local TTS (Flite in a worker)', () => {
+  it('splits sentences, caps long runs and drops text with nothing to say', () => {
+    expect(splitSentences('Hello there. How are you?  Fine;thanks')).toEqual(['Hello there.', 'How are you?', 'Fine;thanks']);
+    expect(splitSentences(' ... \n ')).toEqual([]);
+    expect(splitSentences('a\u0000b\nc.')).toEqual(['a b c.']);
+    const long = splitSentences('word '.repeat(400));
+    expect(long.length).toBe(2);
+    expect(long.every((s) => s.length <= 1000)).toBe(true);
+  });
+
+  it("is sample-identical to Flite's own rendering, sentence by sentence, in 40 ms chunks", async () => {
+    const text = 'Hello, thanks for calling. How can I help you today?';
+    const before = pool.rendered;
+    const got = await collect(text);
+    expect(pool.rendered - before).toBe(2); // two sentences, both rendered by the worker
+    expect([...got.rates]).toEqual([16000]);
+    const a = renderFliteDirect('Hello, thanks for calling.');
+    const b = renderFliteDirect('How can I help you today?');
+    expect(a.sampleRateHz).toBe(16000);
+    expect(got.samples.length).toBe(a.samples.length + b.samples.length);
+    expect(Buffer.from(got.samples.buffer).equals(Buffer.concat([Buffer.from(a.samples.buffer), Buffer.from(b.samples.buffer)]))).toBe(true);
+    expect(got.chunks).toBeGreaterThan(got.samples.length / 640 - 2);
+    // Real speech, not silence: ~1 s per 4 words and a loud enough signal.
+    expect(got.samples.length / 16000).toBeGreaterThan(2);
+    const rms = Math.sqrt(got.samples.reduce((s, x) => s + x * x, 0) / got.samples.length);
+    expect(rms).toBeGreaterThan(500);
+  });
+
+  it('speaks the 8 kHz kal voice at its own rate', async () => {
+    const got = await collect('Goodbye.', 'kal');
+    expect([...got.rates]).toEqual([8000]);
+    expect(got.samples.length).toBe(renderFliteDirect('Goodbye.', 'kal').samples.length);
+  });
+
+  it('refuses an unknown voice before a call starts (Flite would silently use kal)', () => {
+    expect(() => resolveProviderConfig('tts', { provider_name: 'local', model_name: 'alloy' })).toThrow(ProviderError);
+    expect(resolveProviderConfig('tts', { provider_name: 'local' }).model).toBe('slt');
+    const { tts } = createProviders({ tts: { provider_name: 'local', model_name: 'rms' } }, { clock: undefined as never, outbound: undefined as never });
+    expect(tts?.label).toBe('local');
+  });
+
+  it('bounds its queue and honours abort', async () => {
+    const ac = new AbortController();
+    const first = pool.render('One sentence to keep the worker busy for a moment.', 'slt');
+    const queued = [pool.render('two.', 'slt', ac.signal), pool.render('three.', 'slt')];
+    await expect(pool.render('four.', 'slt')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    ac.abort();
+    await expect(queued[0]).rejects.toMatchObject({ code: 'ABORTED' });
+    await expect(first).resolves.toMatchObject({ sampleRateHz: 16000 });
+    await expect(queued[1]).resolves.toMatchObject({ sampleRateHz: 16000 });
+  });
+
+  it('warm() starts one worker ahead of the first sentence; close() ends it', async () => {
+    const p = new FlitePool();
+    expect(p.workerCount).toBe(0);
+    await createLocalTts({ pool: p }).warm!();
+    expect(p.workerCount).toBe(1);
+    p.warm(); // idempotent
+    expect(p.workerCount).toBe(1);
+    await expect(p.render('Warm.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+    await p.close();
+    expect(p.workerCount).toBe(0);
+    await expect(p.render('late.', 'slt')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+  });
+
+  it('WAV round trip', () => {
+    const s = Int16Array.from([0, 1, -1, 32767, -32768]);
+    const back = parseWav(encodeWav(s, 22050));
+    expect(back.sampleRateHz).toBe(22050);
+    expect([...back.samples]).toEqual([...s]);
+    expect(() => parseWav(new Uint8Array(10))).toThrow(RangeError);
+  });
+});
