@@ -49,6 +49,8 @@ export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
       signatureHeaders: ['x-signalwire-signature', 'x-twilio-signature'],
       signingKey: (a, c) => a?.extra.signing_key || a?.authToken || c.carrierEnv.SIGNALWIRE_SIGNING_KEY || c.carrierEnv.SIGNALWIRE_API_TOKEN || '',
       verifyEnabled: (c) => c.carrierEnv.SIGNALWIRE_VERIFY_SIGNATURE !== 'false',
+      // LaML's <Dial> has no <Client> noun: no hand-off to a portal agent on SignalWire calls.
+      clientIdentities: false,
     },
     config,
   );

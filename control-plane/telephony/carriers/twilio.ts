@@ -45,6 +45,8 @@ export interface TwilioCompatibleOptions {
   signingKey(account: CarrierAccount | undefined, config: Config): string;
   /** Whether verification is on in this deployment. */
   verifyEnabled(config: Config): boolean;
+  /** `<Dial><Client>` to a person's client identity (portal hand-off): Twilio only. */
+  clientIdentities: boolean;
 }
 
 /** Twilio's REST API, TwiML and signatures, parameterized by base URL and signing key. */
@@ -103,8 +105,9 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
     transfer: (account, callSid, req) =>
       update(account, callSid, new URLSearchParams({ Twiml: twiml.dialTransfer({ toNumber: req.toNumber, callerId: req.callerId, actionUrl: req.actionUrl }) })),
 
-    dialClient: (account, callSid, req) =>
-      update(account, callSid, new URLSearchParams({ Twiml: twiml.dialClient({ identity: req.identity, callerId: req.callerId, actionUrl: req.actionUrl }) })),
+    dialClient: o.clientIdentities
+      ? (account, callSid, req) => update(account, callSid, new URLSearchParams({ Twiml: twiml.dialClient({ identity: req.identity, callerId: req.callerId, actionUrl: req.actionUrl }) }))
+      : undefined,
 
     async startRecording(account, callSid, callbackUrl) {
       await post(account, `/Calls/${encodeURIComponent(callSid)}/Recordings.json`, new URLSearchParams({ RecordingStatusCallback: callbackUrl, RecordingStatusCallbackMethod: 'POST' }));
@@ -155,6 +158,7 @@ export function createTwilioAdapter(config: () => Config): CarrierAdapter {
       signatureHeaders: ['x-twilio-signature'],
       signingKey: (a, c) => a?.authToken || c.twilioAuthToken || '',
       verifyEnabled: (c) => c.twilioVerifySignature,
+      clientIdentities: true,
     },
     config,
   );
