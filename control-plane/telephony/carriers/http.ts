@@ -1,0 +1,61 @@
+/**
+ * The carrier REST request every adapter sends (our own calls to a carrier's fixed, configured API
+ * base, never a tenant-supplied URL: shared/outbound does not apply). Timeout per request, the
+ * caller's abort never cuts a request that may already have placed a call, errors as CarrierError
+ * (status 0: unreachable, a 503 for the API caller; otherwise the carrier's status and message).
+ */
+import { CarrierError } from './types.js';
+
+export interface CarrierRequest {
+  method?: 'POST' | 'GET' | 'PUT' | 'DELETE';
+  url: string;
+  auth: { basic: [string, string] } | { bearer: string };
+  /** Form (URLSearchParams) or JSON body. */
+  body?: URLSearchParams | Record<string, unknown>;
+  timeoutMs?: number;
+}
+
+/** Sends the request; the parsed JSON body of a 2xx (or `{}`). */
+export async function carrierRequest(r: CarrierRequest): Promise<Record<string, unknown>> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  headers.authorization = 'basic' in r.auth ? `Basic ${Buffer.from(`${r.auth.basic[0]}:${r.auth.basic[1]}`).toString('base64')}` : `Bearer ${r.auth.bearer}`;
+  let body: string | undefined;
+  if (r.body instanceof URLSearchParams) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = r.body.toString();
+  } else if (r.body) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(r.body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(r.url, { method: r.method ?? 'POST', headers, body, signal: AbortSignal.timeout(r.timeoutMs ?? 10_000) });
+  } catch (err) {
+    throw new CarrierError(0, `carrier unreachable: ${(err as Error).message}`);
+  }
+  const text = await res.text().catch(() => '');
+  let json: Record<string, unknown> = {};
+  try {
+    const v: unknown = text ? JSON.parse(text) : {};
+    if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Record<string, unknown>;
+  } catch {
+    // not JSON: keep the status
+  }
+  if (!res.ok) {
+    // Twilio-style {code, message}; Telnyx-style {errors: [{code, title, detail}]}.
+    const errs = Array.isArray(json.errors) ? (json.errors[0] as Record<string, unknown> | undefined) : undefined;
+    const message = str(json.message) || str(errs?.detail) || str(errs?.title) || str(json.error_message) || `carrier answered ${res.status}`;
+    const code = Number(json.code ?? errs?.code);
+    throw new CarrierError(res.status, message, Number.isFinite(code) && code > 0 ? code : undefined, str(json.more_info) || undefined);
+  }
+  return json;
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** A configured base URL without its trailing slashes. */
+export function trimBase(url: string): string {
+  return url.replace(/\/+$/, '');
+}
