@@ -1,7 +1,9 @@
 /**
- * The carrier socket route (Twilio Media Streams, `/api/v1/voice/ws/twilio/{callSid}`, see
- * transports/twilio.ts and transports/NOTES.md): the session is claimed from the `start` frame,
- * not from the URL, and a socket that does not get live within the start deadline is closed.
+ * The carrier socket routes, one per carrier protocol (`/api/v1/voice/ws/<carrier>/{id}`:
+ * Twilio's `/api/v1/voice/ws/twilio/{callSid}` unchanged; transports/carrier-protocols.ts and
+ * transports/NOTES.md): the session is claimed from the `start` frame (or, for carriers whose
+ * start carries no parameters, from the URL's query), and a socket that does not get live within
+ * the start deadline is closed.
  */
 import type { TimerHandle } from '../shared/clock.js';
 import { INSUFFICIENT_BALANCE, SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
@@ -11,12 +13,14 @@ import { creditAtConnect } from './credit-check.js';
 import type { CallActor } from './session/actor.js';
 import { startCall } from './start-call.js';
 import { addressKey, refuseUpgrade } from './transports/socket-admission.js';
-import { TwilioTransport, type TwilioEvent } from './transports/twilio.js';
+import { CarrierTransport, type CarrierEvent } from './transports/carrier-transport.js';
+import type { CarrierProtocol } from './transports/carrier-protocol.js';
+import { PROTOCOLS } from './transports/carrier-protocols.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket } from './uws.js';
 import { maskSessionId } from '../shared/ids.js';
 
 /** A carrier media socket: the session is claimed from the `start` frame, not from the URL. */
-interface TwilioSocketData {
+interface CarrierSocketData {
   addressKey: string;
   /** Closes the socket if it is not live (start received, session claimed) in time. */
   startTimer?: TimerHandle;
@@ -24,23 +28,32 @@ interface TwilioSocketData {
   pathId: string;
   streamId: number;
   state: 'awaiting_start' | 'claiming' | 'live' | 'refused' | 'closed';
-  transport?: TwilioTransport;
+  /** `session_id` / `agent_id` from the URL query (carriers with `sessionParams: 'query'`). */
+  query: { session_id: string; agent_id: string };
+  transport?: CarrierTransport;
   actor?: CallActor;
 }
 
 /** `carrierStreams`: open carrier sockets (attached or not) by a per-node stream id, for the carrier pacer. */
-export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, TwilioTransport>): void {
+export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, CarrierTransport>): void {
+  const counter = { next: 1 };
+  for (const protocol of PROTOCOLS) registerProtocol(app, ctx, carrierStreams, protocol, counter);
+}
+
+function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, CarrierTransport>, protocol: CarrierProtocol, ids: { next: number }): void {
   const { config, logger, clock, registry, nodeId, admission } = ctx;
-  let nextStreamId = 1;
-  app.ws<TwilioSocketData>('/api/v1/voice/ws/twilio/:callSid', {
+  app.ws<CarrierSocketData>(`/api/v1/voice/ws/${protocol.carrier}/:callSid`, {
     // Twilio frames are a few hundred bytes (`start` with parameters a few KiB): uWS closes the
     // socket on anything larger before we parse it.
     maxPayloadLength: 16 * 1024,
     ...SOCKET_LIMITS,
     upgrade: (res: HttpResponse, req: HttpRequest, context) => {
       const pathId = req.getParameter(0) ?? '';
+      // Bounded like start parameters; only read for carriers whose start carries none.
+      const q = (name: string) => (protocol.sessionParams === 'query' ? (req.getQuery(name) ?? '').slice(0, 256) : '');
+      const query = { session_id: q('session_id'), agent_id: q('agent_id') };
       const key = req.getHeader('sec-websocket-key');
-      const protocol = req.getHeader('sec-websocket-protocol');
+      const wsProtocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
       res.onAborted(() => {});
       const addr = addressKey(Buffer.from(res.getRemoteAddressAsText()).toString());
@@ -48,12 +61,14 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
       if (verdict !== 'ok') return refuseUpgrade(res, verdict);
       // Nothing to claim yet: the session id arrives in the `start` frame's customParameters.
       // uWS calls `open` (which owns the slot from then on) synchronously inside upgrade.
-      res.upgrade({ addressKey: addr, pathId, streamId: nextStreamId++, state: 'awaiting_start' } as TwilioSocketData, key, protocol, extensions, context);
+      res.upgrade({ addressKey: addr, pathId, streamId: ids.next++, state: 'awaiting_start', query } as CarrierSocketData, key, wsProtocol, extensions, context);
     },
-    open: (ws: WebSocket<TwilioSocketData>) => {
+    open: (ws: WebSocket<CarrierSocketData>) => {
       const data = ws.getUserData();
-      const transport = new TwilioTransport(ws as never, clock);
+      const transport = new CarrierTransport(ws as never, clock, protocol);
       data.transport = transport;
+      // Carriers without mark echoes: the transport's play-out clock says when a mark is heard.
+      transport.onMarkEmulated((name) => data.actor?.post({ kind: 'mark', name }));
       carrierStreams.set(String(data.streamId), transport);
       // Issue 11, socket-cap exhaustion: a socket that never sends `start` (or whose claim never
       // completes) would hold its slot until uWS's 60 s idle timeout; close it at the deadline.
@@ -63,19 +78,19 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
         transport.close(1008, data.state === 'awaiting_start' ? 'no start within the deadline' : 'session claim timed out');
       }, config.socketStartTimeoutMs);
     },
-    message: (ws: WebSocket<TwilioSocketData>, message: ArrayBuffer, isBinary: boolean) => {
+    message: (ws: WebSocket<CarrierSocketData>, message: ArrayBuffer, isBinary: boolean) => {
       const data = ws.getUserData();
       const transport = data.transport!;
       try {
         // Binary frames are not part of Media Streams: invalid, counted like any other garbage.
         const ev = transport.receiveFrame(message, isBinary);
-        if (ev) onTwilioEvent(data, ev);
+        if (ev) onCarrierEvent(data, ev);
       } catch (err) {
         logger.error({ err }, 'carrier socket message failed');
         data.actor?.endCall('error');
       }
     },
-    close: (ws: WebSocket<TwilioSocketData>) => {
+    close: (ws: WebSocket<CarrierSocketData>) => {
       const data = ws.getUserData();
       admission.release(data.addressKey);
       clock.clearTimeout(data.startTimer);
@@ -91,12 +106,12 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
     },
   });
 
-  function onTwilioEvent(data: TwilioSocketData, ev: TwilioEvent): void {
+  function onCarrierEvent(data: CarrierSocketData, ev: CarrierEvent): void {
     switch (ev.event) {
       case 'start':
         if (data.state !== 'awaiting_start') return;
         data.state = 'claiming';
-        claimCarrierSession(data, ev.customParameters.session_id ?? '', ev.customParameters.agent_id ?? '');
+        claimCarrierSession(data, ev.customParameters.session_id || data.query.session_id, ev.customParameters.agent_id || data.query.agent_id);
         return;
       case 'mark':
         // Echoes of marks pending at a `clear` are for dropped audio: not heard, not forwarded.
@@ -107,7 +122,8 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
         data.actor?.post({ kind: 'end', reason: 'stream_stopped' });
         return;
       case 'dtmf':
-        logger.debug({ stream: data.pathId.slice(0, 8), digit: ev.digit }, 'dtmf');
+        // A key the caller pressed: the actor tells the LLM / flow and the record (issue 24).
+        data.actor?.post({ kind: 'dtmf', digit: ev.digit });
         return;
       case 'invalid':
         if (ev.close) {
@@ -123,7 +139,7 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
     }
   }
 
-  function claimCarrierSession(data: TwilioSocketData, sessionId: string, agentId: string): void {
+  function claimCarrierSession(data: CarrierSocketData, sessionId: string, agentId: string): void {
     const transport = data.transport!;
     const refuse = (reason: string) => {
       logger.warn({ session: maskSessionId(sessionId), reason }, 'carrier stream refused');

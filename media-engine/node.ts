@@ -19,7 +19,7 @@ import { handleCommand } from './node-commands.js';
 import { PrewarmCache } from './prewarm.js';
 import type { CallActor } from './session/actor.js';
 import { Pacer } from './session/pacer.js';
-import type { TwilioTransport } from './transports/twilio.js';
+import type { CarrierTransport } from './transports/carrier-transport.js';
 import { SocketAdmission } from './transports/socket-admission.js';
 import { assertNativeUws, uws, type us_listen_socket } from './uws.js';
 import { type DrainOptions, type DrainOutcome, SHUTDOWN_REASON, startDrain, type Drain } from './drain.js';
@@ -66,7 +66,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const ctx: EngineContext = { opts, config, logger, clock, registry, nodeId, outbound, calls, prewarmed, admission, metrics, tracer, connectors };
   const pacer = new Pacer(clock, calls);
   // Carrier media sockets (open ones, attached or not) by a per-node stream id.
-  const carrierStreams = new Map<string, TwilioTransport>();
+  const carrierStreams = new Map<string, CarrierTransport>();
   // 5 ms: a pop lands at most 5 ms after its slot, well inside the half-frame phase margin.
   const carrierPacer = new Pacer(clock, carrierStreams, 5);
 

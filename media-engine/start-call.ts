@@ -16,11 +16,11 @@ import { CallTrace } from '../shared/observability/call-trace.js';
 import type { CallTelemetry } from '../shared/observability/call-telemetry.js';
 import type { TransportCounters } from '../shared/observability/engine-metrics.js';
 import type { BrowserTransport } from './transports/browser.js';
-import type { TwilioTransport } from './transports/twilio.js';
+import type { CarrierTransport } from './transports/carrier-transport.js';
 
 export type CallSetup = (
   | { kind: 'browser'; transport: BrowserTransport; profile: VadProfile }
-  | { kind: 'carrier'; transport: TwilioTransport }
+  | { kind: 'carrier'; transport: CarrierTransport }
 ) & {
   /** Refuses the socket with `message`; `code` names a provider error. */
   refuse(message: string, code?: string): void;
@@ -44,7 +44,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
   try {
     // Carrier calls: the ASR takes the raw mu-law when it can, and outbound calls may detect machines.
     const carrier = setup.kind === 'carrier' ? setup.transport : undefined;
-    const mulaw = carrier !== undefined && providers.asr.capabilities.acceptsMulaw;
+    const mulaw = carrier !== undefined && carrier.rawIsMulaw && providers.asr.capabilities.acceptsMulaw;
     // Otherwise PCM at the call's native rate when the ASR takes it (no resampling on the way in).
     const pcmRateHz = carrier && providers.asr.capabilities.sampleRatesHz.includes(carrier.inRateHz) ? carrier.inRateHz : 16000;
     telemetry = callTelemetry(ctx, sc, setup, providers);

@@ -67,6 +67,12 @@ export interface Config {
   /** Deployment-wide carrier account, used when the agent's binding names none (docs/telephony.md). */
   twilioAccountSid?: string;
   twilioAuthToken?: string;
+  /**
+   * Environment variables of the other carriers (`SIGNALWIRE_*`, `TELNYX_*`, `PLIVO_*`, `VONAGE_*`,
+   * `EXOTEL_*`), read and validated by each carrier adapter (control-plane/telephony/carriers/):
+   * the deployment-wide fallback of workspace carrier accounts, and the API base URLs tests point at fakes.
+   */
+  carrierEnv: Readonly<Record<string, string>>;
   /** Post-call webhooks are delivered (false: the webhook routes answer 503 WEBHOOKS_UNAVAILABLE and nothing is sent). Default true. */
   webhooksEnabled: boolean;
   /** Accept plain `http://` webhook URLs (local development only; refused with NODE_ENV=production). Default false. */
@@ -257,6 +263,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     twilioVerifySignature: bool(env, 'TWILIO_VERIFY_SIGNATURE', true),
     twilioAccountSid: str(env, 'TWILIO_ACCOUNT_SID'),
     twilioAuthToken: str(env, 'TWILIO_AUTH_TOKEN'),
+    carrierEnv: carrierEnv(env),
     webhooksEnabled: bool(env, 'WEBHOOKS_ENABLED', true),
     webhookAllowHttp: webhookAllowHttp(env, nodeEnv),
     outboundAllowCidrs: cidrList(env, 'OUTBOUND_ALLOW_CIDRS'),
@@ -283,6 +290,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     ...overrides,
   };
   return config;
+}
+
+/** Non-empty `SIGNALWIRE_*`, `TELNYX_*`, `PLIVO_*`, `VONAGE_*`, `EXOTEL_*` variables (the carrier adapters validate them). */
+function carrierEnv(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (/^(SIGNALWIRE|TELNYX|PLIVO|VONAGE|EXOTEL)_[A-Z0-9_]+$/.test(name) && typeof value === 'string' && value.trim() !== '') out[name] = value.trim();
+  }
+  return out;
 }
 
 /** CONNECTOR_<ID>_BASE_URL: the connectors domain refuses an id its catalog does not have. */

@@ -43,9 +43,12 @@ export interface RestRoute {
   request?: (parts: RestRequestParts) => unknown;
   /** Maps the response JSON to `{data, meta?}`. Default: the whole response is `data`. */
   response?: (json: Record<string, unknown>) => { data: unknown; meta?: unknown };
-  /** Body is not JSON (e.g. carrier form posts): `form` parses urlencoded. */
-  bodyType?: 'json' | 'form' | 'none';
-  /** Response is raw text with this content type (TwiML): the response message's `body` field is sent. */
+  /** Body is not JSON (e.g. carrier form posts): `form` parses urlencoded; `text` keeps it as received (signed bodies). */
+  bodyType?: 'json' | 'form' | 'none' | 'text';
+  /**
+   * Response is raw text with this content type (TwiML): the response message's `body` field is
+   * sent, with the message's `content_type` field instead when it has a non-empty one.
+   */
   contentType?: string;
 }
 
@@ -122,7 +125,7 @@ export function createRestRouter(opts: RestRouterOptions) {
       const output = await impl[route.rpc](input, ctx);
       if (route.contentType) {
         const json = toJson(route.desc.output, create(route.desc.output, output as never), JSON_WRITE) as Record<string, unknown>;
-        send(res, route.status ?? 200, String(json.body ?? ''), route.contentType, ctx.responseHeader);
+        send(res, route.status ?? 200, String(json.body ?? ''), String(json.content_type ?? '') || route.contentType, ctx.responseHeader);
         return;
       }
       const fam = route.family ?? family;
@@ -233,7 +236,7 @@ function stripNulls(json: unknown): unknown {
   return out;
 }
 
-async function readBody(req: NodeReq, type: 'json' | 'form' | 'none', maxBytes: number): Promise<unknown> {
+async function readBody(req: NodeReq, type: 'json' | 'form' | 'none' | 'text', maxBytes: number): Promise<unknown> {
   if (type === 'none' || req.method === 'GET' || req.method === 'HEAD') return undefined;
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
@@ -248,6 +251,7 @@ async function readBody(req: NodeReq, type: 'json' | 'form' | 'none', maxBytes: 
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
+  if (type === 'text') return text;
   if (text.trim() === '') return undefined;
   if (type === 'form') return Object.fromEntries(new URLSearchParams(text));
   try {

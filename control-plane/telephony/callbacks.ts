@@ -6,55 +6,99 @@
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { verdictFromAnsweredBy } from '../../shared/voice/amd.js';
-import { type Ctx, emit, inBackground, resolveAccount, verifyWebhook } from './context.js';
+import type { CarrierAdapter, CarrierCallEvent, WebhookRequest } from './carriers/index.js';
+import { adapterOf, type Ctx, emit, inBackground, resolveAccount, verifyWebhook, webhookOf } from './context.js';
 import { advances, type CallRecord, mapCarrierStatus } from './live-calls.js';
 import { endSession } from './manage.js';
-import * as twiml from './twiml.js';
 
 const RECEIVED = { received: true } as const;
 
-/** The live call a callback is about, after the signature check (token of the call's agent). */
-async function callFor(ctx: Ctx, hc: HandlerContext, callId: string, params: Record<string, string>): Promise<CallRecord | undefined> {
+/**
+ * The live call a callback is about, after the signature check by the call's carrier (the key of
+ * the call's agent). Twilio-form callbacks of an unknown call are checked as Twilio's (SignalWire's
+ * when they carry its header). `adapter`: the carrier whose route was called (events/{carrier}).
+ */
+async function callFor(ctx: Ctx, hc: HandlerContext, callId: string, req: WebhookRequest, adapter?: CarrierAdapter): Promise<CallRecord | undefined> {
   const c = callId && callId.length <= 64 ? await ctx.calls.get(callId) : undefined;
+  const byHeader = hc.requestHeader.get('x-signalwire-signature') ? 'signalwire' : 'twilio';
+  const a = adapter ?? adapterOf(ctx, c?.telephony_provider || byHeader) ?? adapterOf(ctx, 'twilio')!;
   const agent = c ? await ctx.deps.liveConfig(c.agent_id, hc.signal).catch(() => undefined) : undefined;
-  verifyWebhook(ctx, hc, params, resolveAccount(ctx, agent)?.authToken ?? ctx.deps.config.twilioAuthToken);
+  verifyWebhook(ctx, hc, a, req, await resolveAccount(ctx, agent, a.id, hc.signal));
+  // A call of another carrier posting to this carrier's route is not this call's.
+  if (c && adapter && c.telephony_provider !== adapter.id) return undefined;
   return c;
 }
 
+const formHook = (ctx: Ctx, hc: HandlerContext, params: Record<string, string>) => webhookOf(ctx, hc, new URLSearchParams(params).toString(), params);
+
+/**
+ * `POST /telephony/calls/{call_id}/events/{carrier}`: carriers that post JSON events (or one URL
+ * for every event): verified and parsed by the adapter, applied like the Twilio form callbacks.
+ */
+export async function onCarrierEvents(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, callId: string, req: WebhookRequest): Promise<string> {
+  const c = await callFor(ctx, hc, callId, req, adapter);
+  if (c) for (const ev of adapter.parseEvents(req)) await applyEvent(ctx, c, ev);
+  return adapter.documents.empty();
+}
+
+async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent): Promise<void> {
+  switch (ev.kind) {
+    case 'status':
+      return applyStatus(ctx, c, ev.status, ev.durationS, ev.sequence);
+    case 'amd':
+      return applyAmd(ctx, c, ev.answeredBy);
+    case 'recording':
+      return applyRecording(ctx, c, ev.url, ev.sid);
+    case 'dial_complete':
+      return applyDialComplete(ctx, c, ev.status);
+    default:
+      return;
+  }
+}
+
 export async function onStatus(ctx: Ctx, hc: HandlerContext, req: { callId: string; callStatus: string; callDuration: string; sequenceNumber: string; params: Record<string, string> }) {
-  const c = await callFor(ctx, hc, req.callId, req.params);
+  const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
   if (!c) return RECEIVED;
+  const d = Number(req.callDuration);
+  const seq = Number(req.sequenceNumber);
+  await applyStatus(ctx, c, req.callStatus, req.callDuration !== '' && Number.isFinite(d) ? d : undefined, req.sequenceNumber !== '' && Number.isFinite(seq) ? seq : undefined);
+  return RECEIVED;
+}
+
+/** A carrier call status (Twilio's vocabulary): forward only, newer only; a final one ends the call. */
+async function applyStatus(ctx: Ctx, c: CallRecord, callStatus: string, reportedDurationS: number | undefined, seq: number | undefined): Promise<void> {
+  const req = { callStatus };
   const next = mapCarrierStatus(req.callStatus);
   if (next === 'ended') {
     const gone = await ctx.calls.remove(c.call_id);
     if (gone) {
       // The callee hung up, never answered, or the call failed: the engine side ends (or is purged) too.
       await endSession(ctx, gone.session_id, 'carrier_ended');
-      const reported = Number(req.callDuration);
-      const durationS = Number.isFinite(reported) && req.callDuration !== '' ? reported : ctx.calls.durationS(gone);
+      const durationS = reportedDurationS ?? ctx.calls.durationS(gone);
       emit(ctx, { type: 'ended', call: gone, detail: req.callStatus, durationS });
       ctx.log.info({ callId: gone.call_id, status: req.callStatus, durationS }, 'call ended (carrier)');
     }
-    return RECEIVED;
+    return;
   }
-  if (!next) return RECEIVED;
-  const seq = Number(req.sequenceNumber);
-  if (Number.isFinite(seq) && req.sequenceNumber !== '' && seq <= c.last_sequence) return RECEIVED;
-  if (!advances(c.status, next)) return RECEIVED;
+  if (!next) return;
+  if (seq !== undefined && seq <= c.last_sequence) return;
+  if (!advances(c.status, next)) return;
   const patch: Partial<CallRecord> = { status: next };
-  if (Number.isFinite(seq) && req.sequenceNumber !== '') patch.last_sequence = seq;
+  if (seq !== undefined) patch.last_sequence = seq;
   if (next === 'in_progress' && !c.answered_at_ms) patch.answered_at_ms = ctx.deps.clock.now();
   const saved = await ctx.calls.patch(c.call_id, patch);
   if (saved) emit(ctx, { type: 'status', call: saved, detail: next });
-  return RECEIVED;
 }
 
 export async function onRecording(ctx: Ctx, hc: HandlerContext, req: { callId: string; recordingUrl: string; recordingSid: string; recordingStatus: string; params: Record<string, string> }) {
-  const c = await callFor(ctx, hc, req.callId, req.params);
-  if (!c) return RECEIVED;
-  const saved = await ctx.calls.patch(c.call_id, { recording_url: req.recordingUrl, recording_sid: req.recordingSid });
-  if (saved) emit(ctx, { type: 'recording', call: saved, detail: req.recordingUrl });
+  const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
+  if (c) await applyRecording(ctx, c, req.recordingUrl, req.recordingSid);
   return RECEIVED;
+}
+
+async function applyRecording(ctx: Ctx, c: CallRecord, url: string, sid: string): Promise<void> {
+  const saved = await ctx.calls.patch(c.call_id, { recording_url: url, recording_sid: sid });
+  if (saved) emit(ctx, { type: 'recording', call: saved, detail: url });
 }
 
 /**
@@ -64,14 +108,18 @@ export async function onRecording(ctx: Ctx, hc: HandlerContext, req: { callId: s
  * actor's own verdict timeout decides.
  */
 export async function onAmd(ctx: Ctx, hc: HandlerContext, req: { callId: string; answeredBy: string; params: Record<string, string> }) {
-  const c = await callFor(ctx, hc, req.callId, req.params);
-  if (!c) return RECEIVED;
-  const verdict = verdictFromAnsweredBy(req.answeredBy);
-  const saved = await ctx.calls.patch(c.call_id, { amd_verdict: verdict, answered_by: req.answeredBy });
-  if (saved) emit(ctx, { type: 'amd', call: saved, detail: verdict });
-  ctx.log.info({ callId: c.call_id, verdict, answeredBy: req.answeredBy }, 'amd verdict');
-  inBackground(ctx, () => routeVerdict(ctx, c.session_id, verdict));
+  const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
+  if (c) await applyAmd(ctx, c, req.answeredBy);
   return RECEIVED;
+}
+
+/** `answeredBy` in Twilio's vocabulary (`human`, `machine_end_beep`, ...): adapters map theirs onto it. */
+async function applyAmd(ctx: Ctx, c: CallRecord, answeredBy: string): Promise<void> {
+  const verdict = verdictFromAnsweredBy(answeredBy);
+  const saved = await ctx.calls.patch(c.call_id, { amd_verdict: verdict, answered_by: answeredBy });
+  if (saved) emit(ctx, { type: 'amd', call: saved, detail: verdict });
+  ctx.log.info({ callId: c.call_id, verdict, answeredBy }, 'amd verdict');
+  inBackground(ctx, () => routeVerdict(ctx, c.session_id, verdict));
 }
 
 async function routeVerdict(ctx: Ctx, sessionId: string, verdict: string): Promise<void> {
@@ -93,10 +141,12 @@ async function routeVerdict(ctx: Ctx, sessionId: string, verdict: string): Promi
 
 /** The transferred leg ended: the call is over (`<Hangup/>` ends it at the carrier). */
 export async function onDialComplete(ctx: Ctx, hc: HandlerContext, req: { callId: string; dialCallStatus: string; params: Record<string, string> }): Promise<string> {
-  const c = await callFor(ctx, hc, req.callId, req.params);
-  if (c) {
-    const gone = await ctx.calls.remove(c.call_id);
-    if (gone) emit(ctx, { type: 'ended', call: gone, detail: `transfer_${req.dialCallStatus || 'completed'}`, durationS: ctx.calls.durationS(gone) });
-  }
-  return twiml.hangup();
+  const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
+  if (c) await applyDialComplete(ctx, c, req.dialCallStatus);
+  return (adapterOf(ctx, c?.telephony_provider ?? 'twilio') ?? adapterOf(ctx, 'twilio')!).documents.hangup();
+}
+
+async function applyDialComplete(ctx: Ctx, c: CallRecord, status: string): Promise<void> {
+  const gone = await ctx.calls.remove(c.call_id);
+  if (gone) emit(ctx, { type: 'ended', call: gone, detail: `transfer_${status || 'completed'}`, durationS: ctx.calls.durationS(gone) });
 }

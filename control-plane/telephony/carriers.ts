@@ -1,13 +1,11 @@
 /**
- * The six carrier identifiers the API accepts, which of them this deployment can drive (Twilio
- * only), their capabilities, and detection of the carrier from the resolved account credentials.
+ * The six carrier identifiers the API accepts, which of them this deployment drives (those with an
+ * adapter, carriers/index.ts), their capabilities, and detection of the carrier from an account id.
  */
 import { AMD_POLICIES, AMD_TIMEOUT_S } from '../../shared/voice/amd.js';
+import { CARRIERS, type CarrierAdapters, type CarrierName } from './carriers/index.js';
 
-export const CARRIERS = ['twilio', 'telnyx', 'plivo', 'vonage', 'signalwire', 'exotel'] as const;
-export type CarrierName = (typeof CARRIERS)[number];
-
-export const SUPPORTED_CARRIERS: ReadonlySet<CarrierName> = new Set(['twilio']);
+export { CARRIERS, isCarrierName, type CarrierName } from './carriers/index.js';
 
 const DISPLAY: Record<CarrierName, string> = {
   twilio: 'Twilio',
@@ -18,7 +16,7 @@ const DISPLAY: Record<CarrierName, string> = {
   exotel: 'Exotel',
 };
 
-/** Media on the wire of each carrier's stream (docs/protocols.md section 4); informational for the unsupported ones. */
+/** Media on the wire of each carrier's stream (docs/protocols.md section 4); an adapter's own wins. */
 const MEDIA: Record<CarrierName, { encoding: string; sampleRateHz: number }> = {
   twilio: { encoding: 'mulaw', sampleRateHz: 8000 },
   telnyx: { encoding: 'mulaw', sampleRateHz: 8000 },
@@ -28,14 +26,10 @@ const MEDIA: Record<CarrierName, { encoding: string; sampleRateHz: number }> = {
   exotel: { encoding: 'pcm_s16le', sampleRateHz: 8000 },
 };
 
-export function isCarrierName(v: string): v is CarrierName {
-  return (CARRIERS as readonly string[]).includes(v);
-}
-
 /**
  * The carrier an account id belongs to, from its shape: Twilio `AC` + 32 hex, Plivo `MA`/`SA` +
  * 18 alphanumerics, SignalWire a UUID project id, Telnyx `KEY...` API keys, Vonage 8 hex
- * characters; anything else non-empty is taken for Twilio (the only one we drive).
+ * characters; anything else non-empty is taken for Twilio.
  */
 export function detectCarrier(accountSid: string): CarrierName | undefined {
   const s = accountSid.trim();
@@ -48,35 +42,33 @@ export function detectCarrier(accountSid: string): CarrierName | undefined {
   return 'twilio';
 }
 
-export function providersView() {
+export function providersView(adapters: CarrierAdapters) {
   return {
-    providers: CARRIERS.map((name) => ({
-      name,
-      displayName: DISPLAY[name],
-      supported: SUPPORTED_CARRIERS.has(name),
-      mediaEncoding: MEDIA[name].encoding,
-      sampleRateHz: MEDIA[name].sampleRateHz,
-    })),
+    providers: CARRIERS.map((name) => {
+      const a = adapters.get(name);
+      const media = a?.media ?? MEDIA[name];
+      return { name, displayName: a?.displayName ?? DISPLAY[name], supported: Boolean(a), mediaEncoding: media.encoding, sampleRateHz: media.sampleRateHz };
+    }),
     defaultProvider: 'twilio',
   };
 }
 
-export function capabilitiesView() {
+export function capabilitiesView(adapters: CarrierAdapters) {
   return {
     carriers: CARRIERS.map((provider) => {
-      const on = SUPPORTED_CARRIERS.has(provider);
+      const c = adapters.get(provider)?.capabilities;
       return {
         provider,
-        supported: on,
-        inbound: on,
-        outbound: on,
-        answeringMachineDetection: on,
-        coldTransfer: on,
-        recording: on,
-        dtmf: on,
-        bargeInClear: on,
-        playbackMarks: on,
-        signatureVerification: on,
+        supported: Boolean(c),
+        inbound: c?.inbound ?? false,
+        outbound: c?.outbound ?? false,
+        answeringMachineDetection: c?.answeringMachineDetection ?? false,
+        coldTransfer: c?.coldTransfer ?? false,
+        recording: c?.recording ?? false,
+        dtmf: c?.dtmf ?? false,
+        bargeInClear: c?.bargeInClear ?? false,
+        playbackMarks: c?.playbackMarks ?? false,
+        signatureVerification: c?.signatureVerification ?? false,
       };
     }),
     amdPolicies: [...AMD_POLICIES],

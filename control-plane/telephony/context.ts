@@ -12,8 +12,7 @@ import type { LiveAgentConfig } from '../agents/index.js';
 import type { Auth } from '../http/auth.js';
 import type { VoiceDomain } from '../voice/index.js';
 import { type CallEvent, LiveCalls } from './live-calls.js';
-import { verifySignature } from './signature.js';
-import type { CarrierAccount, TwilioClient } from './twilio-client.js';
+import { type CarrierAccount, type CarrierAdapter, type CarrierAdapters, type CarrierName, type WebhookRequest } from './carriers/index.js';
 
 export interface TelephonyOptions {
   /** Seconds an outbound call rings before `no-answer`. Default 30. */
@@ -38,8 +37,13 @@ export interface TelephonyDeps {
   liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig>;
   findAgentByNumber: (e164: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined>;
   voice: Pick<VoiceDomain, 'startSession' | 'sessions'>;
-  /** Carrier REST client; default: Twilio at `config.twilioApiBaseUrl`. */
-  twilio: TwilioClient;
+  /** The carrier adapters (carriers/index.ts); default: every supported carrier. */
+  carriers: CarrierAdapters;
+  /**
+   * The workspace's carrier accounts (call-center settings, secrets decrypted) by carrier; absent:
+   * none stored. Blank binding fields inherit from these before the environment's.
+   */
+  workspaceCarriers?: (workspaceId: string, signal?: AbortSignal) => Promise<Partial<Record<CarrierName, CarrierAccount>>>;
   /**
    * Called on every status change and at the end of each call. The conversations domain can
    * update its record here (it exports no function for that yet; see docs/telephony.md).
@@ -98,29 +102,50 @@ export function requestedUrl(ctx: Ctx, hc: HandlerContext): string {
   return `${publicBase(ctx, hc)}${u.pathname}${u.search}`;
 }
 
-/**
- * Carrier account of an agent: its binding's account SID and token, each blank one inherited from
- * the deployment account (TWILIO_ACCOUNT_SID / TWILIO_AUTH_TOKEN; no workspace settings store exists).
- */
-export function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefined): CarrierAccount | undefined {
-  const t = agent?.telephony;
-  const accountSid = t?.carrier_account_sid?.trim() || ctx.deps.config.twilioAccountSid || '';
-  const authToken = t?.carrier_auth_token?.trim() || ctx.deps.config.twilioAuthToken || '';
-  return accountSid && authToken ? { accountSid, authToken } : undefined;
+/** The carrier an account id belongs to (the adapters' `detect`), else Twilio (legacy bindings). */
+export function detectFrom(ctx: Ctx, accountSid: string): CarrierName {
+  for (const a of ctx.deps.carriers.values()) if (a.detect(accountSid)) return a.id;
+  return 'twilio';
+}
+
+export function adapterOf(ctx: Ctx, carrier: string): CarrierAdapter | undefined {
+  return ctx.deps.carriers.get(carrier as CarrierName);
 }
 
 /**
- * Checks `X-Twilio-Signature` when verification is on (TWILIO_VERIFY_SIGNATURE, default on) and a
- * token is known; 403 when it does not match. Without a token there is nothing to check against
- * (the spec's behaviour: not verified).
+ * Carrier account of an agent: its binding's account SID and token, each blank one inherited from
+ * the workspace's carrier account (call-center settings), then from the deployment's environment.
+ * The carrier: `want`, else the one the binding's account id belongs to, else the first carrier
+ * (Twilio first) with a workspace account, then with an environment account.
  */
-export function verifyWebhook(ctx: Ctx, hc: HandlerContext, params: Record<string, string>, authToken: string | undefined): void {
-  if (!ctx.deps.config.twilioVerifySignature || !authToken) return;
-  const url = requestedUrl(ctx, hc);
-  if (!verifySignature(authToken, url, params, hc.requestHeader.get('x-twilio-signature'))) {
-    ctx.log.warn({ path: new URL(hc.url).pathname }, 'carrier webhook with an invalid signature refused');
-    throw new AppError('FORBIDDEN', 'invalid carrier signature');
-  }
+export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefined, want?: CarrierName, signal?: AbortSignal): Promise<CarrierAccount | undefined> {
+  const t = agent?.telephony;
+  const sid = t?.carrier_account_sid?.trim() ?? '';
+  const token = t?.carrier_auth_token?.trim() ?? '';
+  const ws: Partial<Record<CarrierName, CarrierAccount>> = agent && ctx.deps.workspaceCarriers ? await ctx.deps.workspaceCarriers(agent.workspace_id, signal).catch((err: unknown) => {
+    ctx.log.warn({ err }, 'workspace carrier accounts could not be read');
+    return {};
+  }) : {};
+  const carrier: CarrierName | undefined =
+    want ?? (sid ? detectFrom(ctx, sid) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => a.envAccount(ctx.deps.config))?.id;
+  if (!carrier) return undefined;
+  const adapter = ctx.deps.carriers.get(carrier);
+  const base = ws[carrier] ?? adapter?.envAccount(ctx.deps.config);
+  const accountSid = sid || base?.accountSid || '';
+  const authToken = token || base?.authToken || '';
+  return accountSid && authToken ? { carrier, accountSid, authToken, extra: base?.extra ?? {} } : undefined;
+}
+
+/** The webhook as the adapters verify and parse it. */
+export function webhookOf(ctx: Ctx, hc: HandlerContext, rawBody: string, params: Record<string, string>, json?: unknown): WebhookRequest {
+  return { url: requestedUrl(ctx, hc), headers: hc.requestHeader, rawBody, params, json };
+}
+
+/** 403 unless the carrier's adapter accepts the webhook's signature (see CarrierAdapter.verifyWebhook). */
+export function verifyWebhook(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, req: WebhookRequest, account: CarrierAccount | undefined): void {
+  if (adapter.verifyWebhook(req, account && account.carrier === adapter.id ? account : undefined, ctx.deps.config)) return;
+  ctx.log.warn({ path: new URL(hc.url).pathname, carrier: adapter.id }, 'carrier webhook with an invalid signature refused');
+  throw new AppError('FORBIDDEN', 'invalid carrier signature');
 }
 
 /** Runs `fn` in the background, tracked so `close()` can wait for it. */

@@ -1,5 +1,6 @@
 /**
- * `POST /telephony/calls/inbound`: the carrier's voice webhook (spec "Inbound behaviour").
+ * `POST /telephony/calls/inbound` (Twilio) and `/telephony/calls/inbound/{carrier}`: the carrier's
+ * voice webhook (spec "Inbound behaviour"), through the carrier's adapter (carriers/).
  *
  * 1. Signature check (when a token is known), agent lookup by the dialled `To`.
  * 2. No agent, or `call_direction` `outbound`: a spoken message, then hang up.
@@ -14,9 +15,9 @@ import { newId } from '../../shared/ids.js';
 import type { LiveAgentConfig } from '../agents/index.js';
 import type { StartedSession, StartRequest } from '../voice/index.js';
 import { toE164 } from '../agents/telephony/phone.js';
+import type { CarrierAdapter, WebhookRequest } from './carriers/index.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount, verifyWebhook } from './context.js';
 import { newCallRecord } from './live-calls.js';
-import * as twiml from './twiml.js';
 
 export const MESSAGES = {
   notInService: 'Sorry, the number you have called is not in service. Goodbye.',
@@ -27,38 +28,53 @@ export const MESSAGES = {
 } as const;
 
 export interface InboundInput {
-  callSid: string;
-  from: string;
-  to: string;
-  accountSid: string;
   hold: number;
-  params: Record<string, string>;
+  /** The webhook as received (verified and parsed by the carrier's adapter). */
+  webhook: WebhookRequest;
 }
 
-export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundInput): Promise<string> {
+/**
+ * The inbound voice webhook of `adapter`'s carrier: the document to answer it with (document
+ * carriers), or `documents.empty()` after acting by REST (event carriers: `answerInbound`).
+ */
+export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, req: InboundInput): Promise<string> {
   const { deps, log } = ctx;
-  const to = toE164(req.to ?? '');
+  const docs = adapter.documents;
+  const call = adapter.parseInbound(req.webhook);
+  const to = toE164(call?.to ?? '');
   const agent = to ? await deps.findAgentByNumber(to, hc.signal) : undefined;
-  verifyWebhook(ctx, hc, req.params, resolveAccount(ctx, agent)?.authToken ?? deps.config.twilioAuthToken);
+  const account = await resolveAccount(ctx, agent, adapter.id, hc.signal);
+  verifyWebhook(ctx, hc, adapter, req.webhook, account);
+  if (!call) return docs.empty();
   const base = publicBase(ctx, hc);
-  const callSid = req.callSid.trim();
+  const callSid = call.callSid.trim();
+  // Event carriers act by REST on the call: with no account there is nothing to act with.
+  const act = adapter.answerInbound && account ? (a: Parameters<NonNullable<CarrierAdapter['answerInbound']>>[2]) => adapter.answerInbound!(account, callSid, a) : undefined;
+  const refuse = async (text: string): Promise<string> => {
+    if (!adapter.answerInbound) return docs.sayAndHangup(text);
+    await act?.({ sayAndHangup: text }).catch((err: unknown) => log.warn({ err, carrier: adapter.id }, 'carrier refusal failed'));
+    return docs.empty();
+  };
   if (!agent || !callSid) {
-    log.info({ to: maskNumber(to ?? ''), hasSid: Boolean(callSid) }, 'inbound call to an unbound number refused');
-    return twiml.sayAndHangup(MESSAGES.notInService);
+    log.info({ to: maskNumber(to ?? ''), hasSid: Boolean(callSid), carrier: adapter.id }, 'inbound call to an unbound number refused');
+    return refuse(MESSAGES.notInService);
   }
   const binding = agent.telephony;
-  if (binding?.carrier_account_sid && req.accountSid && binding.carrier_account_sid !== req.accountSid) {
+  if (binding?.carrier_account_sid && call.accountSid && binding.carrier_account_sid !== call.accountSid) {
     log.warn({ agentId: agent.agent_id }, 'inbound call from another carrier account refused');
-    return twiml.sayAndHangup(MESSAGES.notInService);
+    return refuse(MESSAGES.notInService);
   }
   if ((binding?.call_direction ?? 'both') === 'outbound') {
     log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is outbound only');
-    return twiml.sayAndHangup(MESSAGES.noInbound);
+    return refuse(MESSAGES.noInbound);
   }
 
   // The carrier retried the webhook, or the caller comes back from hold after we already placed it.
   const existing = await ctx.calls.bySid(callSid);
-  if (existing?.stream_url) return connectTwiml(existing.stream_url, existing.session_id, existing.agent_id, existing.call_id);
+  if (existing?.stream_url) {
+    if (adapter.answerInbound) return docs.empty();
+    return docs.connect(existing.stream_url, { session_id: existing.session_id, agent_id: existing.agent_id, call_id: existing.call_id });
+  }
 
   const callId = newId();
   const rec = newCallRecord({
@@ -69,14 +85,16 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
     direction: 'inbound',
     status: 'in_progress',
     to_number: to!,
-    from_number: toE164(req.from ?? '') ?? req.from ?? '',
-    telephony_provider: 'twilio',
+    from_number: toE164(call.from ?? '') ?? call.from ?? '',
+    telephony_provider: adapter.id,
     provider_call_sid: callSid,
     created_at_ms: deps.clock.now(),
     answered_at_ms: deps.clock.now(),
   });
   const limit = seatLimit(agent);
-  if (!(await takeSeat(ctx, rec, limit))) return holdTwiml(ctx, base, req.hold, agent);
+  // Hold is a document loop (<Redirect> back here): event carriers get a refusal instead.
+  const hold = () => (adapter.answerInbound ? refuse(MESSAGES.unavailable) : holdDocument(ctx, adapter, base, req.hold, agent));
+  if (!(await takeSeat(ctx, rec, limit))) return hold();
 
   let session;
   try {
@@ -88,7 +106,7 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
         call_id: callId,
         call_direction: 'inbound',
         connection_type: 'twilio',
-        telephony_provider: 'twilio',
+        telephony_provider: adapter.id,
         session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid },
         from_number: rec.from_number,
         to_number: rec.to_number,
@@ -97,20 +115,25 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, req: InboundIn
     );
   } catch (err) {
     // No engine capacity is a seat shortage too: hold rather than refuse.
-    if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') return holdTwiml(ctx, base, req.hold, agent);
+    if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') return hold();
     log.warn({ agentId: agent.agent_id, err, code: (err as AppError).code }, 'inbound call could not start a voice session');
-    return twiml.sayAndHangup(MESSAGES.unavailable);
+    return refuse(MESSAGES.unavailable);
   }
-  // The path names the carrier's CallSid; the engine trusts only the `start` frame's parameters.
-  const streamUrl = `${session.node_ws_url}/api/v1/voice/ws/twilio/${encodeURIComponent(callSid)}`;
+  // The path names the carrier's call id; the engine trusts only the stream's session parameters.
+  const streamUrl = `${session.node_ws_url}/api/v1/voice/ws/${adapter.id}/${encodeURIComponent(callSid)}`;
+  const params = { session_id: session.session_id, agent_id: agent.agent_id, call_id: callId };
   const saved = await ctx.calls.patch(callId, { session_id: session.session_id, stream_url: streamUrl });
   if (saved) emit(ctx, { type: 'status', call: saved, detail: 'in_progress' });
-  log.info({ callId, agentId: agent.agent_id, nodeId: session.node_id, from: maskNumber(rec.from_number) }, 'inbound call connected to the engine');
-  return connectTwiml(streamUrl, session.session_id, agent.agent_id, callId);
-}
-
-function connectTwiml(streamUrl: string, sessionId: string, agentId: string, callId: string): string {
-  return twiml.connectStream(streamUrl, { session_id: sessionId, agent_id: agentId, call_id: callId });
+  log.info({ callId, agentId: agent.agent_id, nodeId: session.node_id, from: maskNumber(rec.from_number), carrier: adapter.id }, 'inbound call connected to the engine');
+  if (!act) return docs.connect(streamUrl, params);
+  try {
+    await act({ connect: { streamUrl, params, callbackBase: `${base}/api/v1/telephony/calls/${callId}` } });
+  } catch (err) {
+    log.warn({ err, callId, carrier: adapter.id }, 'carrier answer failed');
+    const gone = await ctx.calls.remove(callId);
+    if (gone) await deps.voice.sessions.end(session.session_id).catch(() => {});
+  }
+  return docs.empty();
 }
 
 /**
@@ -148,14 +171,16 @@ export async function startCallSession(ctx: Ctx, req: StartRequest & { call_id: 
   }
 }
 
-function holdTwiml(ctx: Ctx, base: string, round: number, agent: LiveAgentConfig): string {
-  if (round >= ctx.opts.maxHoldRounds) return twiml.sayAndHangup(MESSAGES.holdTimeout);
+function holdDocument(ctx: Ctx, adapter: CarrierAdapter, base: string, round: number, agent: LiveAgentConfig): string {
+  if (round >= ctx.opts.maxHoldRounds) return adapter.documents.sayAndHangup(MESSAGES.holdTimeout);
   const holdUrl = (agent.metadata ?? {}).hold_audio_url;
   ctx.log.info({ agentId: agent.agent_id, round }, 'no free voice seat: caller on hold');
-  return twiml.hold({
+  // Twilio's route is `/calls/inbound`; every other carrier's `/calls/inbound/{carrier}`.
+  const path = adapter.id === 'twilio' ? '/api/v1/telephony/calls/inbound' : `/api/v1/telephony/calls/inbound/${adapter.id}`;
+  return adapter.documents.hold({
     announce: round === 0 ? MESSAGES.hold : undefined,
     holdAudioUrl: typeof holdUrl === 'string' && /^https?:\/\//.test(holdUrl) ? holdUrl : undefined,
     pauseS: ctx.opts.holdPauseS,
-    redirectUrl: `${base}/api/v1/telephony/calls/inbound?hold=${round + 1}`,
+    redirectUrl: `${base}${path}?hold=${round + 1}`,
   });
 }

@@ -2,7 +2,8 @@
  * The telephony domain (issue 7): carrier numbers answer calls (inbound webhook -> TwiML), the
  * service places outbound calls through the carrier's REST API, and live calls are kept in the
  * shared registry for list / get / end / transfer from any replica. Media flows between the carrier
- * and an engine node (`media-engine/transports/twilio.ts`); this domain never touches audio.
+ * and an engine node (`media-engine/transports/<carrier>.ts`); this domain never touches audio.
+ * Carriers are adapters (carriers/types.ts).
  * See docs/telephony.md and NOTES.md.
  */
 import { TelephonyService } from '../../shared/gen/voiceplane/v1/telephony_pb.js';
@@ -11,7 +12,7 @@ import type { Domain } from '../domain.js';
 import { createCtx, type TelephonyDeps } from './context.js';
 import { telephonyRoutes } from './routes.js';
 import { createTelephonyService } from './service.js';
-import { createTwilioClient } from './twilio-client.js';
+import { createCarrierAdapters } from './carriers/index.js';
 import type { LiveCalls } from './live-calls.js';
 import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
 import { endLostCall } from './manage.js';
@@ -29,8 +30,8 @@ export interface TelephonyDomain extends Domain {
   endLostCall(callId: string, reason: string): Promise<boolean>;
 }
 
-export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'twilio'> & Partial<Pick<TelephonyDeps, 'twilio'>>): TelephonyDomain {
-  const ctx = createCtx({ ...deps, twilio: deps.twilio ?? createTwilioClient({ baseUrl: deps.config.twilioApiBaseUrl }) });
+export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Partial<Pick<TelephonyDeps, 'carriers'>>): TelephonyDomain {
+  const ctx = createCtx({ ...deps, carriers: deps.carriers ?? createCarrierAdapters(() => deps.config) });
   let closed = false;
   return {
     services: [{ service: TelephonyService, impl: createTelephonyService(ctx) }] as ServiceBinding[],

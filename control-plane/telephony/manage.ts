@@ -6,10 +6,10 @@ import type { HandlerContext } from '@connectrpc/connect';
 import { AppError, notFound } from '../../shared/errors.js';
 import { RegistryTimeoutError } from '../../shared/registry/index.js';
 import { requireE164 } from '../agents/telephony/phone.js';
-import { type Ctx, emit, publicBase, resolveAccount } from './context.js';
+import { adapterOf, type Ctx, emit, publicBase, resolveAccount } from './context.js';
+import type { CarrierName } from './carriers/index.js';
 import type { CallRecord } from './live-calls.js';
 import { carrierFailure } from './outbound.js';
-import * as twiml from './twiml.js';
 import { pageMeta, type Page } from '../http/pagination.js';
 
 export interface LiveCallView {
@@ -91,15 +91,8 @@ export async function endCall(ctx: Ctx, hc: HandlerContext, callId: string) {
   if (!c) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
   const gone = await ctx.calls.remove(c.call_id);
   if (!gone) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
-  if (gone.provider_call_sid) {
-    const account = resolveAccount(ctx, await ctx.deps.liveConfig(gone.agent_id, hc.signal).catch(() => undefined));
-    if (account) {
-      // Best effort: closing the engine socket below hangs up too (the TwiML after <Connect> is <Hangup/>).
-      await ctx.deps.twilio
-        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }))
-        .catch((err: unknown) => ctx.log.warn({ callId, err }, 'carrier hangup failed'));
-    }
-  }
+  // Best effort: closing the engine socket below hangs up too (the TwiML after <Connect> is <Hangup/>).
+  await carrierHangup(ctx, gone, 'carrier hangup failed');
   await endSession(ctx, gone.session_id, 'ended_by_api');
   emit(ctx, { type: 'ended', call: gone, detail: 'ended_by_api', durationS: ctx.calls.durationS(gone) });
   return { call_id: gone.call_id, status: 'ended', message: 'call ended' };
@@ -116,14 +109,7 @@ export async function endLostCall(ctx: Ctx, callId: string, reason: string): Pro
   if (!c || c.transferred_to) return false;
   const gone = await ctx.calls.remove(callId);
   if (!gone) return false;
-  if (gone.provider_call_sid) {
-    const account = resolveAccount(ctx, await ctx.deps.liveConfig(gone.agent_id).catch(() => undefined));
-    if (account) {
-      await ctx.deps.twilio
-        .updateCall(account, gone.provider_call_sid, new URLSearchParams({ Status: 'completed' }))
-        .catch((err: unknown) => ctx.log.warn({ callId, err }, 'carrier hangup of a lost call failed'));
-    }
-  }
+  await carrierHangup(ctx, gone, 'carrier hangup of a lost call failed');
   if (gone.session_id) await ctx.deps.registry.sessions.deleteSession(gone.session_id).catch(() => {});
   emit(ctx, { type: 'ended', call: gone, detail: reason, durationS: ctx.calls.durationS(gone) });
   ctx.log.warn({ callId, reason }, 'live call ended: its engine node is gone');
@@ -141,15 +127,16 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   if (!c) throw notFound('call');
   if (!c.provider_call_sid) throw new AppError('INVALID_REQUEST', 'the call has no carrier call sid yet: it cannot be transferred', { details: [{ field: 'call_id', problem: 'no carrier call sid yet' }] });
   const live = await ctx.deps.liveConfig(c.agent_id, hc.signal);
-  const account = resolveAccount(ctx, live);
-  if (!account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
+  const adapter = adapterOf(ctx, c.telephony_provider);
+  const account = adapter ? await resolveAccount(ctx, live, adapter.id, hc.signal) : undefined;
+  if (!adapter || !account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
   const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
-  const body = twiml.dialTransfer({ toNumber: to, callerId, actionUrl: `${publicBase(ctx, hc)}/api/v1/telephony/calls/${c.call_id}/dial-complete` });
+  const callbackBase = `${publicBase(ctx, hc)}/api/v1/telephony/calls/${c.call_id}`;
   // Marked first: the stream stops as soon as the carrier swaps the TwiML, and a transferred call is not stale.
   await ctx.calls.patch(c.call_id, { transferred_to: to, status: 'in_progress' });
   try {
     // No client abort: a half-applied transfer is worse than a slow answer (the carrier client has its own timeout).
-    await ctx.deps.twilio.updateCall(account, c.provider_call_sid, new URLSearchParams({ Twiml: body }));
+    await adapter.transfer(account, c.provider_call_sid, { toNumber: to, callerId, actionUrl: `${callbackBase}/dial-complete`, callbackBase });
   } catch (err) {
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
     throw carrierFailure(err);
@@ -159,6 +146,16 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   if (saved) emit(ctx, { type: 'transferred', call: saved, detail: to });
   ctx.log.info({ callId: c.call_id }, 'call transferred to a human');
   return { call_id: c.call_id, transferred: true, to_number: to };
+}
+
+/** Hangs the call up at its carrier (best effort: logged, never thrown). */
+async function carrierHangup(ctx: Ctx, c: CallRecord, failure: string): Promise<void> {
+  if (!c.provider_call_sid) return;
+  const adapter = adapterOf(ctx, c.telephony_provider);
+  if (!adapter) return;
+  const account = await resolveAccount(ctx, await ctx.deps.liveConfig(c.agent_id).catch(() => undefined), adapter.id as CarrierName).catch(() => undefined);
+  if (!account) return;
+  await adapter.hangup(account, c.provider_call_sid).catch((err: unknown) => ctx.log.warn({ callId: c.call_id, err, carrier: adapter.id }, failure));
 }
 
 /** Ends the engine side of a call (whichever node owns it); a session never connected is purged. */

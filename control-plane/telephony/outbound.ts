@@ -11,12 +11,10 @@ import { newId } from '../../shared/ids.js';
 import { amdSettings } from '../../shared/voice/amd.js';
 import type { StartRequest } from '../voice/index.js';
 import { requireE164 } from '../agents/telephony/phone.js';
-import { CARRIERS, detectCarrier, isCarrierName, SUPPORTED_CARRIERS } from './carriers.js';
+import { CARRIERS, CarrierError, isCarrierName, type CarrierName } from './carriers/index.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount } from './context.js';
 import { seatLimit, startCallSession, takeSeat } from './inbound.js';
 import { newCallRecord } from './live-calls.js';
-import * as twiml from './twiml.js';
-import { CarrierError } from './twilio-client.js';
 
 export interface OutboundInput {
   agent_id: string;
@@ -89,11 +87,14 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
   if ((binding?.call_direction ?? 'both') === 'inbound') throw invalid('agent_id', "the agent's call_direction is inbound: it places no outbound calls");
   const from = req.from_number.trim() ? requireE164('from_number', req.from_number) : (binding?.carrier_phone_number ?? '');
   if (!from) throw invalid('from_number', 'is required when the agent has no carrier phone number attached');
-  const account = resolveAccount(ctx, live);
-  const provider = requested || (account ? detectCarrier(account.accountSid) : undefined) || 'twilio';
-  if (!SUPPORTED_CARRIERS.has(provider as never)) {
-    throw invalid('telephony_provider', `${provider} is not supported yet (supported: ${[...SUPPORTED_CARRIERS].join(', ')})`);
+  if (requested && !deps.carriers.has(requested as CarrierName)) {
+    throw invalid('telephony_provider', `${requested} is not supported yet (supported: ${[...deps.carriers.keys()].join(', ')})`);
   }
+  // Omitted: the carrier of the resolved credentials (binding, workspace account, environment).
+  const account = await resolveAccount(ctx, live, (requested || undefined) as CarrierName | undefined, as.signal);
+  const provider = requested || account?.carrier || 'twilio';
+  const adapter = deps.carriers.get(provider as CarrierName);
+  if (!adapter) throw invalid('telephony_provider', `${provider} is not supported yet (supported: ${[...deps.carriers.keys()].join(', ')})`);
   if (!account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
 
   const callId = as.callId ?? newId();
@@ -141,37 +142,22 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
   await ctx.calls.patch(callId, { session_id: session.session_id });
 
   const callbacks = `${as.publicBase}/api/v1/telephony/calls/${callId}`;
-  const streamUrl = `${session.node_ws_url}/api/v1/voice/ws/twilio/${callId}`;
-  const params = new URLSearchParams({
-    To: to,
-    From: from,
-    Twiml: twiml.connectStream(streamUrl, { session_id: session.session_id, agent_id: live.agent_id, call_id: callId }),
-    StatusCallback: `${callbacks}/status`,
-    StatusCallbackMethod: 'POST',
-    Timeout: String(ctx.opts.ringTimeoutS),
-  });
-  for (const ev of ['initiated', 'ringing', 'answered', 'completed']) params.append('StatusCallbackEvent', ev);
   const amd = amdSettings(live.metadata);
-  if (amd) {
-    // leave_voicemail waits for the beep so the message lands on the recording; others decide early.
-    params.set('MachineDetection', amd.policy === 'leave_voicemail' ? 'DetectMessageEnd' : 'Enable');
-    params.set('AsyncAmd', 'true');
-    params.set('AsyncAmdStatusCallback', `${callbacks}/amd`);
-    params.set('AsyncAmdStatusCallbackMethod', 'POST');
-    params.set('MachineDetectionTimeout', String(Math.round(amd.verdictTimeoutMs / 1000)));
-  }
-  if (truthy((live.metadata ?? {}).record_calls)) {
-    params.set('Record', 'true');
-    params.set('RecordingStatusCallback', `${callbacks}/recording`);
-    params.set('RecordingStatusCallbackMethod', 'POST');
-    params.set('RecordingStatusCallbackEvent', 'completed');
-  }
-
   let created;
   try {
     // No client abort here: once the carrier may have placed the call, a client that hangs up
     // must not make us drop it (a phone would ring with no agent). The carrier client has its own timeout.
-    created = await deps.twilio.createCall(account, params);
+    created = await adapter.dial(account, {
+      callId,
+      to,
+      from,
+      streamUrl: `${session.node_ws_url}/api/v1/voice/ws/${adapter.id}/${callId}`,
+      streamParams: { session_id: session.session_id, agent_id: live.agent_id, call_id: callId },
+      callbackBase: callbacks,
+      ringTimeoutS: ctx.opts.ringTimeoutS,
+      amd: amd ? { waitForBeep: amd.policy === 'leave_voicemail', timeoutS: Math.round(amd.verdictTimeoutMs / 1000) } : undefined,
+      record: truthy((live.metadata ?? {}).record_calls),
+    });
   } catch (err) {
     await ctx.calls.remove(callId);
     await deps.voice.sessions.end(session.session_id).catch(() => {});
@@ -179,7 +165,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
   }
   const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
   if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });
-  log.info({ callId, agentId: live.agent_id, to: maskNumber(to), amd: amd?.policy ?? 'off' }, 'outbound call placed');
+  log.info({ callId, agentId: live.agent_id, to: maskNumber(to), amd: amd?.policy ?? 'off', carrier: provider }, 'outbound call placed');
   return {
     call_id: callId,
     session_id: session.session_id,

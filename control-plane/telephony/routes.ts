@@ -34,6 +34,20 @@ function form(map: (f: Form, parts: RestRequestParts) => Record<string, unknown>
 }
 
 const TWIML = { contentType: 'text/xml' } as const;
+
+/** A carrier webhook kept as received: raw body, its content type, path params, `hold`. */
+function carrierHook(extra: Partial<RestRoute>): Partial<RestRoute> {
+  return {
+    bodyType: 'text',
+    request: (parts) => ({
+      raw_body: typeof parts.body === 'string' ? parts.body : '',
+      content_type: parts.headers.get('content-type') ?? '',
+      hold: Number(first(parts.query.hold)) || 0,
+      ...parts.params,
+    }),
+    ...extra,
+  };
+}
 const first = (v: string | string[] | undefined): string => (Array.isArray(v) ? (v[0] ?? '') : (v ?? ''));
 
 export const telephonyRoutes: RestRoute[] = [
@@ -62,6 +76,9 @@ export const telephonyRoutes: RestRoute[] = [
   ),
   raw('POST', '/calls/:call_id/amd', 'amdCallback', form((f) => ({ answered_by: f.AnsweredBy ?? '', call_sid: f.CallSid ?? '', machine_detection_duration: f.MachineDetectionDuration ?? '' }))),
   raw('POST', '/calls/:call_id/dial-complete', 'dialComplete', form((f) => ({ dial_call_status: f.DialCallStatus ?? '' }), TWIML)),
+  // Other carriers (issue 24): the body is kept as received (signatures), the adapter parses it.
+  raw('POST', '/calls/inbound/:carrier', 'carrierInbound', carrierHook(TWIML)),
+  raw('POST', '/calls/:call_id/events/:carrier', 'carrierEvent', carrierHook({ contentType: 'application/json' })),
   raw('GET', '/providers', 'listProviders'),
   raw('GET', '/capabilities', 'capabilities'),
 ];

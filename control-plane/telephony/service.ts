@@ -6,10 +6,11 @@ import { toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { TelephonyService } from '../../shared/gen/voiceplane/v1/telephony_pb.js';
-import { onAmd, onDialComplete, onRecording, onStatus } from './callbacks.js';
+import { onAmd, onCarrierEvents, onDialComplete, onRecording, onStatus } from './callbacks.js';
 import { capabilitiesView, providersView } from './carriers.js';
-import type { Ctx } from './context.js';
+import { adapterOf, type Ctx, webhookOf } from './context.js';
 import { answerInbound } from './inbound.js';
+import { notFound } from '../../shared/errors.js';
 import { endCall, getCall, listCalls, transferCall, type LiveCallView } from './manage.js';
 import { placeOutbound } from './outbound.js';
 import { pageOf } from '../http/pagination.js';
@@ -17,15 +18,25 @@ import { pageOf } from '../http/pagination.js';
 export function createTelephonyService(ctx: Ctx): ServiceImpl<typeof TelephonyService> {
   return {
     async inboundCall(req, hc) {
-      const body = await answerInbound(ctx, hc, {
-        callSid: req.callSid,
-        from: req.from,
-        to: req.to,
-        accountSid: req.accountSid,
+      const params = req.form?.params ?? {};
+      const body = await answerInbound(ctx, hc, adapterOf(ctx, 'twilio')!, {
         hold: Math.max(0, req.hold),
-        params: req.form?.params ?? {},
+        webhook: webhookOf(ctx, hc, new URLSearchParams(params).toString(), params),
       });
       return { body };
+    },
+    async carrierInbound(req, hc) {
+      const adapter = adapterOf(ctx, req.carrier);
+      // Twilio keeps its own route (/calls/inbound).
+      if (!adapter || adapter.id === 'twilio') throw notFound('carrier');
+      const body = await answerInbound(ctx, hc, adapter, { hold: Math.max(0, req.hold), webhook: carrierWebhook(ctx, hc, req.rawBody, req.contentType) });
+      return { body, contentType: adapter.documents.contentType };
+    },
+    async carrierEvent(req, hc) {
+      const adapter = adapterOf(ctx, req.carrier);
+      if (!adapter) throw notFound('carrier');
+      const body = await onCarrierEvents(ctx, hc, adapter, req.callId, carrierWebhook(ctx, hc, req.rawBody, req.contentType));
+      return { body, contentType: adapter.documents.contentType };
     },
     async placeOutboundCall(req, hc) {
       const r = await placeOutbound(ctx, hc, {
@@ -80,12 +91,31 @@ export function createTelephonyService(ctx: Ctx): ServiceImpl<typeof TelephonySe
       return { body: await onDialComplete(ctx, hc, { callId: req.callId, dialCallStatus: req.dialCallStatus, params: req.form?.params ?? {} }) };
     },
     listProviders() {
-      return providersView();
+      return providersView(ctx.deps.carriers);
     },
     capabilities() {
-      return capabilitiesView();
+      return capabilitiesView(ctx.deps.carriers);
     },
   };
+}
+
+/** The webhook with its form fields or JSON body parsed (bodies that are neither: no params). */
+function carrierWebhook(ctx: Ctx, hc: Parameters<typeof webhookOf>[1], raw: string, contentType: string) {
+  let json: unknown;
+  const params: Record<string, string> = {};
+  if (/json/i.test(contentType) || /^\s*[{[]/.test(raw)) {
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      json = undefined;
+    }
+    if (json && typeof json === 'object' && !Array.isArray(json)) {
+      for (const [k, v] of Object.entries(json)) if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') params[k] = String(v);
+    }
+  } else {
+    for (const [k, v] of new URLSearchParams(raw)) params[k] = v;
+  }
+  return webhookOf(ctx, hc, raw, params, json);
 }
 
 function toProto(v: LiveCallView) {

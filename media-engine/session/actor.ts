@@ -229,6 +229,10 @@ export class CallActor {
         return;
       case 'text_inject':
         return this.injections.onInject(msg.text, msg.role, msg.admitted === true);
+      case 'dtmf':
+        // The caller's key press: an event, and a user text the LLM (or flow) answers like speech.
+        this.emit({ type: 'dtmf', digit: msg.digit });
+        return this.injections.onInject(dtmfText(msg.digit), 'user', false);
       case 'end':
         return this.endCall(msg.reason);
       case 'transport_closed':
@@ -463,4 +467,9 @@ export class CallActor {
   private emit(ev: ServerEvent): void {
     this.d.transport.sendEvent(ev);
   }
+}
+
+/** What the LLM and flows see of a key press. */
+export function dtmfText(digit: string): string {
+  return `[caller pressed ${digit}]`;
 }

@@ -19,4 +19,6 @@ export type CallMsg =
   | { kind: 'text_inject'; text: string; role: 'user' | 'system'; admitted?: boolean }
   | { kind: 'end'; reason: string }
   | { kind: 'transport_closed' }
-  | { kind: 'mark'; name: string };
+  | { kind: 'mark'; name: string }
+  /** A key the caller pressed on a carrier call (one of 0-9, *, #, A-D). */
+  | { kind: 'dtmf'; digit: string };

@@ -1,354 +1,41 @@
 /**
- * Twilio Media Streams transport (docs/protocols.md section 1): JSON text frames both ways, G.711
- * mu-law 8 kHz in 20 ms frames, base64. JSON events of the voice socket are suppressed (the
- * conversation record gets everything).
- *
- * Inbound: `media` frames go into an adaptive jitter buffer keyed by `chunk` (timestamp for the
- * jitter estimate). The sink (VAD, ASR) gets every frame once, in chunk order, decoded to 8 kHz
- * PCM (the call's native rate: nothing is resampled on the way in), plus the raw mu-law when the
- * ASR takes it. A frame that arrives in order goes to the sink at once, on arrival, so voice
- * activity and a transcript that confirms a barge-in (and with it the `clear`) never wait for the
- * playout delay. `pace(nowMs)`, called on the node's tick, pops one frame per 20 ms of its own
- * schedule: frames already handed over are skipped; gaps (loss, reordering, a stalled stream) are
- * concealed or filled from the buffer in order, as before. Outbound: each 20 ms frame at 8 kHz is
- * encoded to mu-law and base64 straight into a preallocated JSON text frame (no per-frame
- * allocation). `mark` after each utterance; `clear` on barge-in, after which the marks still
- * pending are echoed by Twilio for audio that was dropped, not played: those echoes are swallowed.
+ * Twilio Media Streams (docs/protocols.md section 1): JSON text frames both ways, G.711 mu-law
+ * 8 kHz in 20 ms frames, base64; `clear` and `mark` echoes. The protocol is the parser in
+ * shared/protocol/twilio-media.ts plus the preallocated `media` frame (twilio-media-frame.ts); the
+ * state machine (jitter buffer, windows, marks) is the generic carrier transport's
+ * (carrier-transport.ts; see NOTES.md for how it works). SignalWire speaks the same protocol.
  */
 import type { Clock } from '../../shared/clock.js';
-import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
-import { mulawDecode, mulawEncode, MULAW_SILENCE } from '../audio/g711.js';
-import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
-import type { CallTransport } from '../session/transport.js';
-import { parseCarrierFrame, MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
-import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
-import { TokenBucket } from '../session/token-bucket.js';
-import { endSocket } from './socket-end.js';
-import { base64Into, mediaFrameTemplate } from './twilio-media-frame.js';
-import type { TwilioAudioSink, TwilioEvent, TwilioSocket, TwilioTransportOptions, TwilioTransportStats } from './twilio-types.js';
+import { parseCarrierFrame } from '../../shared/protocol/twilio-media.js';
+import type { CarrierProtocol } from './carrier-protocol.js';
+import { CarrierTransport } from './carrier-transport.js';
+import type { CarrierSocket, CarrierTransportOptions } from './carrier-types.js';
+import { mediaFrameTemplate } from './twilio-media-frame.js';
 
 // Re-exported so callers keep one import: the public shapes and the tested payload encoder.
 export type { TwilioAudioSink, TwilioEvent, TwilioSocket, TwilioTransportOptions, TwilioTransportStats } from './twilio-types.js';
 export { base64Into } from './twilio-media-frame.js';
+export { MAX_BUFFERED_BYTES } from './carrier-transport.js';
 
-const FRAME_MS = 20;
-const FRAME_BYTES = 160;
-/** Longest run of concealed frames handed over for one gap (a restart after a long stall): 1 s. */
-const MAX_CONCEALED_RUN = 50;
-/** Past this much unsent data we drop audio frames instead of growing memory (rule 10). */
-export const MAX_BUFFERED_BYTES = 512 * 1024;
-/** Marks remembered (sent, not yet echoed); beyond this the oldest is forgotten (rule 10). */
-const MAX_PENDING_MARKS = 256;
-/** The pop schedule never catches up more than this many frames in one tick (event-loop stall). */
-const MAX_CATCH_UP_FRAMES = 6;
-/**
- * Frames a socket may send: Twilio sends 50 media frames a second plus a few marks, and after a
- * network stall a burst of what was held. Budget: a 5 s burst, then twice real time. A flood past it
- * is dropped before it is decoded or parsed (the parse is what costs) and counts as garbage, which
- * closes the stream if it goes on.
- */
-const FRAME_BUDGET = { burst: 250, perSecond: 100 };
-/**
- * Counter windows (see CounterWindow): `chunk` may trail the newest chunk by 1 s of frames
- * (reordering, late frames) and lead it by 1 s plus the frames of elapsed real time; the media
- * timestamp likewise in ms; `sequenceNumber` counts every message, so it may advance twice as fast.
- * Beyond that a value is not a counter of this stream: the frame is dropped as invalid. The jitter
- * buffer's own work is bounded by its ring size whatever the value (jitter-buffer.ts).
- */
-const CHUNK_WINDOW = { behind: 50, ahead: 50, perMs: 1 / FRAME_MS };
-const TIMESTAMP_WINDOW = { behind: 1000, ahead: 1000, perMs: 1 };
-const SEQUENCE_WINDOW = { behind: 100, ahead: 100, perMs: 2 / FRAME_MS };
-export class TwilioTransport implements CallTransport {
-  readonly kind = 'twilio' as const;
-  readonly inRateHz = 8000;
-  readonly outRateHz = 8000;
-  readonly leadMs: number;
-  streamSid = '';
-  callSid = '';
-  private closed = false;
-  private sink?: TwilioAudioSink;
-  private passRaw: boolean;
-  private readonly jb: JitterBuffer;
-  private readonly frameBudget: TokenBucket;
-  /** Inbound scratch: payload bytes, previous frame (concealment), 8 kHz PCM. */
-  private readonly inBytes = Buffer.alloc(MAX_MEDIA_PAYLOAD_BYTES);
-  private readonly lastFrame = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE);
-  private readonly concealed = new Uint8Array(FRAME_BYTES);
-  private concealRun = 0;
-  private readonly pcm8 = new Int16Array(FRAME_BYTES);
-  private nextPopMs = -1;
-  /** Highest chunk handed to the sink; -1 until the first pop fixes where the stream starts. */
-  private deliveredSeq = -1;
-  /** Outbound: the whole `media` text frame, payload rewritten in place per frame. */
-  private outFrame = new Uint8Array(0);
-  private payloadOffset = 0;
-  private readonly outMulaw = new Uint8Array(FRAME_BYTES);
-  private readonly pendingMarks = new Set<string>();
-  private readonly clearedMarks = new Set<string>();
-  private readonly chunkWindow = new CounterWindow(CHUNK_WINDOW);
-  private readonly timestampWindow = new CounterWindow(TIMESTAMP_WINDOW);
-  private readonly sequenceWindow = new CounterWindow(SEQUENCE_WINDOW);
-  private readonly garbage = new GarbagePolicy();
-  private readonly invalidReasons: Partial<Record<CarrierInvalidReason, number>> = {};
-  private readonly counters = { invalidFrames: 0, unknownEvents: 0, mediaBeforeClaim: 0, binaryFramesIgnored: 0, outFrames: 0, outFramesDropped: 0, marksSent: 0, marksHeard: 0, marksCleared: 0, clears: 0, dtmf: 0 };
-
-  constructor(
-    private readonly ws: TwilioSocket,
-    private readonly clock: Clock,
-    opts: TwilioTransportOptions = {},
-  ) {
-    this.leadMs = opts.leadMs ?? 100;
-    this.passRaw = opts.passRawMulaw ?? false;
-    this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
-    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: 120, frameBytes: FRAME_BYTES, clock, ...opts.jitter });
-    // sequenceNumber counts from the first message of the socket.
-    this.sequenceWindow.anchor(clock.monotonicMs());
-  }
-
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
-  /**
-   * Starts accepting media for `sink` (the session is claimed): media before this is dropped. `passRawMulaw`: also hand over the raw frame (the ASR takes mu-law).
-   */
-  attach(sink: TwilioAudioSink, opts: { passRawMulaw?: boolean } = {}): void {
-    this.sink = sink;
-    if (opts.passRawMulaw !== undefined) this.passRaw = opts.passRawMulaw;
-  }
-
-  // ------------------------------------------------------------------ CallTransport
-
-  sendEvent(_ev: ServerEvent): void {
-    // Suppressed on carrier sockets (spec Events: everything goes to the conversation record).
-  }
-
-  sendAudio(frame: Int16Array): void {
-    if (this.closed || !this.streamSid) return;
-    if (frame.length !== FRAME_BYTES) throw new RangeError(`twilio transport: frame of ${frame.length} samples, want ${FRAME_BYTES}`);
-    if (this.ws.getBufferedAmount() > MAX_BUFFERED_BYTES) {
-      this.counters.outFramesDropped++;
-      return;
-    }
-    mulawEncode(frame, this.outMulaw);
-    base64Into(this.outMulaw, this.outFrame, this.payloadOffset);
-    if (this.ws.send(this.outFrame, false) === 2) this.counters.outFramesDropped++;
-    else this.counters.outFrames++;
-  }
-
-  clearAudio(): void {
-    if (this.closed || !this.streamSid) return;
-    this.sendJson({ event: 'clear', streamSid: this.streamSid });
-    this.counters.clears++;
-    // Twilio echoes these for audio it dropped: they must not count as heard.
-    for (const name of this.pendingMarks) this.clearedMarks.add(name);
-    this.pendingMarks.clear();
-    trim(this.clearedMarks);
-  }
-
-  mark(name: string): void {
-    if (this.closed || !this.streamSid) return;
-    this.sendJson({ event: 'mark', streamSid: this.streamSid, mark: { name } });
-    this.counters.marksSent++;
-    this.pendingMarks.add(name);
-    trim(this.pendingMarks);
-  }
-
-  close(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    endSocket(this.ws, code, reason);
-  }
-
-  markClosed(): void {
-    this.closed = true;
-  }
-
-  // ------------------------------------------------------------------ inbound
-
-  /** A binary frame from the carrier: not part of Media Streams, so an invalid frame. */
-  /** One WebSocket message from the carrier, as uWS hands it over: budgeted first, then parsed. */
-  receiveFrame(message: ArrayBuffer, isBinary: boolean): TwilioEvent | undefined {
-    if (!this.frameBudget.take()) return this.invalid('frame_rate');
-    return isBinary ? this.receiveBinary() : this.receiveText(Buffer.from(message).toString('utf8'));
-  }
-
-  receiveBinary(): TwilioEvent {
-    this.counters.binaryFramesIgnored++;
-    return this.invalid('binary_frame');
-  }
-
-  /**
-   * One text frame from the carrier. Every field is validated (shared/protocol/twilio-media.ts)
-   * and every counter checked against its window before anything uses it; `media` is consumed
-   * here, other events are returned. An `invalid` result with `close` means the stream has sent
-   * too much garbage and the node should close it.
-   */
-  receiveText(text: string): TwilioEvent | undefined {
-    const parsed = parseCarrierFrame(text);
-    if (!parsed.ok) return this.invalid(parsed.reason);
-    const f = parsed.frame;
-    if (f.event === 'unknown') {
-      // Twilio adds events over time: ignored and counted, not garbage.
-      this.counters.unknownEvents++;
-      this.garbage.record(false);
-      return undefined;
-    }
-    if (f.event === 'connected') {
-      this.garbage.record(false);
-      return { event: 'connected' };
-    }
-    const now = this.clock.monotonicMs();
-    if (f.sequenceNumber !== undefined && !this.sequenceWindow.accept(f.sequenceNumber, now)) return this.invalid('sequence_out_of_window');
-    if (this.streamSid && f.streamSid !== undefined && f.streamSid !== this.streamSid) return this.invalid('stream_sid_mismatch');
-    switch (f.event) {
-      case 'media':
-        return this.onMedia(f, now);
-      case 'start':
-        if (this.streamSid) return this.invalid('duplicate_start');
-        this.garbage.record(false);
-        this.setStreamSid(f.streamSid);
-        this.callSid = f.callSid;
-        // chunk counts from 1 and timestamp from 0 at `start`: both windows begin here.
-        this.chunkWindow.anchor(now);
-        this.timestampWindow.anchor(now);
-        return { event: 'start', streamSid: f.streamSid, callSid: f.callSid, accountSid: f.accountSid, customParameters: f.customParameters };
-      case 'mark':
-        this.garbage.record(false);
-        if (this.clearedMarks.delete(f.name)) {
-          this.counters.marksCleared++;
-          return { event: 'mark', name: f.name, cleared: true };
-        }
-        this.pendingMarks.delete(f.name);
-        this.counters.marksHeard++;
-        return { event: 'mark', name: f.name, cleared: false };
-      case 'dtmf':
-        this.garbage.record(false);
-        this.counters.dtmf++;
-        return { event: 'dtmf', digit: f.digit };
-      case 'stop':
-        this.garbage.record(false);
-        return { event: 'stop' };
-    }
-  }
-
-  private onMedia(m: Extract<CarrierFrame, { event: 'media' }>, now: number): TwilioEvent | undefined {
-    // No media before `start` (protocol violation) ...
-    if (!this.streamSid) return this.invalid('media_before_start');
-    // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
-    if (!this.chunkWindow.accept(m.chunk, now)) return this.invalid('chunk_out_of_window');
-    if (!this.timestampWindow.accept(m.timestampMs, now)) return this.invalid('timestamp_out_of_window');
-    this.garbage.record(false);
-    if (m.track !== 'inbound') return undefined;
-    // ... nor before the session is claimed (the claim is a registry round trip): dropped and
-    // counted, not buffered, so an unclaimed socket holds no audio and costs no jitter-buffer work.
-    if (!this.sink) {
-      this.counters.mediaBeforeClaim++;
-      return undefined;
-    }
-    const n = this.inBytes.write(m.payload, 0, 'base64');
-    // Payload size is not promised: a longer frame is cut to 20 ms, a shorter one padded (by the buffer).
-    const pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, FRAME_BYTES)), now);
-    // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
-    // between one and two frames (each flip would conceal or trim a frame: a time warp).
-    if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
-    if (pushed === 'accepted') this.deliverInOrder();
-    return undefined;
-  }
-
-  /**
-   * Hands over, now, every buffered frame that continues the delivered sequence (the one that just
-   * arrived, and any reordered ones it unblocks). The frames stay in the buffer for the playout
-   * schedule, which skips them when their turn comes.
-   */
-  private deliverInOrder(): void {
-    if (this.deliveredSeq < 0) return;
-    for (let payload = this.jb.peek(this.deliveredSeq + 1); payload; payload = this.jb.peek(this.deliveredSeq + 1)) {
-      this.deliveredSeq++;
-      this.lastFrame.set(payload);
-      this.concealRun = 0;
-      this.deliver(this.lastFrame);
-    }
-  }
-
-  private deliver(bytes: Uint8Array): void {
-    mulawDecode(bytes, this.pcm8);
-    this.sink!.onAudio(this.pcm8, this.passRaw ? bytes : undefined);
-  }
-
-  /** Counts an invalid frame (dropped); `close` once the stream has sent too much garbage. */
-  private invalid(reason: CarrierInvalidReason): TwilioEvent {
-    this.counters.invalidFrames++;
-    this.invalidReasons[reason] = (this.invalidReasons[reason] ?? 0) + 1;
-    return { event: 'invalid', reason, close: this.garbage.record(true) };
-  }
-
-  /** Node tick: pops the frames due on this call's own 20 ms schedule. */
-  pace(nowMs: number): void {
-    if (this.closed || !this.sink || this.nextPopMs < 0) return;
-    let n = 0;
-    while (nowMs >= this.nextPopMs) {
-      this.popOne(this.nextPopMs);
-      this.nextPopMs += FRAME_MS;
-      if (++n >= MAX_CATCH_UP_FRAMES && nowMs >= this.nextPopMs) {
-        // The loop stalled: skip ahead rather than burst audio (the buffer absorbs the gap).
-        this.nextPopMs = nowMs + FRAME_MS;
-        break;
-      }
-    }
-  }
-
-  /**
-   * The playout schedule's turn. The sink's stream holds exactly one frame per chunk: the frame,
-   * or a concealed one for a chunk given up as lost. A tick that only waits for a frame that may
-   * still come (an underrun, a reordered frame) hands over nothing: the frame itself goes on
-   * arrival. (Handing a concealed frame over for the wait as well, then the frame, would insert
-   * 20 ms into the caller's audio; before on-arrival delivery a later trim happened to cancel
-   * that out, now nothing would, and the shift stays for the rest of the call.)
-   */
-  private popOne(atMs: number): void {
-    const r = this.jb.pop(atMs);
-    if (r.kind === 'frame') {
-      // Handed over on arrival already: its playout slot has nothing left to do.
-      if (r.seq <= this.deliveredSeq) return;
-      // The buffer may skip a gap after a wait (or restart after a stall): conceal each chunk skipped.
-      this.concealThrough(r.seq - 1);
-      this.deliveredSeq = r.seq;
-      this.lastFrame.set(r.payload);
-      this.concealRun = 0;
-      this.deliver(this.lastFrame);
-    } else if (r.kind === 'concealed' && r.skipped) {
-      this.concealThrough(r.seq);
-    } else {
-      return;
-    }
-    this.deliverInOrder();
-  }
-
-  /** One concealed frame per chunk after the last one handed over, up to `seq` (at most MAX_CONCEALED_RUN). */
-  private concealThrough(seq: number): void {
-    if (this.deliveredSeq < 0 || seq <= this.deliveredSeq) return;
-    for (let s = Math.max(this.deliveredSeq + 1, seq - MAX_CONCEALED_RUN + 1); s <= seq; s++) {
-      conceal(this.lastFrame, this.concealed, ++this.concealRun);
-      this.deliver(this.concealed);
-    }
-    this.deliveredSeq = seq;
-  }
-
-  stats(): TwilioTransportStats {
-    return { jitter: this.jb.stats(), ...this.counters, invalidReasons: { ...this.invalidReasons } };
-  }
-
-  private setStreamSid(sid: string): void {
-    this.streamSid = sid;
-    ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = mediaFrameTemplate(sid));
-  }
-
-  private sendJson(msg: unknown): void {
-    this.ws.send(JSON.stringify(msg), false);
-  }
+/** The Twilio-compatible media stream protocol under a carrier name (`twilio`, `signalwire`). */
+export function twilioCompatibleProtocol(carrier: string): CarrierProtocol {
+  return {
+    carrier,
+    format: { codec: 'pcmu', sampleRateHz: 8000 },
+    marks: true,
+    sessionParams: 'start',
+    parse: parseCarrierFrame,
+    mediaTemplate: (sid) => ({ kind: 'json', ...mediaFrameTemplate(sid) }),
+    clearFrame: (sid) => JSON.stringify({ event: 'clear', streamSid: sid }),
+    markFrame: (sid, name) => JSON.stringify({ event: 'mark', streamSid: sid, mark: { name } }),
+  };
 }
 
-function trim(set: Set<string>): void {
-  while (set.size > MAX_PENDING_MARKS) set.delete(set.values().next().value as string);
+export const twilioProtocol: CarrierProtocol = twilioCompatibleProtocol('twilio');
+
+/** The carrier transport speaking Twilio Media Streams. */
+export class TwilioTransport extends CarrierTransport {
+  constructor(ws: CarrierSocket, clock: Clock, opts: CarrierTransportOptions = {}) {
+    super(ws, clock, twilioProtocol, opts);
+  }
 }

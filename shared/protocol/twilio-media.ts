@@ -55,10 +55,23 @@ interface Base {
   streamSid?: string;
 }
 
+/**
+ * The normalized carrier frame: Twilio's frames as parsed here, and every other carrier's frames
+ * mapped onto the same events by its protocol (media-engine/transports/<carrier>.ts).
+ */
 export type CarrierFrame =
   | { event: 'connected' }
-  | (Base & { event: 'start'; streamSid: string; callSid: string; accountSid: string; customParameters: Record<string, string> })
-  | (Base & { event: 'media'; track: 'inbound' | 'outbound'; chunk: number; timestampMs: number; payload: string })
+  | (Base & {
+      event: 'start';
+      streamSid: string;
+      callSid: string;
+      accountSid: string;
+      customParameters: Record<string, string>;
+      /** The stream's media when the carrier names one other than its protocol's default. */
+      format?: { codec: 'pcmu' | 'pcma' | 'l16'; sampleRateHz: number };
+    })
+  /** `payload`: base64 text (JSON carriers) or the raw bytes (binary carriers, reused: consume now). */
+  | (Base & { event: 'media'; track: 'inbound' | 'outbound'; chunk: number; timestampMs: number; payload: string | Uint8Array })
   | (Base & { event: 'mark'; name: string })
   | (Base & { event: 'dtmf'; digit: string })
   | (Base & { event: 'stop' })

@@ -54,6 +54,8 @@ export type ServerEvent =
   | { type: 'idle_check'; text: string; attempt: number; max_attempts: number }
   | { type: 'idle_disconnect'; text: string; reason: string; total_attempts: number }
   | { type: 'call_ended'; reason: string }
+  /** Carrier calls: a key the caller pressed (its text `[caller pressed 4]` is answered as the caller's turn). */
+  | { type: 'dtmf'; digit: string }
   /** Addition (issue 19, docs/flows.md): a `flow` agent's call entered a node (the start node at call start). */
   | { type: 'flow_node_entered'; node_id: string; label: string; node_type: string; turn: number }
   | { type: 'error'; message: string; code?: string; fatal?: boolean };

@@ -1,63 +1,61 @@
 /**
- * One JSON-or-form request to a carrier's REST API, for the Plivo, Vonage and Exotel clients: a
- * per-request timeout, the caller's abort signal, and every failure as a `CarrierError` (status 0:
- * unreachable; otherwise the carrier's status with its own message when it gave one).
+ * The carrier REST request every adapter sends (our own calls to a carrier's fixed, configured API
+ * base, never a tenant-supplied URL: shared/outbound does not apply). Timeout per request, the
+ * caller's abort never cuts a request that may already have placed a call, errors as CarrierError
+ * (status 0: unreachable, a 503 for the API caller; otherwise the carrier's status and message).
  */
-import { CarrierError } from '../twilio-client.js';
-
-export { CarrierError };
+import { CarrierError } from './types.js';
 
 export interface CarrierRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method?: 'POST' | 'GET' | 'PUT' | 'DELETE';
   url: string;
-  headers: Record<string, string>;
-  /** A JSON value (sent as application/json) or a form (application/x-www-form-urlencoded). */
-  json?: unknown;
-  form?: URLSearchParams;
-  timeoutMs: number;
-  signal?: AbortSignal;
+  auth: { basic: [string, string] } | { bearer: string };
+  /** Form (URLSearchParams) or JSON body. */
+  body?: URLSearchParams | Record<string, unknown>;
+  timeoutMs?: number;
 }
 
-/** Largest carrier answer read; a REST answer about one call is a few KiB. */
-const MAX_ANSWER_CHARS = 256 * 1024;
-
-export async function carrierRequest(r: CarrierRequest): Promise<{ status: number; body: Record<string, unknown> }> {
-  const timeout = AbortSignal.timeout(r.timeoutMs);
-  const headers: Record<string, string> = { accept: 'application/json', ...r.headers };
+/** Sends the request; the parsed JSON body of a 2xx (or `{}`). */
+export async function carrierRequest(r: CarrierRequest): Promise<Record<string, unknown>> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  headers.authorization = 'basic' in r.auth ? `Basic ${Buffer.from(`${r.auth.basic[0]}:${r.auth.basic[1]}`).toString('base64')}` : `Bearer ${r.auth.bearer}`;
   let body: string | undefined;
-  if (r.json !== undefined) {
-    headers['content-type'] = 'application/json';
-    body = JSON.stringify(r.json);
-  } else if (r.form) {
+  if (r.body instanceof URLSearchParams) {
     headers['content-type'] = 'application/x-www-form-urlencoded';
-    body = r.form.toString();
+    body = r.body.toString();
+  } else if (r.body) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(r.body);
   }
   let res: Response;
   try {
-    res = await fetch(r.url, { method: r.method, headers, body, signal: r.signal ? AbortSignal.any([r.signal, timeout]) : timeout });
+    res = await fetch(r.url, { method: r.method ?? 'POST', headers, body, signal: AbortSignal.timeout(r.timeoutMs ?? 10_000) });
   } catch (err) {
     throw new CarrierError(0, `carrier unreachable: ${(err as Error).message}`);
   }
-  const text = (await res.text().catch(() => '')).slice(0, MAX_ANSWER_CHARS);
-  let parsed: Record<string, unknown> = {};
+  const text = await res.text().catch(() => '');
+  let json: Record<string, unknown> = {};
   try {
     const v: unknown = text ? JSON.parse(text) : {};
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) parsed = v as Record<string, unknown>;
+    if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Record<string, unknown>;
   } catch {
-    // not JSON: the status says enough
+    // not JSON: keep the status
   }
-  if (!res.ok) throw new CarrierError(res.status, carrierMessage(parsed) ?? `carrier answered ${res.status}`, typeof parsed.code === 'number' ? parsed.code : undefined);
-  return { status: res.status, body: parsed };
+  if (!res.ok) {
+    // Twilio-style {code, message}; Telnyx-style {errors: [{code, title, detail}]}.
+    const errs = Array.isArray(json.errors) ? (json.errors[0] as Record<string, unknown> | undefined) : undefined;
+    const message = str(json.message) || str(errs?.detail) || str(errs?.title) || str(json.error_message) || `carrier answered ${res.status}`;
+    const code = Number(json.code ?? errs?.code);
+    throw new CarrierError(res.status, message, Number.isFinite(code) && code > 0 ? code : undefined, str(json.more_info) || undefined);
+  }
+  return json;
 }
 
-/** The human message of a carrier's error body (Plivo `error`, Vonage `title`/`detail`, Exotel `RestException.Message`). */
-function carrierMessage(b: Record<string, unknown>): string | undefined {
-  for (const k of ['message', 'error', 'detail', 'title']) if (typeof b[k] === 'string') return b[k];
-  const rest = b.RestException;
-  if (typeof rest === 'object' && rest !== null && typeof (rest as Record<string, unknown>).Message === 'string') return (rest as Record<string, string>).Message;
-  return undefined;
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
 }
 
-export function basicAuth(user: string, password: string): string {
-  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+/** A configured base URL without its trailing slashes. */
+export function trimBase(url: string): string {
+  return url.replace(/\/+$/, '');
 }

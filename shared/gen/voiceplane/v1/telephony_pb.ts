@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file voiceplane/v1/telephony.proto.
  */
 export const file_voiceplane_v1_telephony: GenFile = /*@__PURE__*/
-  fileDesc("Ch12b2ljZXBsYW5lL3YxL3RlbGVwaG9ueS5wcm90bxINdm9pY2VwbGFuZS52MSJ0CgtDYXJyaWVyRm9ybRI2CgZwYXJhbXMYASADKAsyJi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtLlBhcmFtc0VudHJ5Gi0KC1BhcmFtc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijQEKEkluYm91bmRDYWxsUmVxdWVzdBIQCghjYWxsX3NpZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEhMKC2FjY291bnRfc2lkGAQgASgJEgwKBGhvbGQYBSABKAUSKAoEZm9ybRgGIAEoCzIaLnZvaWNlcGxhbmUudjEuQ2FycmllckZvcm0iHQoNVHdpbWxSZXNwb25zZRIMCgRib2R5GAEgASgJIu0CChNPdXRib3VuZENhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhEKCXRvX251bWJlchgCIAEoCRITCgtmcm9tX251bWJlchgDIAEoCRIaChJ0ZWxlcGhvbnlfcHJvdmlkZXIYBCABKAkSMgoRZHluYW1pY192YXJpYWJsZXMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbnRleHQYBiABKAkSFwoPdXNlcl9iYWNrZ3JvdW5kGAcgASgJEiwKDGNhbGxfZGV0YWlscxgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIfChdzeXN0ZW1fbWVzc2FnZV9vdmVycmlkZRgJIAEoCRIgChh3ZWxjb21lX21lc3NhZ2Vfb3ZlcnJpZGUYCiABKAkSMQoQc2Vzc2lvbl9tZXRhZGF0YRgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QivAEKFE91dGJvdW5kQ2FsbFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIZChFwcm92aWRlcl9jYWxsX3NpZBgDIAEoCRIaChJ0ZWxlcGhvbnlfcHJvdmlkZXIYBCABKAkSDgoGc3RhdHVzGAUgASgJEhEKCXRvX251bWJlchgGIAEoCRITCgtmcm9tX251bWJlchgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCSLCAgoITGl2ZUNhbGwSDwoHY2FsbF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhEKCWRpcmVjdGlvbhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSEQoJdG9fbnVtYmVyGAYgASgJEhMKC2Zyb21fbnVtYmVyGAcgASgJEhoKEnRlbGVwaG9ueV9wcm92aWRlchgIIAEoCRITCgthbWRfdmVyZGljdBgJIAEoCRIQCghkdXJhdGlvbhgKIAEoBRIZChFwcm92aWRlcl9jYWxsX3NpZBgLIAEoCRISCgpjcmVhdGVkX2F0GAwgASgJEhYKDnRyYW5zZmVycmVkX3RvGA0gASgJEhMKC2Fuc3dlcmVkX2J5GA4gASgJEhUKDXJlY29yZGluZ191cmwYDyABKAkiUAoQTGlzdENhbGxzUmVxdWVzdBISCgVsaW1pdBgBIAEoBUgAiAEBEhMKBm9mZnNldBgCIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0InEKEUxpc3RDYWxsc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgFEiYKBWNhbGxzGAIgAygLMhcudm9pY2VwbGFuZS52MS5MaXZlQ2FsbBIlCgRtZXRhGAMgASgLMhcudm9pY2VwbGFuZS52MS5QYWdlTWV0YSIhCg5HZXRDYWxsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJIiEKDkVuZENhbGxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkiQwoPRW5kQ2FsbFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiOQoTVHJhbnNmZXJDYWxsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvX251bWJlchgCIAEoCSJPChRUcmFuc2ZlckNhbGxSZXNwb25zZRIPCgdjYWxsX2lkGAEgASgJEhMKC3RyYW5zZmVycmVkGAIgASgIEhEKCXRvX251bWJlchgDIAEoCSKtAQoZQ2FsbFN0YXR1c0NhbGxiYWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhMKC2NhbGxfc3RhdHVzGAIgASgJEhUKDWNhbGxfZHVyYXRpb24YAyABKAkSEAoIY2FsbF9zaWQYBCABKAkSFwoPc2VxdWVuY2VfbnVtYmVyGAUgASgJEigKBGZvcm0YBiABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtIrkBChhSZWNvcmRpbmdDYWxsYmFja1JlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIVCg1yZWNvcmRpbmdfdXJsGAIgASgJEhUKDXJlY29yZGluZ19zaWQYAyABKAkSGgoScmVjb3JkaW5nX2R1cmF0aW9uGAQgASgJEhgKEHJlY29yZGluZ19zdGF0dXMYBSABKAkSKAoEZm9ybRgGIAEoCzIaLnZvaWNlcGxhbmUudjEuQ2FycmllckZvcm0imgEKEkFtZENhbGxiYWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhMKC2Fuc3dlcmVkX2J5GAIgASgJEhAKCGNhbGxfc2lkGAMgASgJEiIKGm1hY2hpbmVfZGV0ZWN0aW9uX2R1cmF0aW9uGAQgASgJEigKBGZvcm0YBSABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtImoKE0RpYWxDb21wbGV0ZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIYChBkaWFsX2NhbGxfc3RhdHVzGAIgASgJEigKBGZvcm0YAyABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtIiQKEENhbGxiYWNrUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAgiGwoZVGVsZXBob255UHJvdmlkZXJzUmVxdWVzdCJ6ChFUZWxlcGhvbnlQcm92aWRlchIMCgRuYW1lGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRIRCglzdXBwb3J0ZWQYAyABKAgSFgoObWVkaWFfZW5jb2RpbmcYBCABKAkSFgoOc2FtcGxlX3JhdGVfaHoYBSABKAUiawoaVGVsZXBob255UHJvdmlkZXJzUmVzcG9uc2USMwoJcHJvdmlkZXJzGAEgAygLMiAudm9pY2VwbGFuZS52MS5UZWxlcGhvbnlQcm92aWRlchIYChBkZWZhdWx0X3Byb3ZpZGVyGAIgASgJIh4KHFRlbGVwaG9ueUNhcGFiaWxpdGllc1JlcXVlc3QiigIKE0NhcnJpZXJDYXBhYmlsaXRpZXMSEAoIcHJvdmlkZXIYASABKAkSEQoJc3VwcG9ydGVkGAIgASgIEg8KB2luYm91bmQYAyABKAgSEAoIb3V0Ym91bmQYBCABKAgSIwobYW5zd2VyaW5nX21hY2hpbmVfZGV0ZWN0aW9uGAUgASgIEhUKDWNvbGRfdHJhbnNmZXIYBiABKAgSEQoJcmVjb3JkaW5nGAcgASgIEgwKBGR0bWYYCCABKAgSFgoOYmFyZ2VfaW5fY2xlYXIYCSABKAgSFgoOcGxheWJhY2tfbWFya3MYCiABKAgSHgoWc2lnbmF0dXJlX3ZlcmlmaWNhdGlvbhgLIAEoCCLxAQodVGVsZXBob255Q2FwYWJpbGl0aWVzUmVzcG9uc2USNAoIY2FycmllcnMYASADKAsyIi52b2ljZXBsYW5lLnYxLkNhcnJpZXJDYXBhYmlsaXRpZXMSFAoMYW1kX3BvbGljaWVzGAIgAygJEhcKD2NhbGxfZGlyZWN0aW9ucxgDIAMoCRIhChlhbWRfdmVyZGljdF90aW1lb3V0X21pbl9zGAQgASgFEiEKGWFtZF92ZXJkaWN0X3RpbWVvdXRfbWF4X3MYBSABKAUSJQodYW1kX3ZlcmRpY3RfdGltZW91dF9kZWZhdWx0X3MYBiABKAUyrAgKEFRlbGVwaG9ueVNlcnZpY2USTgoLSW5ib3VuZENhbGwSIS52b2ljZXBsYW5lLnYxLkluYm91bmRDYWxsUmVxdWVzdBocLnZvaWNlcGxhbmUudjEuVHdpbWxSZXNwb25zZRJcChFQbGFjZU91dGJvdW5kQ2FsbBIiLnZvaWNlcGxhbmUudjEuT3V0Ym91bmRDYWxsUmVxdWVzdBojLnZvaWNlcGxhbmUudjEuT3V0Ym91bmRDYWxsUmVzcG9uc2USTgoJTGlzdENhbGxzEh8udm9pY2VwbGFuZS52MS5MaXN0Q2FsbHNSZXF1ZXN0GiAudm9pY2VwbGFuZS52MS5MaXN0Q2FsbHNSZXNwb25zZRJBCgdHZXRDYWxsEh0udm9pY2VwbGFuZS52MS5HZXRDYWxsUmVxdWVzdBoXLnZvaWNlcGxhbmUudjEuTGl2ZUNhbGwSSAoHRW5kQ2FsbBIdLnZvaWNlcGxhbmUudjEuRW5kQ2FsbFJlcXVlc3QaHi52b2ljZXBsYW5lLnYxLkVuZENhbGxSZXNwb25zZRJXCgxUcmFuc2ZlckNhbGwSIi52b2ljZXBsYW5lLnYxLlRyYW5zZmVyQ2FsbFJlcXVlc3QaIy52b2ljZXBsYW5lLnYxLlRyYW5zZmVyQ2FsbFJlc3BvbnNlEl8KEkNhbGxTdGF0dXNDYWxsYmFjaxIoLnZvaWNlcGxhbmUudjEuQ2FsbFN0YXR1c0NhbGxiYWNrUmVxdWVzdBofLnZvaWNlcGxhbmUudjEuQ2FsbGJhY2tSZXNwb25zZRJdChFSZWNvcmRpbmdDYWxsYmFjaxInLnZvaWNlcGxhbmUudjEuUmVjb3JkaW5nQ2FsbGJhY2tSZXF1ZXN0Gh8udm9pY2VwbGFuZS52MS5DYWxsYmFja1Jlc3BvbnNlElEKC0FtZENhbGxiYWNrEiEudm9pY2VwbGFuZS52MS5BbWRDYWxsYmFja1JlcXVlc3QaHy52b2ljZXBsYW5lLnYxLkNhbGxiYWNrUmVzcG9uc2USUAoMRGlhbENvbXBsZXRlEiIudm9pY2VwbGFuZS52MS5EaWFsQ29tcGxldGVSZXF1ZXN0Ghwudm9pY2VwbGFuZS52MS5Ud2ltbFJlc3BvbnNlEmQKDUxpc3RQcm92aWRlcnMSKC52b2ljZXBsYW5lLnYxLlRlbGVwaG9ueVByb3ZpZGVyc1JlcXVlc3QaKS52b2ljZXBsYW5lLnYxLlRlbGVwaG9ueVByb3ZpZGVyc1Jlc3BvbnNlEmkKDENhcGFiaWxpdGllcxIrLnZvaWNlcGxhbmUudjEuVGVsZXBob255Q2FwYWJpbGl0aWVzUmVxdWVzdBosLnZvaWNlcGxhbmUudjEuVGVsZXBob255Q2FwYWJpbGl0aWVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_voiceplane_v1_common]);
+  fileDesc("Ch12b2ljZXBsYW5lL3YxL3RlbGVwaG9ueS5wcm90bxINdm9pY2VwbGFuZS52MSJ0CgtDYXJyaWVyRm9ybRI2CgZwYXJhbXMYASADKAsyJi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtLlBhcmFtc0VudHJ5Gi0KC1BhcmFtc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijQEKEkluYm91bmRDYWxsUmVxdWVzdBIQCghjYWxsX3NpZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEhMKC2FjY291bnRfc2lkGAQgASgJEgwKBGhvbGQYBSABKAUSKAoEZm9ybRgGIAEoCzIaLnZvaWNlcGxhbmUudjEuQ2FycmllckZvcm0ibwoVQ2FycmllcldlYmhvb2tSZXF1ZXN0Eg8KB2NhcnJpZXIYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIMCgRob2xkGAMgASgFEhAKCHJhd19ib2R5GAQgASgJEhQKDGNvbnRlbnRfdHlwZRgFIAEoCSI1Cg9DYXJyaWVyRG9jdW1lbnQSDAoEYm9keRgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkiHQoNVHdpbWxSZXNwb25zZRIMCgRib2R5GAEgASgJIu0CChNPdXRib3VuZENhbGxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhEKCXRvX251bWJlchgCIAEoCRITCgtmcm9tX251bWJlchgDIAEoCRIaChJ0ZWxlcGhvbnlfcHJvdmlkZXIYBCABKAkSMgoRZHluYW1pY192YXJpYWJsZXMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbnRleHQYBiABKAkSFwoPdXNlcl9iYWNrZ3JvdW5kGAcgASgJEiwKDGNhbGxfZGV0YWlscxgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIfChdzeXN0ZW1fbWVzc2FnZV9vdmVycmlkZRgJIAEoCRIgChh3ZWxjb21lX21lc3NhZ2Vfb3ZlcnJpZGUYCiABKAkSMQoQc2Vzc2lvbl9tZXRhZGF0YRgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QivAEKFE91dGJvdW5kQ2FsbFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIZChFwcm92aWRlcl9jYWxsX3NpZBgDIAEoCRIaChJ0ZWxlcGhvbnlfcHJvdmlkZXIYBCABKAkSDgoGc3RhdHVzGAUgASgJEhEKCXRvX251bWJlchgGIAEoCRITCgtmcm9tX251bWJlchgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCSLCAgoITGl2ZUNhbGwSDwoHY2FsbF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhEKCWRpcmVjdGlvbhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSEQoJdG9fbnVtYmVyGAYgASgJEhMKC2Zyb21fbnVtYmVyGAcgASgJEhoKEnRlbGVwaG9ueV9wcm92aWRlchgIIAEoCRITCgthbWRfdmVyZGljdBgJIAEoCRIQCghkdXJhdGlvbhgKIAEoBRIZChFwcm92aWRlcl9jYWxsX3NpZBgLIAEoCRISCgpjcmVhdGVkX2F0GAwgASgJEhYKDnRyYW5zZmVycmVkX3RvGA0gASgJEhMKC2Fuc3dlcmVkX2J5GA4gASgJEhUKDXJlY29yZGluZ191cmwYDyABKAkiUAoQTGlzdENhbGxzUmVxdWVzdBISCgVsaW1pdBgBIAEoBUgAiAEBEhMKBm9mZnNldBgCIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0InEKEUxpc3RDYWxsc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgFEiYKBWNhbGxzGAIgAygLMhcudm9pY2VwbGFuZS52MS5MaXZlQ2FsbBIlCgRtZXRhGAMgASgLMhcudm9pY2VwbGFuZS52MS5QYWdlTWV0YSIhCg5HZXRDYWxsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJIiEKDkVuZENhbGxSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkiQwoPRW5kQ2FsbFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiOQoTVHJhbnNmZXJDYWxsUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvX251bWJlchgCIAEoCSJPChRUcmFuc2ZlckNhbGxSZXNwb25zZRIPCgdjYWxsX2lkGAEgASgJEhMKC3RyYW5zZmVycmVkGAIgASgIEhEKCXRvX251bWJlchgDIAEoCSKtAQoZQ2FsbFN0YXR1c0NhbGxiYWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhMKC2NhbGxfc3RhdHVzGAIgASgJEhUKDWNhbGxfZHVyYXRpb24YAyABKAkSEAoIY2FsbF9zaWQYBCABKAkSFwoPc2VxdWVuY2VfbnVtYmVyGAUgASgJEigKBGZvcm0YBiABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtIrkBChhSZWNvcmRpbmdDYWxsYmFja1JlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIVCg1yZWNvcmRpbmdfdXJsGAIgASgJEhUKDXJlY29yZGluZ19zaWQYAyABKAkSGgoScmVjb3JkaW5nX2R1cmF0aW9uGAQgASgJEhgKEHJlY29yZGluZ19zdGF0dXMYBSABKAkSKAoEZm9ybRgGIAEoCzIaLnZvaWNlcGxhbmUudjEuQ2FycmllckZvcm0imgEKEkFtZENhbGxiYWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhMKC2Fuc3dlcmVkX2J5GAIgASgJEhAKCGNhbGxfc2lkGAMgASgJEiIKGm1hY2hpbmVfZGV0ZWN0aW9uX2R1cmF0aW9uGAQgASgJEigKBGZvcm0YBSABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtImoKE0RpYWxDb21wbGV0ZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIYChBkaWFsX2NhbGxfc3RhdHVzGAIgASgJEigKBGZvcm0YAyABKAsyGi52b2ljZXBsYW5lLnYxLkNhcnJpZXJGb3JtIiQKEENhbGxiYWNrUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAgiGwoZVGVsZXBob255UHJvdmlkZXJzUmVxdWVzdCJ6ChFUZWxlcGhvbnlQcm92aWRlchIMCgRuYW1lGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRIRCglzdXBwb3J0ZWQYAyABKAgSFgoObWVkaWFfZW5jb2RpbmcYBCABKAkSFgoOc2FtcGxlX3JhdGVfaHoYBSABKAUiawoaVGVsZXBob255UHJvdmlkZXJzUmVzcG9uc2USMwoJcHJvdmlkZXJzGAEgAygLMiAudm9pY2VwbGFuZS52MS5UZWxlcGhvbnlQcm92aWRlchIYChBkZWZhdWx0X3Byb3ZpZGVyGAIgASgJIh4KHFRlbGVwaG9ueUNhcGFiaWxpdGllc1JlcXVlc3QiigIKE0NhcnJpZXJDYXBhYmlsaXRpZXMSEAoIcHJvdmlkZXIYASABKAkSEQoJc3VwcG9ydGVkGAIgASgIEg8KB2luYm91bmQYAyABKAgSEAoIb3V0Ym91bmQYBCABKAgSIwobYW5zd2VyaW5nX21hY2hpbmVfZGV0ZWN0aW9uGAUgASgIEhUKDWNvbGRfdHJhbnNmZXIYBiABKAgSEQoJcmVjb3JkaW5nGAcgASgIEgwKBGR0bWYYCCABKAgSFgoOYmFyZ2VfaW5fY2xlYXIYCSABKAgSFgoOcGxheWJhY2tfbWFya3MYCiABKAgSHgoWc2lnbmF0dXJlX3ZlcmlmaWNhdGlvbhgLIAEoCCLxAQodVGVsZXBob255Q2FwYWJpbGl0aWVzUmVzcG9uc2USNAoIY2FycmllcnMYASADKAsyIi52b2ljZXBsYW5lLnYxLkNhcnJpZXJDYXBhYmlsaXRpZXMSFAoMYW1kX3BvbGljaWVzGAIgAygJEhcKD2NhbGxfZGlyZWN0aW9ucxgDIAMoCRIhChlhbWRfdmVyZGljdF90aW1lb3V0X21pbl9zGAQgASgFEiEKGWFtZF92ZXJkaWN0X3RpbWVvdXRfbWF4X3MYBSABKAUSJQodYW1kX3ZlcmRpY3RfdGltZW91dF9kZWZhdWx0X3MYBiABKAUy2gkKEFRlbGVwaG9ueVNlcnZpY2USTgoLSW5ib3VuZENhbGwSIS52b2ljZXBsYW5lLnYxLkluYm91bmRDYWxsUmVxdWVzdBocLnZvaWNlcGxhbmUudjEuVHdpbWxSZXNwb25zZRJcChFQbGFjZU91dGJvdW5kQ2FsbBIiLnZvaWNlcGxhbmUudjEuT3V0Ym91bmRDYWxsUmVxdWVzdBojLnZvaWNlcGxhbmUudjEuT3V0Ym91bmRDYWxsUmVzcG9uc2USTgoJTGlzdENhbGxzEh8udm9pY2VwbGFuZS52MS5MaXN0Q2FsbHNSZXF1ZXN0GiAudm9pY2VwbGFuZS52MS5MaXN0Q2FsbHNSZXNwb25zZRJBCgdHZXRDYWxsEh0udm9pY2VwbGFuZS52MS5HZXRDYWxsUmVxdWVzdBoXLnZvaWNlcGxhbmUudjEuTGl2ZUNhbGwSSAoHRW5kQ2FsbBIdLnZvaWNlcGxhbmUudjEuRW5kQ2FsbFJlcXVlc3QaHi52b2ljZXBsYW5lLnYxLkVuZENhbGxSZXNwb25zZRJXCgxUcmFuc2ZlckNhbGwSIi52b2ljZXBsYW5lLnYxLlRyYW5zZmVyQ2FsbFJlcXVlc3QaIy52b2ljZXBsYW5lLnYxLlRyYW5zZmVyQ2FsbFJlc3BvbnNlEl8KEkNhbGxTdGF0dXNDYWxsYmFjaxIoLnZvaWNlcGxhbmUudjEuQ2FsbFN0YXR1c0NhbGxiYWNrUmVxdWVzdBofLnZvaWNlcGxhbmUudjEuQ2FsbGJhY2tSZXNwb25zZRJdChFSZWNvcmRpbmdDYWxsYmFjaxInLnZvaWNlcGxhbmUudjEuUmVjb3JkaW5nQ2FsbGJhY2tSZXF1ZXN0Gh8udm9pY2VwbGFuZS52MS5DYWxsYmFja1Jlc3BvbnNlElEKC0FtZENhbGxiYWNrEiEudm9pY2VwbGFuZS52MS5BbWRDYWxsYmFja1JlcXVlc3QaHy52b2ljZXBsYW5lLnYxLkNhbGxiYWNrUmVzcG9uc2USUAoMRGlhbENvbXBsZXRlEiIudm9pY2VwbGFuZS52MS5EaWFsQ29tcGxldGVSZXF1ZXN0Ghwudm9pY2VwbGFuZS52MS5Ud2ltbFJlc3BvbnNlElYKDkNhcnJpZXJJbmJvdW5kEiQudm9pY2VwbGFuZS52MS5DYXJyaWVyV2ViaG9va1JlcXVlc3QaHi52b2ljZXBsYW5lLnYxLkNhcnJpZXJEb2N1bWVudBJUCgxDYXJyaWVyRXZlbnQSJC52b2ljZXBsYW5lLnYxLkNhcnJpZXJXZWJob29rUmVxdWVzdBoeLnZvaWNlcGxhbmUudjEuQ2FycmllckRvY3VtZW50EmQKDUxpc3RQcm92aWRlcnMSKC52b2ljZXBsYW5lLnYxLlRlbGVwaG9ueVByb3ZpZGVyc1JlcXVlc3QaKS52b2ljZXBsYW5lLnYxLlRlbGVwaG9ueVByb3ZpZGVyc1Jlc3BvbnNlEmkKDENhcGFiaWxpdGllcxIrLnZvaWNlcGxhbmUudjEuVGVsZXBob255Q2FwYWJpbGl0aWVzUmVxdWVzdBosLnZvaWNlcGxhbmUudjEuVGVsZXBob255Q2FwYWJpbGl0aWVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_voiceplane_v1_common]);
 
 /**
  * The carrier's form parameters, exactly as posted (signature verification signs all of them).
@@ -82,6 +82,79 @@ export const InboundCallRequestSchema: GenMessage<InboundCallRequest> = /*@__PUR
   messageDesc(file_voiceplane_v1_telephony, 1);
 
 /**
+ * POST /telephony/calls/inbound/{carrier} and POST /telephony/calls/{call_id}/events/{carrier}:
+ * a carrier's webhook as received (verified and parsed by the carrier's adapter, issue 24).
+ *
+ * @generated from message voiceplane.v1.CarrierWebhookRequest
+ */
+export type CarrierWebhookRequest = Message<"voiceplane.v1.CarrierWebhookRequest"> & {
+  /**
+   * @generated from field: string carrier = 1;
+   */
+  carrier: string;
+
+  /**
+   * Events only.
+   *
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * Query `hold` (inbound, set by our own redirect).
+   *
+   * @generated from field: int32 hold = 3;
+   */
+  hold: number;
+
+  /**
+   * The body exactly as posted (signatures cover its bytes).
+   *
+   * @generated from field: string raw_body = 4;
+   */
+  rawBody: string;
+
+  /**
+   * The request's content type (form or JSON).
+   *
+   * @generated from field: string content_type = 5;
+   */
+  contentType: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.CarrierWebhookRequest.
+ * Use `create(CarrierWebhookRequestSchema)` to create a new message.
+ */
+export const CarrierWebhookRequestSchema: GenMessage<CarrierWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_telephony, 2);
+
+/**
+ * The answer to a carrier webhook: the carrier's call-control document (TwiML, LaML, ...) or an
+ * empty JSON acknowledgement, sent as is with `content_type`.
+ *
+ * @generated from message voiceplane.v1.CarrierDocument
+ */
+export type CarrierDocument = Message<"voiceplane.v1.CarrierDocument"> & {
+  /**
+   * @generated from field: string body = 1;
+   */
+  body: string;
+
+  /**
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+};
+
+/**
+ * Describes the message voiceplane.v1.CarrierDocument.
+ * Use `create(CarrierDocumentSchema)` to create a new message.
+ */
+export const CarrierDocumentSchema: GenMessage<CarrierDocument> = /*@__PURE__*/
+  messageDesc(file_voiceplane_v1_telephony, 3);
+
+/**
  * @generated from message voiceplane.v1.TwimlResponse
  */
 export type TwimlResponse = Message<"voiceplane.v1.TwimlResponse"> & {
@@ -98,7 +171,7 @@ export type TwimlResponse = Message<"voiceplane.v1.TwimlResponse"> & {
  * Use `create(TwimlResponseSchema)` to create a new message.
  */
 export const TwimlResponseSchema: GenMessage<TwimlResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 2);
+  messageDesc(file_voiceplane_v1_telephony, 4);
 
 /**
  * POST /telephony/calls/outbound.
@@ -175,7 +248,7 @@ export type OutboundCallRequest = Message<"voiceplane.v1.OutboundCallRequest"> &
  * Use `create(OutboundCallRequestSchema)` to create a new message.
  */
 export const OutboundCallRequestSchema: GenMessage<OutboundCallRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 3);
+  messageDesc(file_voiceplane_v1_telephony, 5);
 
 /**
  * @generated from message voiceplane.v1.OutboundCallResponse
@@ -229,7 +302,7 @@ export type OutboundCallResponse = Message<"voiceplane.v1.OutboundCallResponse">
  * Use `create(OutboundCallResponseSchema)` to create a new message.
  */
 export const OutboundCallResponseSchema: GenMessage<OutboundCallResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 4);
+  messageDesc(file_voiceplane_v1_telephony, 6);
 
 /**
  * The live call record (spec "Live call record").
@@ -332,7 +405,7 @@ export type LiveCall = Message<"voiceplane.v1.LiveCall"> & {
  * Use `create(LiveCallSchema)` to create a new message.
  */
 export const LiveCallSchema: GenMessage<LiveCall> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 5);
+  messageDesc(file_voiceplane_v1_telephony, 7);
 
 /**
  * @generated from message voiceplane.v1.ListCallsRequest
@@ -356,7 +429,7 @@ export type ListCallsRequest = Message<"voiceplane.v1.ListCallsRequest"> & {
  * Use `create(ListCallsRequestSchema)` to create a new message.
  */
 export const ListCallsRequestSchema: GenMessage<ListCallsRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 6);
+  messageDesc(file_voiceplane_v1_telephony, 8);
 
 /**
  * @generated from message voiceplane.v1.ListCallsResponse
@@ -385,7 +458,7 @@ export type ListCallsResponse = Message<"voiceplane.v1.ListCallsResponse"> & {
  * Use `create(ListCallsResponseSchema)` to create a new message.
  */
 export const ListCallsResponseSchema: GenMessage<ListCallsResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 7);
+  messageDesc(file_voiceplane_v1_telephony, 9);
 
 /**
  * @generated from message voiceplane.v1.GetCallRequest
@@ -402,7 +475,7 @@ export type GetCallRequest = Message<"voiceplane.v1.GetCallRequest"> & {
  * Use `create(GetCallRequestSchema)` to create a new message.
  */
 export const GetCallRequestSchema: GenMessage<GetCallRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 8);
+  messageDesc(file_voiceplane_v1_telephony, 10);
 
 /**
  * @generated from message voiceplane.v1.EndCallRequest
@@ -419,7 +492,7 @@ export type EndCallRequest = Message<"voiceplane.v1.EndCallRequest"> & {
  * Use `create(EndCallRequestSchema)` to create a new message.
  */
 export const EndCallRequestSchema: GenMessage<EndCallRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 9);
+  messageDesc(file_voiceplane_v1_telephony, 11);
 
 /**
  * @generated from message voiceplane.v1.EndCallResponse
@@ -448,7 +521,7 @@ export type EndCallResponse = Message<"voiceplane.v1.EndCallResponse"> & {
  * Use `create(EndCallResponseSchema)` to create a new message.
  */
 export const EndCallResponseSchema: GenMessage<EndCallResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 10);
+  messageDesc(file_voiceplane_v1_telephony, 12);
 
 /**
  * @generated from message voiceplane.v1.TransferCallRequest
@@ -472,7 +545,7 @@ export type TransferCallRequest = Message<"voiceplane.v1.TransferCallRequest"> &
  * Use `create(TransferCallRequestSchema)` to create a new message.
  */
 export const TransferCallRequestSchema: GenMessage<TransferCallRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 11);
+  messageDesc(file_voiceplane_v1_telephony, 13);
 
 /**
  * @generated from message voiceplane.v1.TransferCallResponse
@@ -499,7 +572,7 @@ export type TransferCallResponse = Message<"voiceplane.v1.TransferCallResponse">
  * Use `create(TransferCallResponseSchema)` to create a new message.
  */
 export const TransferCallResponseSchema: GenMessage<TransferCallResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 12);
+  messageDesc(file_voiceplane_v1_telephony, 14);
 
 /**
  * POST /telephony/calls/{call_id}/status (carrier call-progress callback).
@@ -543,7 +616,7 @@ export type CallStatusCallbackRequest = Message<"voiceplane.v1.CallStatusCallbac
  * Use `create(CallStatusCallbackRequestSchema)` to create a new message.
  */
 export const CallStatusCallbackRequestSchema: GenMessage<CallStatusCallbackRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 13);
+  messageDesc(file_voiceplane_v1_telephony, 15);
 
 /**
  * POST /telephony/calls/{call_id}/recording (carrier recording-status callback).
@@ -587,7 +660,7 @@ export type RecordingCallbackRequest = Message<"voiceplane.v1.RecordingCallbackR
  * Use `create(RecordingCallbackRequestSchema)` to create a new message.
  */
 export const RecordingCallbackRequestSchema: GenMessage<RecordingCallbackRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 14);
+  messageDesc(file_voiceplane_v1_telephony, 16);
 
 /**
  * POST /telephony/calls/{call_id}/amd (carrier asynchronous answering-machine verdict).
@@ -626,7 +699,7 @@ export type AmdCallbackRequest = Message<"voiceplane.v1.AmdCallbackRequest"> & {
  * Use `create(AmdCallbackRequestSchema)` to create a new message.
  */
 export const AmdCallbackRequestSchema: GenMessage<AmdCallbackRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 15);
+  messageDesc(file_voiceplane_v1_telephony, 17);
 
 /**
  * POST /telephony/calls/{call_id}/dial-complete (`action` of the transfer <Dial>).
@@ -655,7 +728,7 @@ export type DialCompleteRequest = Message<"voiceplane.v1.DialCompleteRequest"> &
  * Use `create(DialCompleteRequestSchema)` to create a new message.
  */
 export const DialCompleteRequestSchema: GenMessage<DialCompleteRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 16);
+  messageDesc(file_voiceplane_v1_telephony, 18);
 
 /**
  * @generated from message voiceplane.v1.CallbackResponse
@@ -672,7 +745,7 @@ export type CallbackResponse = Message<"voiceplane.v1.CallbackResponse"> & {
  * Use `create(CallbackResponseSchema)` to create a new message.
  */
 export const CallbackResponseSchema: GenMessage<CallbackResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 17);
+  messageDesc(file_voiceplane_v1_telephony, 19);
 
 /**
  * @generated from message voiceplane.v1.TelephonyProvidersRequest
@@ -685,7 +758,7 @@ export type TelephonyProvidersRequest = Message<"voiceplane.v1.TelephonyProvider
  * Use `create(TelephonyProvidersRequestSchema)` to create a new message.
  */
 export const TelephonyProvidersRequestSchema: GenMessage<TelephonyProvidersRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 18);
+  messageDesc(file_voiceplane_v1_telephony, 20);
 
 /**
  * @generated from message voiceplane.v1.TelephonyProvider
@@ -728,7 +801,7 @@ export type TelephonyProvider = Message<"voiceplane.v1.TelephonyProvider"> & {
  * Use `create(TelephonyProviderSchema)` to create a new message.
  */
 export const TelephonyProviderSchema: GenMessage<TelephonyProvider> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 19);
+  messageDesc(file_voiceplane_v1_telephony, 21);
 
 /**
  * @generated from message voiceplane.v1.TelephonyProvidersResponse
@@ -750,7 +823,7 @@ export type TelephonyProvidersResponse = Message<"voiceplane.v1.TelephonyProvide
  * Use `create(TelephonyProvidersResponseSchema)` to create a new message.
  */
 export const TelephonyProvidersResponseSchema: GenMessage<TelephonyProvidersResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 20);
+  messageDesc(file_voiceplane_v1_telephony, 22);
 
 /**
  * @generated from message voiceplane.v1.TelephonyCapabilitiesRequest
@@ -763,7 +836,7 @@ export type TelephonyCapabilitiesRequest = Message<"voiceplane.v1.TelephonyCapab
  * Use `create(TelephonyCapabilitiesRequestSchema)` to create a new message.
  */
 export const TelephonyCapabilitiesRequestSchema: GenMessage<TelephonyCapabilitiesRequest> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 21);
+  messageDesc(file_voiceplane_v1_telephony, 23);
 
 /**
  * @generated from message voiceplane.v1.CarrierCapabilities
@@ -830,7 +903,7 @@ export type CarrierCapabilities = Message<"voiceplane.v1.CarrierCapabilities"> &
  * Use `create(CarrierCapabilitiesSchema)` to create a new message.
  */
 export const CarrierCapabilitiesSchema: GenMessage<CarrierCapabilities> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 22);
+  messageDesc(file_voiceplane_v1_telephony, 24);
 
 /**
  * @generated from message voiceplane.v1.TelephonyCapabilitiesResponse
@@ -874,7 +947,7 @@ export type TelephonyCapabilitiesResponse = Message<"voiceplane.v1.TelephonyCapa
  * Use `create(TelephonyCapabilitiesResponseSchema)` to create a new message.
  */
 export const TelephonyCapabilitiesResponseSchema: GenMessage<TelephonyCapabilitiesResponse> = /*@__PURE__*/
-  messageDesc(file_voiceplane_v1_telephony, 23);
+  messageDesc(file_voiceplane_v1_telephony, 25);
 
 /**
  * @generated from service voiceplane.v1.TelephonyService
@@ -963,6 +1036,24 @@ export const TelephonyService: GenService<{
     methodKind: "unary";
     input: typeof DialCompleteRequestSchema;
     output: typeof TwimlResponseSchema;
+  },
+  /**
+   * Carriers other than Twilio (issue 24): inbound voice webhook and call events.
+   *
+   * @generated from rpc voiceplane.v1.TelephonyService.CarrierInbound
+   */
+  carrierInbound: {
+    methodKind: "unary";
+    input: typeof CarrierWebhookRequestSchema;
+    output: typeof CarrierDocumentSchema;
+  },
+  /**
+   * @generated from rpc voiceplane.v1.TelephonyService.CarrierEvent
+   */
+  carrierEvent: {
+    methodKind: "unary";
+    input: typeof CarrierWebhookRequestSchema;
+    output: typeof CarrierDocumentSchema;
   },
   /**
    * No authentication.

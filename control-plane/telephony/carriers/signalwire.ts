@@ -1,0 +1,53 @@
+/**
+ * SignalWire: the Twilio-compatible LaML REST API (`{space}/api/laml/2010-04-01/Accounts/{project}
+ * /Calls.json`, basic auth project id : API token), LaML documents (TwiML) and Twilio-format media
+ * streams; webhooks signed like Twilio's (HMAC-SHA1 over URL + sorted form) with the project's
+ * signing key, in `X-SignalWire-Signature` (also sent as `X-Twilio-Signature`).
+ *
+ * Credentials: `account_sid` = project id (a UUID), `auth_token` = API token, `space_url`
+ * (https://example.signalwire.com), `signing_key` (default: the API token, which older spaces sign with).
+ * Environment fallback: SIGNALWIRE_PROJECT_ID, SIGNALWIRE_API_TOKEN, SIGNALWIRE_SPACE_URL,
+ * SIGNALWIRE_SIGNING_KEY.
+ */
+import type { Config } from '../../../shared/config.js';
+import { trimBase } from './http.js';
+import { twilioCompatible } from './twilio.js';
+import { CarrierError, type CarrierAccount, type CarrierAdapter } from './types.js';
+
+const PROJECT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SPACE_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d+)?\/?$/;
+
+export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
+  return twilioCompatible(
+    {
+      id: 'signalwire',
+      displayName: 'SignalWire',
+      credentialFields: [
+        { name: 'account_sid', secret: false, required: true, pattern: PROJECT },
+        { name: 'auth_token', secret: true, required: true },
+        { name: 'space_url', secret: false, required: true, pattern: SPACE_URL },
+        { name: 'signing_key', secret: true, required: false },
+      ],
+      detect: (sid) => PROJECT.test(sid),
+      envAccount: (c) => {
+        const e = c.carrierEnv;
+        if (!e.SIGNALWIRE_PROJECT_ID || !e.SIGNALWIRE_API_TOKEN) return undefined;
+        return {
+          carrier: 'signalwire',
+          accountSid: e.SIGNALWIRE_PROJECT_ID,
+          authToken: e.SIGNALWIRE_API_TOKEN,
+          extra: { space_url: e.SIGNALWIRE_SPACE_URL ?? '', signing_key: e.SIGNALWIRE_SIGNING_KEY ?? '' },
+        };
+      },
+      apiRoot: (a: CarrierAccount) => {
+        const space = a.extra.space_url ?? '';
+        if (!SPACE_URL.test(space)) throw new CarrierError(400, 'the SignalWire account has no valid space_url (https://<space>.signalwire.com)');
+        return `${trimBase(space)}/api/laml/2010-04-01`;
+      },
+      signatureHeaders: ['x-signalwire-signature', 'x-twilio-signature'],
+      signingKey: (a, c) => a?.extra.signing_key || a?.authToken || c.carrierEnv.SIGNALWIRE_SIGNING_KEY || c.carrierEnv.SIGNALWIRE_API_TOKEN || '',
+      verifyEnabled: (c) => c.carrierEnv.SIGNALWIRE_VERIFY_SIGNATURE !== 'false',
+    },
+    config,
+  );
+}

@@ -1,0 +1,81 @@
+/**
+ * The engine side of the carrier interface (issue 24): what one carrier's media stream protocol
+ * supplies so the generic carrier transport (`carrier-transport.ts`: jitter buffer, counter
+ * windows, garbage policy, frame budget, marks and clear) can run it. A carrier only parses its
+ * frames into the normalized `CarrierFrame` (shared/protocol/twilio-media.ts, Twilio's vocabulary:
+ * start / media / mark / dtmf / stop) and encodes its outgoing media, clear and mark frames. The
+ * CallActor and the node route never see a carrier-specific shape.
+ *
+ * Adding a carrier: a `CarrierProtocol` in `transports/<carrier>.ts`, listed in `PROTOCOLS`
+ * (carrier-protocols.ts); the node then serves `/api/v1/voice/ws/<carrier>/{id}` for it.
+ */
+import type { CarrierParse } from '../../shared/protocol/twilio-media.js';
+
+/** Wire codecs of carrier media (payload bytes of one frame). */
+export type MediaCodec = 'pcmu' | 'pcma' | 'l16';
+
+export interface CarrierMediaFormat {
+  codec: MediaCodec;
+  /** 8000 for G.711; 8000 or 16000 for L16. Fixed per protocol: the actor's rates follow it. */
+  sampleRateHz: number;
+}
+
+/** Bytes of one 20 ms frame of `fmt`. */
+export function frameBytes(fmt: CarrierMediaFormat): number {
+  const samples = (fmt.sampleRateHz / 1000) * 20;
+  return fmt.codec === 'l16' ? samples * 2 : samples;
+}
+
+/**
+ * The outgoing `media` frame of one stream, laid out once per stream: the 20 ms payload is
+ * base64-encoded into `payloadOffset` of `frame` every 20 ms (no allocation on the hot path).
+ * `binary`: the payload is sent as the raw bytes of a binary WebSocket frame instead (Vonage).
+ */
+export type OutboundMediaTemplate = { kind: 'json'; frame: Uint8Array<ArrayBuffer>; payloadOffset: number } | { kind: 'binary' };
+
+export interface CarrierProtocol {
+  /** The carrier identifier (`twilio`, `signalwire`, `telnyx`, ...): also the route segment. */
+  readonly carrier: string;
+  /** The media on the wire unless `start` says otherwise (same sample rate only). */
+  readonly format: CarrierMediaFormat;
+  /**
+   * Whether the carrier echoes `mark`s. Without marks the transport emulates them (a mark is
+   * "heard" when the audio queued before it has been played out in real time).
+   */
+  readonly marks: boolean;
+  /**
+   * Where the session parameters (`session_id`, `agent_id`, `call_id`) travel: `start` (the start
+   * frame's custom parameters, Twilio) or `query` (the socket URL's query string, carriers whose
+   * start frame carries none); `start` values win over `query` ones when both exist.
+   */
+  readonly sessionParams: 'start' | 'query';
+  /**
+   * Parses and validates one text frame into the normalized frame; never throws. `start` may name
+   * a media format (`start.format`) of the protocol's sample rate.
+   */
+  parse(text: string): CarrierParse;
+  /** A binary frame (only carriers whose audio is binary, Vonage); absent: binary frames are invalid. */
+  parseBinary?(bytes: Uint8Array): CarrierParse;
+  /** The outgoing media frame template of stream `streamId` for 20 ms of `fmt`. */
+  mediaTemplate(streamId: string, fmt: CarrierMediaFormat): OutboundMediaTemplate;
+  /** The text frame that drops the audio queued at the carrier (barge-in). */
+  clearFrame(streamId: string): string;
+  /** The text frame asking the carrier to echo `name` once the audio before it played (only when `marks`). */
+  markFrame(streamId: string, name: string): string;
+}
+
+/** base64 characters of `n` bytes. */
+export function base64Chars(n: number): number {
+  return Math.ceil(n / 3) * 4;
+}
+
+/** A JSON media frame template `prefix + <payload slot> + suffix` (see OutboundMediaTemplate). */
+export function jsonMediaTemplate(prefix: string, suffix: string, payloadBytes: number): OutboundMediaTemplate {
+  const p = new TextEncoder().encode(prefix);
+  const s = new TextEncoder().encode(suffix);
+  const slot = base64Chars(payloadBytes);
+  const frame = new Uint8Array(p.length + slot + s.length);
+  frame.set(p, 0);
+  frame.set(s, p.length + slot);
+  return { kind: 'json', frame, payloadOffset: p.length };
+}

@@ -1,0 +1,443 @@
+/**
+ * The carrier media stream transport (issue 24: generic over `CarrierProtocol`, carrier-protocol.ts;
+ * born as the Twilio Media Streams transport, docs/protocols.md section 1): JSON text frames (or
+ * binary audio) both ways, G.711 mu-law / A-law or L16 in 20 ms frames. The protocol parses and
+ * encodes; everything below is the same for every carrier. JSON events of the voice socket are
+ * suppressed (the conversation record gets everything).
+ *
+ * Inbound: `media` frames go into an adaptive jitter buffer keyed by `chunk` (timestamp for the
+ * jitter estimate). The sink (VAD, ASR) gets every frame once, in chunk order, decoded to 8 kHz
+ * PCM (the call's native rate: nothing is resampled on the way in), plus the raw mu-law when the
+ * ASR takes it. A frame that arrives in order goes to the sink at once, on arrival, so voice
+ * activity and a transcript that confirms a barge-in (and with it the `clear`) never wait for the
+ * playout delay. `pace(nowMs)`, called on the node's tick, pops one frame per 20 ms of its own
+ * schedule: frames already handed over are skipped; gaps (loss, reordering, a stalled stream) are
+ * concealed or filled from the buffer in order, as before. Outbound: each 20 ms frame at 8 kHz is
+ * encoded to mu-law and base64 straight into a preallocated JSON text frame (no per-frame
+ * allocation). `mark` after each utterance; `clear` on barge-in, after which the marks still
+ * pending are echoed by Twilio for audio that was dropped, not played: those echoes are swallowed.
+ */
+import type { Clock } from '../../shared/clock.js';
+import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
+import { alawDecode, alawEncode, mulawDecode, mulawEncode, MULAW_SILENCE } from '../audio/g711.js';
+import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
+import type { CallTransport } from '../session/transport.js';
+import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
+import { frameBytes, type CarrierMediaFormat, type CarrierProtocol, type MediaCodec } from './carrier-protocol.js';
+import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
+import { TokenBucket } from '../session/token-bucket.js';
+import { endSocket } from './socket-end.js';
+import { base64Into } from './twilio-media-frame.js';
+import type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
+
+export type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
+
+const FRAME_MS = 20;
+/** Largest 20 ms frame of any carrier format (L16 16 kHz): the scratch buffers' size. */
+const MAX_FRAME_BYTES = 640;
+/** Longest run of concealed frames handed over for one gap (a restart after a long stall): 1 s. */
+const MAX_CONCEALED_RUN = 50;
+/** Past this much unsent data we drop audio frames instead of growing memory (rule 10). */
+export const MAX_BUFFERED_BYTES = 512 * 1024;
+/** Marks remembered (sent, not yet echoed); beyond this the oldest is forgotten (rule 10). */
+const MAX_PENDING_MARKS = 256;
+/** The pop schedule never catches up more than this many frames in one tick (event-loop stall). */
+const MAX_CATCH_UP_FRAMES = 6;
+/**
+ * Frames a socket may send: Twilio sends 50 media frames a second plus a few marks, and after a
+ * network stall a burst of what was held. Budget: a 5 s burst, then twice real time. A flood past it
+ * is dropped before it is decoded or parsed (the parse is what costs) and counts as garbage, which
+ * closes the stream if it goes on.
+ */
+const FRAME_BUDGET = { burst: 250, perSecond: 100 };
+/**
+ * Counter windows (see CounterWindow): `chunk` may trail the newest chunk by 1 s of frames
+ * (reordering, late frames) and lead it by 1 s plus the frames of elapsed real time; the media
+ * timestamp likewise in ms; `sequenceNumber` counts every message, so it may advance twice as fast.
+ * Beyond that a value is not a counter of this stream: the frame is dropped as invalid. The jitter
+ * buffer's own work is bounded by its ring size whatever the value (jitter-buffer.ts).
+ */
+const CHUNK_WINDOW = { behind: 50, ahead: 50, perMs: 1 / FRAME_MS };
+const TIMESTAMP_WINDOW = { behind: 1000, ahead: 1000, perMs: 1 };
+const SEQUENCE_WINDOW = { behind: 100, ahead: 100, perMs: 2 / FRAME_MS };
+export class CarrierTransport implements CallTransport {
+  /** Every carrier stream is `twilio` to the actor (a carrier socket: no JSON events, marks). */
+  readonly kind = 'twilio' as const;
+  readonly carrier: string;
+  readonly inRateHz: number;
+  readonly outRateHz: number;
+  readonly leadMs: number;
+  streamSid = '';
+  callSid = '';
+  /** The media of this stream: the protocol's until `start` names another of the same size. */
+  format: CarrierMediaFormat;
+  private readonly frameBytes: number;
+  private closed = false;
+  private sink?: CarrierAudioSink;
+  private passRaw: boolean;
+  private readonly jb: JitterBuffer;
+  private readonly frameBudget: TokenBucket;
+  /** Inbound scratch: payload bytes, previous frame (concealment), 8 kHz PCM. */
+  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_FRAME_BYTES));
+  private readonly lastFrame: Uint8Array;
+  private readonly concealed: Uint8Array;
+  private concealRun = 0;
+  /** Decoded PCM of one frame at the stream's rate. */
+  private readonly pcm: Int16Array;
+  private nextPopMs = -1;
+  /** Highest chunk handed to the sink; -1 until the first pop fixes where the stream starts. */
+  private deliveredSeq = -1;
+  /** Outbound: the whole `media` text frame, payload rewritten in place per frame. */
+  private outFrame = new Uint8Array(0);
+  private outBinary = false;
+  private payloadOffset = 0;
+  private readonly outBytes: Uint8Array;
+  /** Carriers without mark echoes: marks "heard" once the audio before them has played (due ms, name). */
+  private readonly emulatedMarks: Array<{ dueMs: number; name: string }> = [];
+  private outPlayedUntilMs = 0;
+  private onEmulatedMark?: (name: string) => void;
+  private readonly pendingMarks = new Set<string>();
+  private readonly clearedMarks = new Set<string>();
+  private readonly chunkWindow = new CounterWindow(CHUNK_WINDOW);
+  private readonly timestampWindow = new CounterWindow(TIMESTAMP_WINDOW);
+  private readonly sequenceWindow = new CounterWindow(SEQUENCE_WINDOW);
+  private readonly garbage = new GarbagePolicy();
+  private readonly invalidReasons: Partial<Record<CarrierInvalidReason, number>> = {};
+  private readonly counters = { invalidFrames: 0, unknownEvents: 0, mediaBeforeClaim: 0, binaryFramesIgnored: 0, outFrames: 0, outFramesDropped: 0, marksSent: 0, marksHeard: 0, marksCleared: 0, clears: 0, dtmf: 0 };
+
+  constructor(
+    private readonly ws: CarrierSocket,
+    private readonly clock: Clock,
+    readonly protocol: CarrierProtocol,
+    opts: CarrierTransportOptions = {},
+  ) {
+    this.carrier = protocol.carrier;
+    this.format = { ...protocol.format };
+    this.inRateHz = this.outRateHz = protocol.format.sampleRateHz;
+    this.frameBytes = frameBytes(protocol.format);
+    this.lastFrame = new Uint8Array(this.frameBytes).fill(silenceByte(protocol.format.codec));
+    this.concealed = new Uint8Array(this.frameBytes);
+    this.outBytes = new Uint8Array(this.frameBytes);
+    this.pcm = new Int16Array(this.frameBytes / (protocol.format.codec === 'l16' ? 2 : 1));
+    this.leadMs = opts.leadMs ?? 100;
+    this.passRaw = opts.passRawMulaw ?? false;
+    this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
+    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: 120, frameBytes: this.frameBytes, clock, ...opts.jitter });
+    // sequenceNumber counts from the first message of the socket.
+    this.sequenceWindow.anchor(clock.monotonicMs());
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Starts accepting media for `sink` (the session is claimed): media before this is dropped. `passRawMulaw`: also hand over the raw frame (the ASR takes mu-law).
+   */
+  attach(sink: CarrierAudioSink, opts: { passRawMulaw?: boolean } = {}): void {
+    this.sink = sink;
+    if (opts.passRawMulaw !== undefined) this.passRaw = opts.passRawMulaw;
+  }
+
+  /** Whether the raw inbound frames are mu-law (an ASR taking mu-law can have them as they are). */
+  get rawIsMulaw(): boolean {
+    return this.format.codec === 'pcmu';
+  }
+
+  /** Where emulated mark echoes go (carriers without marks; the node posts them to the actor). */
+  onMarkEmulated(fn: (name: string) => void): void {
+    this.onEmulatedMark = fn;
+  }
+
+  // ------------------------------------------------------------------ CallTransport
+
+  sendEvent(_ev: ServerEvent): void {
+    // Suppressed on carrier sockets (spec Events: everything goes to the conversation record).
+  }
+
+  sendAudio(frame: Int16Array): void {
+    if (this.closed || !this.streamSid) return;
+    if (frame.length !== this.pcm.length) throw new RangeError(`${this.carrier} transport: frame of ${frame.length} samples, want ${this.pcm.length}`);
+    if (this.ws.getBufferedAmount() > MAX_BUFFERED_BYTES) {
+      this.counters.outFramesDropped++;
+      return;
+    }
+    encodeFrame(this.format.codec, frame, this.outBytes);
+    const sent = this.outBinary ? this.ws.send(this.outBytes, true) : (base64Into(this.outBytes, this.outFrame, this.payloadOffset), this.ws.send(this.outFrame, false));
+    if (sent === 2) this.counters.outFramesDropped++;
+    else this.counters.outFrames++;
+    // Real-time play-out position at the carrier, for emulated marks.
+    const now = this.clock.monotonicMs();
+    this.outPlayedUntilMs = Math.max(this.outPlayedUntilMs, now) + FRAME_MS;
+  }
+
+  clearAudio(): void {
+    if (this.closed || !this.streamSid) return;
+    this.ws.send(this.protocol.clearFrame(this.streamSid), false);
+    this.counters.clears++;
+    this.outPlayedUntilMs = 0;
+    if (!this.protocol.marks) {
+      // No carrier echoes: the pending marks' audio was dropped, so they are never heard.
+      this.counters.marksCleared += this.emulatedMarks.length;
+      this.emulatedMarks.length = 0;
+      return;
+    }
+    // Twilio echoes these for audio it dropped: they must not count as heard.
+    for (const name of this.pendingMarks) this.clearedMarks.add(name);
+    this.pendingMarks.clear();
+    trim(this.clearedMarks);
+  }
+
+  mark(name: string): void {
+    if (this.closed || !this.streamSid) return;
+    this.counters.marksSent++;
+    if (!this.protocol.marks) {
+      this.emulatedMarks.push({ dueMs: Math.max(this.outPlayedUntilMs, this.clock.monotonicMs()), name });
+      if (this.emulatedMarks.length > MAX_PENDING_MARKS) this.emulatedMarks.shift();
+      return;
+    }
+    this.ws.send(this.protocol.markFrame(this.streamSid, name), false);
+    this.pendingMarks.add(name);
+    trim(this.pendingMarks);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    endSocket(this.ws, code, reason);
+  }
+
+  markClosed(): void {
+    this.closed = true;
+  }
+
+  // ------------------------------------------------------------------ inbound
+
+  /** A binary frame from the carrier: not part of Media Streams, so an invalid frame. */
+  /** One WebSocket message from the carrier, as uWS hands it over: budgeted first, then parsed. */
+  receiveFrame(message: ArrayBuffer, isBinary: boolean): CarrierEvent | undefined {
+    if (!this.frameBudget.take()) return this.invalid('frame_rate');
+    if (isBinary && this.protocol.parseBinary) return this.receiveParsed(this.protocol.parseBinary(new Uint8Array(message)));
+    return isBinary ? this.receiveBinary() : this.receiveText(Buffer.from(message).toString('utf8'));
+  }
+
+  receiveBinary(): CarrierEvent {
+    this.counters.binaryFramesIgnored++;
+    return this.invalid('binary_frame');
+  }
+
+  /**
+   * One text frame from the carrier. Every field is validated (shared/protocol/twilio-media.ts)
+   * and every counter checked against its window before anything uses it; `media` is consumed
+   * here, other events are returned. An `invalid` result with `close` means the stream has sent
+   * too much garbage and the node should close it.
+   */
+  receiveText(text: string): CarrierEvent | undefined {
+    return this.receiveParsed(this.protocol.parse(text));
+  }
+
+  private receiveParsed(parsed: ReturnType<CarrierProtocol['parse']>): CarrierEvent | undefined {
+    if (!parsed.ok) return this.invalid(parsed.reason);
+    const f = parsed.frame;
+    if (f.event === 'unknown') {
+      // Twilio adds events over time: ignored and counted, not garbage.
+      this.counters.unknownEvents++;
+      this.garbage.record(false);
+      return undefined;
+    }
+    if (f.event === 'connected') {
+      this.garbage.record(false);
+      return { event: 'connected' };
+    }
+    const now = this.clock.monotonicMs();
+    if (f.sequenceNumber !== undefined && !this.sequenceWindow.accept(f.sequenceNumber, now)) return this.invalid('sequence_out_of_window');
+    if (this.streamSid && f.streamSid !== undefined && f.streamSid !== this.streamSid) return this.invalid('stream_sid_mismatch');
+    switch (f.event) {
+      case 'media':
+        return this.onMedia(f, now);
+      case 'start':
+        if (this.streamSid) return this.invalid('duplicate_start');
+        this.garbage.record(false);
+        if (f.format) {
+          // Only another codec of the same frame size (PCMU <-> PCMA): the buffers are sized already.
+          if (frameBytes(f.format) !== this.frameBytes || f.format.sampleRateHz !== this.inRateHz) return this.invalid('bad_media_format');
+          this.format = { ...f.format };
+        }
+        this.setStreamSid(f.streamSid);
+        this.callSid = f.callSid;
+        // chunk counts from 1 and timestamp from 0 at `start`: both windows begin here.
+        this.chunkWindow.anchor(now);
+        this.timestampWindow.anchor(now);
+        return { event: 'start', streamSid: f.streamSid, callSid: f.callSid, accountSid: f.accountSid, customParameters: f.customParameters };
+      case 'mark':
+        this.garbage.record(false);
+        if (this.clearedMarks.delete(f.name)) {
+          this.counters.marksCleared++;
+          return { event: 'mark', name: f.name, cleared: true };
+        }
+        this.pendingMarks.delete(f.name);
+        this.counters.marksHeard++;
+        return { event: 'mark', name: f.name, cleared: false };
+      case 'dtmf':
+        this.garbage.record(false);
+        this.counters.dtmf++;
+        return { event: 'dtmf', digit: f.digit };
+      case 'stop':
+        this.garbage.record(false);
+        return { event: 'stop' };
+    }
+  }
+
+  private onMedia(m: Extract<CarrierFrame, { event: 'media' }>, now: number): CarrierEvent | undefined {
+    // No media before `start` (protocol violation) ...
+    if (!this.streamSid) return this.invalid('media_before_start');
+    // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
+    if (!this.chunkWindow.accept(m.chunk, now)) return this.invalid('chunk_out_of_window');
+    if (!this.timestampWindow.accept(m.timestampMs, now)) return this.invalid('timestamp_out_of_window');
+    this.garbage.record(false);
+    if (m.track !== 'inbound') return undefined;
+    // ... nor before the session is claimed (the claim is a registry round trip): dropped and
+    // counted, not buffered, so an unclaimed socket holds no audio and costs no jitter-buffer work.
+    if (!this.sink) {
+      this.counters.mediaBeforeClaim++;
+      return undefined;
+    }
+    const n = typeof m.payload === 'string' ? this.inBytes.write(m.payload, 0, 'base64') : copyInto(m.payload, this.inBytes);
+    // Payload size is not promised: a longer frame is cut to 20 ms, a shorter one padded (by the buffer).
+    const pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
+    // between one and two frames (each flip would conceal or trim a frame: a time warp).
+    if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
+    if (pushed === 'accepted') this.deliverInOrder();
+    return undefined;
+  }
+
+  /**
+   * Hands over, now, every buffered frame that continues the delivered sequence (the one that just
+   * arrived, and any reordered ones it unblocks). The frames stay in the buffer for the playout
+   * schedule, which skips them when their turn comes.
+   */
+  private deliverInOrder(): void {
+    if (this.deliveredSeq < 0) return;
+    for (let payload = this.jb.peek(this.deliveredSeq + 1); payload; payload = this.jb.peek(this.deliveredSeq + 1)) {
+      this.deliveredSeq++;
+      this.lastFrame.set(payload);
+      this.concealRun = 0;
+      this.deliver(this.lastFrame);
+    }
+  }
+
+  private deliver(bytes: Uint8Array): void {
+    decodeFrame(this.format.codec, bytes, this.pcm);
+    this.sink!.onAudio(this.pcm, this.passRaw && this.format.codec === 'pcmu' ? bytes : undefined);
+  }
+
+  /** Counts an invalid frame (dropped); `close` once the stream has sent too much garbage. */
+  private invalid(reason: CarrierInvalidReason): CarrierEvent {
+    this.counters.invalidFrames++;
+    this.invalidReasons[reason] = (this.invalidReasons[reason] ?? 0) + 1;
+    return { event: 'invalid', reason, close: this.garbage.record(true) };
+  }
+
+  /** Node tick: pops the frames due on this call's own 20 ms schedule. */
+  pace(nowMs: number): void {
+    if (this.emulatedMarks.length > 0) this.emitDueMarks(nowMs);
+    if (this.closed || !this.sink || this.nextPopMs < 0) return;
+    let n = 0;
+    while (nowMs >= this.nextPopMs) {
+      this.popOne(this.nextPopMs);
+      this.nextPopMs += FRAME_MS;
+      if (++n >= MAX_CATCH_UP_FRAMES && nowMs >= this.nextPopMs) {
+        // The loop stalled: skip ahead rather than burst audio (the buffer absorbs the gap).
+        this.nextPopMs = nowMs + FRAME_MS;
+        break;
+      }
+    }
+  }
+
+  /**
+   * The playout schedule's turn. The sink's stream holds exactly one frame per chunk: the frame,
+   * or a concealed one for a chunk given up as lost. A tick that only waits for a frame that may
+   * still come (an underrun, a reordered frame) hands over nothing: the frame itself goes on
+   * arrival. (Handing a concealed frame over for the wait as well, then the frame, would insert
+   * 20 ms into the caller's audio; before on-arrival delivery a later trim happened to cancel
+   * that out, now nothing would, and the shift stays for the rest of the call.)
+   */
+  private popOne(atMs: number): void {
+    const r = this.jb.pop(atMs);
+    if (r.kind === 'frame') {
+      // Handed over on arrival already: its playout slot has nothing left to do.
+      if (r.seq <= this.deliveredSeq) return;
+      // The buffer may skip a gap after a wait (or restart after a stall): conceal each chunk skipped.
+      this.concealThrough(r.seq - 1);
+      this.deliveredSeq = r.seq;
+      this.lastFrame.set(r.payload);
+      this.concealRun = 0;
+      this.deliver(this.lastFrame);
+    } else if (r.kind === 'concealed' && r.skipped) {
+      this.concealThrough(r.seq);
+    } else {
+      return;
+    }
+    this.deliverInOrder();
+  }
+
+  /** One concealed frame per chunk after the last one handed over, up to `seq` (at most MAX_CONCEALED_RUN). */
+  private concealThrough(seq: number): void {
+    if (this.deliveredSeq < 0 || seq <= this.deliveredSeq) return;
+    for (let s = Math.max(this.deliveredSeq + 1, seq - MAX_CONCEALED_RUN + 1); s <= seq; s++) {
+      conceal(this.lastFrame, this.concealed, ++this.concealRun);
+      this.deliver(this.concealed);
+    }
+    this.deliveredSeq = seq;
+  }
+
+  private emitDueMarks(nowMs: number): void {
+    while (this.emulatedMarks.length > 0 && this.emulatedMarks[0]!.dueMs <= nowMs) {
+      const { name } = this.emulatedMarks.shift()!;
+      this.counters.marksHeard++;
+      this.onEmulatedMark?.(name);
+    }
+  }
+
+  stats(): CarrierTransportStats {
+    return { jitter: this.jb.stats(), ...this.counters, invalidReasons: { ...this.invalidReasons } };
+  }
+
+  private setStreamSid(sid: string): void {
+    this.streamSid = sid;
+    const t = this.protocol.mediaTemplate(sid, this.format);
+    if (t.kind === 'binary') this.outBinary = true;
+    else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
+  }
+}
+
+function silenceByte(codec: MediaCodec): number {
+  return codec === 'pcmu' ? MULAW_SILENCE : codec === 'pcma' ? 0xd5 : 0;
+}
+
+function decodeFrame(codec: MediaCodec, src: Uint8Array, dst: Int16Array): void {
+  if (codec === 'pcmu') mulawDecode(src, dst);
+  else if (codec === 'pcma') alawDecode(src, dst);
+  else for (let i = 0; i < dst.length; i++) dst[i] = (src[2 * i]! | (src[2 * i + 1]! << 8)) << 16 >> 16;
+}
+
+function encodeFrame(codec: MediaCodec, src: Int16Array, dst: Uint8Array): void {
+  if (codec === 'pcmu') mulawEncode(src, dst);
+  else if (codec === 'pcma') alawEncode(src, dst);
+  else
+    for (let i = 0; i < src.length; i++) {
+      dst[2 * i] = src[i]! & 0xff;
+      dst[2 * i + 1] = (src[i]! >> 8) & 0xff;
+    }
+}
+
+function copyInto(src: Uint8Array, dst: Buffer): number {
+  const n = Math.min(src.length, dst.length);
+  dst.set(src.subarray(0, n), 0);
+  return n;
+}
+
+function trim(set: Set<string>): void {
+  while (set.size > MAX_PENDING_MARKS) set.delete(set.values().next().value as string);
+}
