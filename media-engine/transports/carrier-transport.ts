@@ -35,6 +35,12 @@ export type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOpt
 const FRAME_MS = 20;
 /** Largest 20 ms frame of any carrier format (L16 16 kHz): the scratch buffers' size. */
 const MAX_FRAME_BYTES = 640;
+/**
+ * Most audio one `media` message may carry: Exotel sends ~100 ms per message (1,600 bytes), and a
+ * message of k whole frames is k consecutive chunks. Beyond this it is cut (its parser bounds it too).
+ */
+const MAX_MESSAGE_BYTES = 8000;
+const MAX_FRAMES_PER_MESSAGE = 25;
 /** Longest run of concealed frames handed over for one gap (a restart after a long stall): 1 s. */
 const MAX_CONCEALED_RUN = 50;
 /** Past this much unsent data we drop audio frames instead of growing memory (rule 10). */
@@ -78,7 +84,9 @@ export class CarrierTransport implements CallTransport {
   private readonly jb: JitterBuffer;
   private readonly frameBudget: TokenBucket;
   /** Inbound scratch: payload bytes, previous frame (concealment), 8 kHz PCM. */
-  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_FRAME_BYTES));
+  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_MESSAGE_BYTES));
+  /** Binary media frames carry no counter (Vonage): numbered here, in arrival order. */
+  private binaryChunks = 0;
   private readonly lastFrame: Uint8Array;
   private readonly concealed: Uint8Array;
   private concealRun = 0;
@@ -122,7 +130,7 @@ export class CarrierTransport implements CallTransport {
     this.leadMs = opts.leadMs ?? 100;
     this.passRaw = opts.passRawMulaw ?? false;
     this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
-    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: 120, frameBytes: this.frameBytes, clock, ...opts.jitter });
+    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: protocol.maxDepthMs ?? 120, frameBytes: this.frameBytes, fillByte: silenceByte(protocol.format.codec), clock, ...opts.jitter });
     // sequenceNumber counts from the first message of the socket.
     this.sequenceWindow.anchor(clock.monotonicMs());
   }
@@ -217,7 +225,15 @@ export class CarrierTransport implements CallTransport {
   /** One WebSocket message from the carrier, as uWS hands it over: budgeted first, then parsed. */
   receiveFrame(message: ArrayBuffer, isBinary: boolean): CarrierEvent | undefined {
     if (!this.frameBudget.take()) return this.invalid('frame_rate');
-    if (isBinary && this.protocol.parseBinary) return this.receiveParsed(this.protocol.parseBinary(new Uint8Array(message)));
+    if (isBinary && this.protocol.parseBinary) {
+      const parsed = this.protocol.parseBinary(new Uint8Array(message));
+      // A WebSocket is ordered and binary audio has no counter: arrival order is the chunk order.
+      if (parsed.ok && parsed.frame.event === 'media' && this.streamSid) {
+        parsed.frame.chunk = ++this.binaryChunks;
+        parsed.frame.timestampMs = (parsed.frame.chunk - 1) * FRAME_MS;
+      }
+      return this.receiveParsed(parsed);
+    }
     return isBinary ? this.receiveBinary() : this.receiveText(Buffer.from(message).toString('utf8'));
   }
 
@@ -303,8 +319,13 @@ export class CarrierTransport implements CallTransport {
       return undefined;
     }
     const n = typeof m.payload === 'string' ? this.inBytes.write(m.payload, 0, 'base64') : copyInto(m.payload, this.inBytes);
-    // Payload size is not promised: a longer frame is cut to 20 ms, a shorter one padded (by the buffer).
-    const pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    // Payload size is not promised: a shorter frame is padded (by the buffer), a longer one cut to
+    // 20 ms, except on carriers sending k whole frames per message (Exotel's 100 ms): k consecutive chunks.
+    const frames = this.protocol.multiFrameMedia ? Math.min(MAX_FRAMES_PER_MESSAGE, Math.max(1, Math.floor(n / this.frameBytes))) : 1;
+    let pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    for (let i = 1; i < frames; i++) {
+      if (this.jb.push(m.chunk + i, m.timestampMs + i * FRAME_MS, this.inBytes.subarray(i * this.frameBytes, (i + 1) * this.frameBytes), now) === 'accepted') pushed = 'accepted';
+    }
     // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
     // between one and two frames (each flip would conceal or trim a frame: a time warp).
     if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
@@ -386,7 +407,8 @@ export class CarrierTransport implements CallTransport {
   private concealThrough(seq: number): void {
     if (this.deliveredSeq < 0 || seq <= this.deliveredSeq) return;
     for (let s = Math.max(this.deliveredSeq + 1, seq - MAX_CONCEALED_RUN + 1); s <= seq; s++) {
-      conceal(this.lastFrame, this.concealed, ++this.concealRun);
+      if (this.format.codec === 'l16') concealL16(this.lastFrame, this.concealed, ++this.concealRun);
+      else conceal(this.lastFrame, this.concealed, ++this.concealRun);
       this.deliver(this.concealed);
     }
     this.deliveredSeq = seq;
@@ -430,6 +452,23 @@ function encodeFrame(codec: MediaCodec, src: Int16Array, dst: Uint8Array): void 
       dst[2 * i] = src[i]! & 0xff;
       dst[2 * i + 1] = (src[i]! >> 8) & 0xff;
     }
+}
+
+/**
+ * `conceal` for 16-bit little-endian PCM (that one is mu-law): the previous frame repeated, fading
+ * by 6 dB per consecutive concealed frame, ramped within the frame, silence from the 5th on.
+ */
+export function concealL16(prev: Uint8Array, out: Uint8Array, count: number): void {
+  const k = Math.max(1, count);
+  const startGain = Math.pow(0.5, k - 1);
+  const endGain = k >= 4 ? 0 : Math.pow(0.5, k);
+  const n = out.length >> 1;
+  for (let i = 0; i < n; i++) {
+    const s = k > 4 || 2 * i + 1 >= prev.length ? 0 : ((prev[2 * i]! | (prev[2 * i + 1]! << 8)) << 16) >> 16;
+    const v = Math.round(s * (startGain + ((endGain - startGain) * i) / n));
+    out[2 * i] = v & 0xff;
+    out[2 * i + 1] = (v >> 8) & 0xff;
+  }
 }
 
 function copyInto(src: Uint8Array, dst: Buffer): number {

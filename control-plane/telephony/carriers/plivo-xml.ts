@@ -53,3 +53,8 @@ export function dialTransfer(opts: { toNumber: string; callerId: string; actionU
 export function hangup(): string {
   return response('<Hangup/>');
 }
+
+/** Records the whole call in the background (`recordSession`), the file announced to `callbackUrl`. */
+export function recordSession(callbackUrl: string): string {
+  return `<Record${attrs({ recordSession: 'true', redirect: 'false', maxLength: 14400, fileFormat: 'mp3', callbackUrl, callbackMethod: 'POST' })}/>`;
+}

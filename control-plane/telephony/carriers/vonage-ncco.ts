@@ -9,14 +9,13 @@
 export type NccoAction = Record<string, unknown> & { action: string };
 export type Ncco = NccoAction[];
 
-export function connectWebsocket(opts: { streamUrl: string; params: Record<string, string>; eventUrl: string; record?: { eventUrl: string } }): Ncco {
+export function connectWebsocket(opts: { streamUrl: string; params: Record<string, string>; eventUrl?: string; record?: { eventUrl: string } }): Ncco {
   const ncco: Ncco = [];
   // Recording first: `record` runs in the background for the rest of the call.
   if (opts.record) ncco.push({ action: 'record', eventUrl: [opts.record.eventUrl], eventMethod: 'POST', split: 'conversation', format: 'mp3' });
   ncco.push({
     action: 'connect',
-    eventUrl: [opts.eventUrl],
-    eventMethod: 'POST',
+    ...(opts.eventUrl ? { eventUrl: [opts.eventUrl], eventMethod: 'POST' } : {}),
     endpoint: [{ type: 'websocket', uri: opts.streamUrl, 'content-type': 'audio/l16;rate=16000', headers: Object.fromEntries(Object.entries(opts.params).filter(([, v]) => v)) }],
   });
   return ncco;
@@ -44,7 +43,7 @@ export function dialTransfer(opts: { toNumber: string; callerId: string; actionU
   return [{ action: 'connect', from: opts.callerId.replace(/^\+/, ''), timeout: opts.timeoutS ?? 30, eventUrl: [opts.actionUrl], eventMethod: 'POST', endpoint: [{ type: 'phone', number: opts.toNumber.replace(/^\+/, '') }] }];
 }
 
-/** Hang up: an empty NCCO ends the call. */
+/** Hang up: NCCO has no hang-up action; a call whose NCCO ends is hung up, so: a 10 ms pause. */
 export function hangup(): Ncco {
-  return [];
+  return [talk('<speak><break time="10ms"/></speak>')];
 }
