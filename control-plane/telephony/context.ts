@@ -103,8 +103,8 @@ export function requestedUrl(ctx: Ctx, hc: HandlerContext): string {
 }
 
 /** The carrier an account id belongs to (the adapters' `detect`), else Twilio (legacy bindings). */
-export function detectFrom(ctx: Ctx, accountSid: string): CarrierName {
-  for (const a of ctx.deps.carriers.values()) if (a.detect(accountSid)) return a.id;
+export function detectFrom(ctx: Ctx, accountSid: string, authToken = ''): CarrierName {
+  for (const a of ctx.deps.carriers.values()) if (a.detect(accountSid, authToken)) return a.id;
   return 'twilio';
 }
 
@@ -127,7 +127,7 @@ export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefine
     return {};
   }) : {};
   const carrier: CarrierName | undefined =
-    want ?? (sid ? detectFrom(ctx, sid) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => a.envAccount(ctx.deps.config))?.id;
+    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => a.envAccount(ctx.deps.config))?.id;
   if (!carrier) return undefined;
   const adapter = ctx.deps.carriers.get(carrier);
   const base = ws[carrier] ?? adapter?.envAccount(ctx.deps.config);

@@ -53,6 +53,12 @@ export interface CarrierSimOptions {
   /** `<Pause length>` multiplier (default 0.01: a 10 s hold pause takes 100 ms). */
   pauseScale?: number;
   ticker?: Ticker;
+  /**
+   * A Twilio-compatible carrier other than Twilio: SignalWire's LaML is `{ pathPrefix:
+   * '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys }` (webhooks signed with
+   * the project's signing key instead of the API token). Default: Twilio.
+   */
+  flavor?: { pathPrefix: string; signatureHeader: string; signingKeys?: Record<string, string> };
 }
 
 export interface SentCallback {
@@ -183,7 +189,8 @@ export class CarrierSim {
       res.end(JSON.stringify(body));
     };
     const fail = (e: SimError) => answer(e.status, { code: e.code, message: e.message, more_info: `https://www.twilio.com/docs/errors/${e.code}`, status: e.status });
-    const m = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls(?:\/([^/]+))?\.json$/.exec(path);
+    const prefix = this.o.flavor?.pathPrefix ?? '';
+    const m = path.startsWith(prefix) ? /^\/2010-04-01\/Accounts\/([^/]+)\/Calls(?:\/([^/]+))?\.json$/.exec(path.slice(prefix.length)) : null;
     if (!m || req.method !== 'POST') return fail({ status: 404, code: 20404, message: 'The requested resource was not found' });
     const accountSid = decodeURIComponent(m[1]!);
     if (!this.authorized(req, accountSid)) return fail({ status: 401, code: 20003, message: 'Authenticate' });
@@ -423,9 +430,9 @@ export class CarrierSim {
 
   /** A signed form POST to our service (webhook or callback); the answer's body is returned. */
   private async post(call: SimCall, kind: SentCallback['kind'], url: string, params: Record<string, string>, token?: string): Promise<{ status: number; body: string }> {
-    const authToken = token ?? this.o.accounts[call.accountSid] ?? '';
+    const authToken = token ?? this.o.flavor?.signingKeys?.[call.accountSid] ?? this.o.accounts[call.accountSid] ?? '';
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (authToken) headers['x-twilio-signature'] = computeSignature(authToken, url, params);
+    if (authToken) headers[this.o.flavor?.signatureHeader ?? 'x-twilio-signature'] = computeSignature(authToken, url, params);
     let status = 0;
     let body = '';
     const atMs = performance.now();

@@ -35,7 +35,7 @@ export interface TwilioCompatibleOptions {
   id: CarrierName;
   displayName: string;
   credentialFields: readonly CredentialField[];
-  detect(accountSid: string): boolean;
+  detect(accountSid: string, authToken: string): boolean;
   envAccount(config: Config): CarrierAccount | undefined;
   /** `https://api.twilio.com/2010-04-01` or `https://<space>.signalwire.com/api/laml/2010-04-01`. */
   apiRoot(account: CarrierAccount, config: Config): string;

@@ -129,8 +129,8 @@ export interface CarrierAdapter {
   readonly capabilities: CarrierCapabilities;
   /** Fields of the workspace carrier account; `account_sid` and `auth_token` map onto CarrierAccount, others into `extra`. */
   readonly credentialFields: readonly CredentialField[];
-  /** Whether an account id (its shape) is this carrier's: outbound auto-detection. */
-  detect(accountSid: string): boolean;
+  /** Whether an account id and secret (their shapes) are this carrier's: outbound auto-detection. */
+  detect(accountSid: string, authToken: string): boolean;
   /** The deployment-wide account from environment variables, if configured. */
   envAccount(config: Config): CarrierAccount | undefined;
   /** Places the call; the carrier's call id. Throws CarrierError. */
