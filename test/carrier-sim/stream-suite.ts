@@ -198,7 +198,7 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
       const p = await h.call('GET', '/telephony/providers');
       expect(p.body.providers.find((x: { name: string }) => x.name === wire)).toMatchObject({ supported: true });
       const c = await h.call('GET', '/telephony/capabilities');
-      expect(c.body.carriers.find((x: { provider: string }) => x.provider === wire)).toMatchObject({ supported: true, answeringMachineDetection: caps.amd, coldTransfer: caps.transfer, dtmf: true, recording: true });
+      expect(c.body.carriers.find((x: { provider: string }) => x.provider === wire)).toMatchObject({ supported: true, answering_machine_detection: caps.amd, cold_transfer: caps.transfer, dtmf: true, recording: true });
     });
   });
 }
