@@ -37,6 +37,7 @@ export interface StreamCallOptions {
 }
 
 const FRAME_MS = 20;
+const BATCH = Number(process.env.EXOTEL_SIM_BATCH ?? 5);
 /** Binary frames travel the (string) link as base64 behind this marker. */
 const BIN = '\u0000bin:';
 
@@ -151,7 +152,7 @@ export class CarrierStreamCall {
   waitUntil(pred: () => boolean, timeoutMs: number, what = 'condition'): Promise<void> {
     if (pred()) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${what} not met within ${timeoutMs} ms; heard ${JSON.stringify(this.heard)}`)), timeoutMs);
+      const timer = setTimeout(() => reject(new Error(`${what} not met within ${timeoutMs} ms; heard ${JSON.stringify(this.heard)}; engine frames ${this.mediaReceived}, played ${this.framesPlayed}, clears ${this.clears}, events ${this.events.map((e) => e.kind + '@' + Math.round(e.atMs)).join(",")}`)), timeoutMs);
       this.waiters.push({ pred, resolve: () => (clearTimeout(timer), resolve()) });
     });
   }
@@ -247,12 +248,12 @@ export class CarrierStreamCall {
       this.link.offer(BIN + Buffer.from(leFromPcm(f)).toString('base64'), now);
     } else {
       this.outBatch.push(f);
-      if (this.outBatch.length === 5) {
-        const pcm = new Int16Array(this.samples * 5);
+      if (this.outBatch.length === BATCH) {
+        const pcm = new Int16Array(this.samples * BATCH);
         this.outBatch.forEach((x, i) => pcm.set(x, i * this.samples));
-        const chunk = n / 5;
+        const chunk = n / BATCH;
         this.outBatch = [];
-        this.link.offer(JSON.stringify({ event: 'media', sequence_number: String(++this.seq), stream_sid: this.streamId, media: { chunk: String(chunk), timestamp: String((chunk - 1) * 100), payload: Buffer.from(leFromPcm(pcm)).toString('base64') } }), now);
+        this.link.offer(JSON.stringify({ event: 'media', sequence_number: String(++this.seq), stream_sid: this.streamId, media: { chunk: String(chunk), timestamp: String((chunk - 1) * 20 * BATCH), payload: Buffer.from(leFromPcm(pcm)).toString('base64') } }), now);
       }
     }
     this.speechWaiters = this.speechWaiters.filter((w) => (this.frameNo < w.untilFrame ? true : (w.resolve(), false)));
