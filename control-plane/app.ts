@@ -13,6 +13,8 @@ import { createAccountsDomain, type AccountsDomain } from './accounts/index.js';
 import { createAgentsDomain, type AgentsDomain } from './agents/index.js';
 import { createVoiceDomain, type VoiceDomain } from './voice/index.js';
 import { createTelephonyDomain, type TelephonyDomain } from './telephony/index.js';
+import { createCarrierAdapters } from './telephony/carriers/index.js';
+import { createCarrierAccounts } from './telephony/carrier-accounts.js';
 import { createConversationsDomain, type ConversationsDomain } from './conversations/index.js';
 import type { TranscriptBus } from '../shared/records/bus.js';
 import { createAnnotator } from './conversations/annotate.js';
@@ -130,7 +132,10 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   // Every conversation that ends (engine, carrier or PUT) gets its summary job.
   postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));
   // Every carrier call that ends gets its signed call.completed event (after the analysis hold).
-  const webhooks = await createWebhooksDomain({ ...deps, auth: accounts.auth, jobs, outbound, random: opts.webhookJitter });
+  // Carrier accounts per workspace (issue 24): set with the call-center settings, read by telephony.
+  const carrierAdapters = createCarrierAdapters(() => deps.config);
+  const carrierAccounts = createCarrierAccounts({ sql: deps.sql, secrets: deps.secrets, carriers: carrierAdapters });
+  const webhooks = await createWebhooksDomain({ ...deps, auth: accounts.auth, jobs, outbound, random: opts.webhookJitter, carrierAccounts });
   postCall.on(webhooks.onConversationEnded);
   // Every completed call of an agent with active analysis schemas gets its extraction job.
   const analysis = await createAnalysisDomain({
@@ -159,7 +164,16 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     // A call the carrier never connected has no conversation: its `failed` event starts here.
     webhooks.events.onCarrierCallEnded(ev).catch((err: Error) => deps.logger.warn({ err, callId: ev.call.call_id }, 'failed-call webhook not queued'));
   };
-  const telephony = createTelephonyDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, findAgentByNumber: agents.findAgentByNumber, voice, onCallEvent });
+  const telephony = createTelephonyDomain({
+    ...deps,
+    auth: accounts.auth,
+    liveConfig: agents.liveConfig,
+    findAgentByNumber: agents.findAgentByNumber,
+    voice,
+    onCallEvent,
+    carriers: carrierAdapters,
+    workspaceCarriers: (ws) => carrierAccounts.resolve(ws),
+  });
   let listeningBase = '';
   campaigns = createCampaignsDomain({
     sql: deps.sql,

@@ -42,14 +42,22 @@ export async function onCarrierEvents(ctx: Ctx, hc: HandlerContext, adapter: Car
       // Carriers that name the call only once it is answered (Plivo: request_uuid at dial, then
       // CallUUID): the record follows, so hang-up and transfer address the live call.
       if ('callSid' in ev && ev.callSid && ev.callSid !== c.provider_call_sid && !c.transferred_to) await ctx.calls.patch(c.call_id, { provider_call_sid: ev.callSid });
-      await applyEvent(ctx, c, ev);
+      await applyEvent(ctx, c, ev, adapter, hc);
     }
   }
   return (c && adapter.answerEvent?.(req)) || adapter.documents.empty();
 }
 
-async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent): Promise<void> {
+async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter: CarrierAdapter, hc: HandlerContext): Promise<void> {
   switch (ev.kind) {
+    case 'stream_ended': {
+      // Our side ended the stream (the agent hung up, a refusal): the carrier call must end too.
+      const now = await ctx.calls.get(c.call_id);
+      if (!now || now.transferred_to) return;
+      const account = await resolveAccount(ctx, await ctx.deps.liveConfig(c.agent_id, hc.signal).catch(() => undefined), adapter.id, hc.signal);
+      if (account) await adapter.hangup(account, ev.callSid || c.provider_call_sid).catch((err: unknown) => ctx.log.warn({ err, callId: c.call_id }, 'carrier hangup after the stream ended failed'));
+      return;
+    }
     case 'status':
       return applyStatus(ctx, c, ev.status, ev.durationS, ev.sequence);
     case 'amd':

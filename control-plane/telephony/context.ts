@@ -126,14 +126,19 @@ export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefine
     ctx.log.warn({ err }, 'workspace carrier accounts could not be read');
     return {};
   }) : {};
+  const env = (c: CarrierName) => ctx.deps.carriers.get(c)?.envAccount(ctx.deps.config);
+  const complete = (a: CarrierAccount | undefined) => Boolean(a?.accountSid && a.authToken);
   const carrier: CarrierName | undefined =
-    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => ws[c]) ?? [...ctx.deps.carriers.values()].find((a) => a.envAccount(ctx.deps.config))?.id;
+    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => complete(ws[c])) ?? [...ctx.deps.carriers.keys()].find((c) => complete(env(c)));
   if (!carrier) return undefined;
-  const adapter = ctx.deps.carriers.get(carrier);
-  const base = ws[carrier] ?? adapter?.envAccount(ctx.deps.config);
-  const accountSid = sid || base?.accountSid || '';
-  const authToken = token || base?.authToken || '';
-  return accountSid && authToken ? { carrier, accountSid, authToken, extra: base?.extra ?? {} } : undefined;
+  // Field by field: the binding, then the workspace account, then the environment.
+  const w = ws[carrier];
+  const e = env(carrier);
+  const accountSid = sid || w?.accountSid || e?.accountSid || '';
+  const authToken = token || w?.authToken || e?.authToken || '';
+  const extra: Record<string, string> = {};
+  for (const src of [e?.extra, w?.extra]) for (const [k, v] of Object.entries(src ?? {})) if (v) extra[k] = v;
+  return accountSid && authToken ? { carrier, accountSid, authToken, extra } : undefined;
 }
 
 /** The webhook as the adapters verify and parse it. */

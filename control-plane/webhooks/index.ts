@@ -25,6 +25,8 @@ export type WebhooksDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' 
   random?: () => number;
   /** Save-time name resolution (tests). Default: the system resolver. */
   resolver?: WebhookServiceDeps['resolver'];
+  /** Workspace carrier accounts, set and shown with the call-center settings (telephony). */
+  carrierAccounts?: WebhookServiceDeps['carrierAccounts'];
 };
 
 export interface WebhooksDomain extends Domain {
@@ -58,6 +60,7 @@ export async function createWebhooksDomain(deps: WebhooksDeps): Promise<Webhooks
     enabled: config.webhooksEnabled,
     allowHttp: config.webhookAllowHttp,
     resolver: deps.resolver,
+    carrierAccounts: deps.carrierAccounts,
   });
   return {
     services: [{ service: WebhookService, impl: service }] as ServiceBinding[],

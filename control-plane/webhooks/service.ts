@@ -19,6 +19,7 @@ import type { DeliveryWorker } from './deliver.js';
 import type { CallEvents } from './events.js';
 import { EVENT_TYPE, newWebhookSecret } from './signing.js';
 import * as store from './store.js';
+import type { CarrierAccounts } from '../telephony/carrier-accounts.js';
 
 /** Spec limit: un-sent test pings per workspace. */
 export const MAX_UNSENT_TESTS = 5;
@@ -37,6 +38,8 @@ export interface WebhookServiceDeps {
   allowHttp: boolean;
   /** Name resolution for the save-time check (tests inject one). Default: the system resolver. */
   resolver?: Parameters<typeof resolveAllowed>[1]['resolver'];
+  /** Workspace carrier accounts (telephony/carrier-accounts.ts), part of the same settings. */
+  carrierAccounts?: CarrierAccounts;
 }
 
 export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<typeof WebhookService> {
@@ -80,12 +83,14 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     async getWebhookSettings(req, ctx) {
       const { ws } = await workspace(ctx, req.workspaceId, 'member');
       const s = await store.getSettings(sql, ws);
-      return { workspaceId: ws, webhookUrl: s?.webhook_url ?? '', hasWebhookSecret: !!s?.secret_enc };
+      const carriers = (await deps.carrierAccounts?.view(sql, ws)) ?? {};
+      return { workspaceId: ws, webhookUrl: s?.webhook_url ?? '', hasWebhookSecret: !!s?.secret_enc, carriers };
     },
 
     async putWebhookSettings(req, ctx) {
       const { ws } = await workspace(ctx, req.workspaceId, 'admin');
-      if (req.webhookUrl === undefined && !req.rotateWebhookSecret) throw invalid('webhook_url', 'give webhook_url and/or rotate_webhook_secret: true');
+      const carriers = deps.carrierAccounts?.parse(req.carriers);
+      if (req.webhookUrl === undefined && !req.rotateWebhookSecret && !carriers) throw invalid('webhook_url', 'give webhook_url, rotate_webhook_secret: true and/or carriers');
       const url = req.webhookUrl === undefined ? undefined : req.webhookUrl === '' ? null : await checkUrl(req.webhookUrl);
       const now = new Date(clock.now());
       const { row, secret } = await sql.begin(async (tx) => {
@@ -95,11 +100,14 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
         const current = await store.getSettings(tx, ws);
         // A secret exists from the first endpoint on; it is shown once, in the response that made it.
         const secret = req.rotateWebhookSecret || (!current?.secret_enc && url) ? newWebhookSecret() : undefined;
-        const saved = await store.putSettings(tx, ws, { url, secretEnc: secret ? secrets.encrypt(secret) : undefined }, now);
+        // Only carrier accounts given: the webhook row is left as it is (none is created).
+        const saved = url === undefined && !req.rotateWebhookSecret ? current : await store.putSettings(tx, ws, { url, secretEnc: secret ? secrets.encrypt(secret) : undefined }, now);
         if (url === null) await store.skipPending(tx, ws, now);
+        if (carriers) await deps.carrierAccounts!.save(tx, ws, carriers, now);
         return { row: saved, secret };
       });
-      return { workspaceId: ws, webhookUrl: row.webhook_url ?? '', hasWebhookSecret: !!row.secret_enc, webhookSecret: secret };
+      const carrierView = (await deps.carrierAccounts?.view(sql, ws)) ?? {};
+      return { workspaceId: ws, webhookUrl: row?.webhook_url ?? '', hasWebhookSecret: !!row?.secret_enc, webhookSecret: secret, carriers: carrierView };
     },
 
     async sendTestWebhook(req, ctx) {

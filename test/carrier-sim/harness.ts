@@ -5,7 +5,7 @@
  * carrier simulator that the control plane dials through (`TWILIO_API_BASE_URL`).
  * Agents are made over REST like a customer would: create, providers, telephony, publish.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../control-plane/app.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
 import { createSimAsr } from '../../shared/providers/asr/sim.js';
@@ -17,6 +17,10 @@ import { api, createTestUser, type ApiResponse, type TestUser } from '../helpers
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { CarrierSim, type CalleeBehaviour } from './carrier.js';
 import { simAccountSid } from './index.js';
+import { TelnyxSim } from './telnyx.js';
+
+/** The carriers the harness can put in front of the platform (each with its simulator). */
+export type HarnessCarrier = 'twilio' | 'signalwire' | 'telnyx';
 
 export interface CapturedCall {
   sessionId: string;
@@ -29,7 +33,14 @@ export interface TelephonyHarness {
   infra: TestInfra;
   app: ControlPlane;
   engine: EngineNode;
+  /** The carrier in front (default twilio). */
+  carrier: HarnessCarrier;
+  /** Twilio-compatible simulator (Twilio, SignalWire flavor). */
   sim: CarrierSim;
+  /** The Telnyx simulator when `carrier` is telnyx. */
+  telnyx?: TelnyxSim;
+  /** SignalWire: the project's webhook signing key (not the API token). */
+  signingKey?: string;
   writer: ConversationWriter;
   accountSid: string;
   authToken: string;
@@ -60,14 +71,38 @@ export interface AgentSpec {
 }
 
 export async function startTelephonyHarness(
-  o: { script?: SimLlmScript; env?: Record<string, string>; app?: ControlPlaneOptions; /** Read at each call's start: e.g. a slow LLM for some calls. */ llm?: () => Partial<SimLlmOptions> } = {},
+  o: {
+    script?: SimLlmScript;
+    env?: Record<string, string>;
+    app?: ControlPlaneOptions;
+    /** Read at each call's start: e.g. a slow LLM for some calls. */ llm?: () => Partial<SimLlmOptions>;
+    /** The carrier to simulate (default twilio). */
+    carrier?: HarnessCarrier;
+    /** Telnyx: the streams' codec. */
+    codec?: 'pcmu' | 'pcma';
+  } = {},
 ): Promise<TelephonyHarness> {
-  const accountSid = simAccountSid();
-  const authToken = randomBytes(16).toString('hex');
+  const carrier = o.carrier ?? 'twilio';
+  // Account id and secret in each carrier's shape: outbound auto-detection reads them.
+  const accountSid = carrier === 'signalwire' ? randomUUID() : carrier === 'telnyx' ? String(1_000_000_000 + Math.floor(Math.random() * 1e9)) : simAccountSid();
+  const authToken = carrier === 'telnyx' ? `KEY${randomBytes(12).toString('hex').toUpperCase()}_${randomBytes(8).toString('hex')}` : randomBytes(16).toString('hex');
+  const signingKey = carrier === 'signalwire' ? `PSK_${randomBytes(12).toString('hex')}` : undefined;
   const callees = new Map<string, CalleeBehaviour>();
-  const sim = new CarrierSim({ accounts: { [accountSid]: authToken }, callee: (to) => callees.get(to) ?? {} });
+  const sim = new CarrierSim({
+    accounts: { [accountSid]: authToken },
+    callee: (to) => callees.get(to) ?? {},
+    flavor: carrier === 'signalwire' ? { pathPrefix: '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys: { [accountSid]: signingKey! } } : undefined,
+  });
   await sim.start();
-  const infra = await startTestInfra({}, { TWILIO_API_BASE_URL: sim.url, ...o.env });
+  const telnyx = carrier === 'telnyx' ? new TelnyxSim({ apiKeys: [authToken], callee: (to) => callees.get(to) ?? {}, codec: o.codec }) : undefined;
+  await telnyx?.start();
+  const carrierEnv: Record<string, string> =
+    carrier === 'signalwire'
+      ? { SIGNALWIRE_SPACE_URL: sim.url, SIGNALWIRE_SIGNING_KEY: signingKey! }
+      : carrier === 'telnyx'
+        ? { TELNYX_API_BASE_URL: telnyx!.url, TELNYX_PUBLIC_KEY: telnyx!.publicKey }
+        : {};
+  const infra = await startTestInfra({}, { TWILIO_API_BASE_URL: sim.url, ...carrierEnv, ...o.env });
   const app = await startControlPlane(infra, { ...o.app, port: 0, host: '127.0.0.1' });
   const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 50 });
   const captured = new Map<string, CapturedCall>();
@@ -97,7 +132,10 @@ export async function startTelephonyHarness(
     infra,
     app,
     engine,
+    carrier,
     sim,
+    telnyx,
+    signingKey,
     writer,
     accountSid,
     authToken,
@@ -105,7 +143,7 @@ export async function startTelephonyHarness(
     captured,
     callees,
     call,
-    inboundUrl: () => `http://127.0.0.1:${app.port}/api/v1/telephony/calls/inbound`,
+    inboundUrl: () => `http://127.0.0.1:${app.port}/api/v1/telephony/calls/inbound${carrier === 'twilio' ? '' : `/${carrier}`}`,
     newUser: () => createTestUser(app),
     async createAgent(spec) {
       const owner = spec.owner ?? user;
@@ -131,6 +169,7 @@ export async function startTelephonyHarness(
     },
     async close() {
       await sim.close();
+      await telnyx?.close();
       await engine.close();
       await writer.close();
       await app.close();

@@ -9,6 +9,7 @@ export { ImpairedLink, type LinkOptions, type LinkStats } from './link.js';
 export { createTicker, sharedTicker, type Ticker } from './ticker.js';
 export { parseTwiml, streamOf, type TwimlNode } from './twiml.js';
 export { mulberry32 } from './prng.js';
+export { TelnyxSim, TelnyxCall, type TelnyxSimOptions } from './telnyx.js';
 
 /** A fresh Twilio-shaped account SID (`AC` + 32 hex). */
 export function simAccountSid(): string {

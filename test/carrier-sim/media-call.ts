@@ -1,6 +1,8 @@
 /**
- * The carrier's side of one Twilio Media Stream (docs/protocols.md section 1), as a WebSocket client of
- * the engine: `connected`, `start` (customParameters from the TwiML), then a `media` frame every
+ * The carrier's side of one media stream, as a WebSocket client of the engine, in the dialect of
+ * a carrier (`dialect`: Twilio Media Streams, docs/protocols.md section 1, also SignalWire's; or
+ * Telnyx media streaming: `stream_id` / `sequence_number` / `media.chunk`, PCMU or PCMA,
+ * `{"event":"clear"}`). The Twilio dialect: `connected`, `start` (customParameters from the TwiML), then a `media` frame every
  * 20 ms (string counters) carrying the caller's voice: `sim`-coded speech from `say()` encoded to
  * mu-law, else mu-law silence, through an `ImpairedLink`. What the engine sends is played on a
  * virtual playout clock in real time: `mark`s are echoed when the audio queued before them has
@@ -8,7 +10,7 @@
  * with `SimDecoder(8000)`, so `heard` holds what the callee heard.
  */
 import WebSocket from 'ws';
-import { mulawDecode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
+import { alawDecode, alawEncode, mulawDecode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
 import { encodeText, SimDecoder } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink, type LinkOptions } from './link.js';
 import { sharedTicker, type Ticker } from './ticker.js';
@@ -21,6 +23,10 @@ export interface MediaCallOptions {
   customParameters: Record<string, string>;
   link?: LinkOptions;
   ticker?: Ticker;
+  /** Frame shapes of this carrier. Default `twilio`. */
+  dialect?: 'twilio' | 'telnyx';
+  /** Telnyx only: the call's codec (Twilio is always mu-law). Default `pcmu`. */
+  codec?: 'pcmu' | 'pcma';
 }
 
 export interface MediaCallEvent {
@@ -43,6 +49,8 @@ export class MediaStreamCall {
   binaryReceived = 0;
   clears = 0;
   closeCode?: number;
+  /** The carrier side ended the stream (`hangup()` / `stopStream()`), not the engine. */
+  closedByCarrier = false;
   /** performance.now() when `start` was sent. */
   connectedAtMs = 0;
   private ws!: WebSocket;
@@ -59,7 +67,9 @@ export class MediaStreamCall {
   private readonly decoder = new SimDecoder(8000);
   private readonly pcm = new Int16Array(FRAME_BYTES);
   private readonly frame = new Uint8Array(FRAME_BYTES);
-  private readonly silence = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE);
+  private readonly silence: Uint8Array;
+  private readonly telnyx: boolean;
+  private readonly alaw: boolean;
   private stopped = false;
   private readonly ticker: Ticker;
   private readonly tick = () => this.onTick();
@@ -68,7 +78,10 @@ export class MediaStreamCall {
   private playing = false;
 
   constructor(readonly o: MediaCallOptions) {
-    this.streamSid = `MZ${randomHex(32)}`;
+    this.telnyx = o.dialect === 'telnyx';
+    this.alaw = this.telnyx && o.codec === 'pcma';
+    this.silence = new Uint8Array(FRAME_BYTES).fill(this.alaw ? 0xd5 : MULAW_SILENCE);
+    this.streamSid = this.telnyx ? `${randomHex(8)}-${randomHex(4)}-${randomHex(4)}-${randomHex(4)}-${randomHex(12)}` : `MZ${randomHex(32)}`;
     this.link = new ImpairedLink(o.link);
     this.ticker = o.ticker ?? sharedTicker();
   }
@@ -91,6 +104,24 @@ export class MediaStreamCall {
       this.ws.once('open', () => resolve());
       this.ws.once('error', reject);
     });
+    if (this.telnyx) {
+      this.send({ event: 'connected', version: '1.0.0' });
+      this.send({
+        event: 'start',
+        sequence_number: String(++this.seq),
+        stream_id: this.streamSid,
+        start: {
+          user_id: randomHex(8),
+          call_control_id: this.o.callSid,
+          call_session_id: randomHex(16),
+          media_format: { encoding: this.alaw ? 'PCMA' : 'PCMU', sample_rate: 8000, channels: 1 },
+          ...(Object.keys(this.o.customParameters).length ? { custom_parameters: this.o.customParameters } : {}),
+        },
+      });
+      this.t0 = this.connectedAtMs = performance.now();
+      this.ticker.add(this.tick);
+      return;
+    }
     this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
     this.send({
       event: 'start',
@@ -113,7 +144,8 @@ export class MediaStreamCall {
   say(text: string): Promise<void> {
     const pcm = encodeText(text, 8000);
     const bytes = new Uint8Array(pcm.length);
-    mulawEncode(pcm, bytes);
+    if (this.alaw) alawEncode(pcm, bytes);
+    else mulawEncode(pcm, bytes);
     this.mouth.push(bytes);
     this.queuedChunks += Math.ceil(bytes.length / FRAME_BYTES);
     const untilChunk = this.chunk + this.queuedChunks;
@@ -124,9 +156,22 @@ export class MediaStreamCall {
   hangup(): void {
     if (this.stopped) return;
     this.stopped = true;
-    this.send({ event: 'stop', sequenceNumber: String(++this.seq), streamSid: this.streamSid, stop: { accountSid: this.o.accountSid, callSid: this.o.callSid } });
+    this.closedByCarrier = true;
+    if (this.telnyx) this.send({ event: 'stop', sequence_number: String(++this.seq), stream_id: this.streamSid, stop: { call_control_id: this.o.callSid } });
+    else this.send({ event: 'stop', sequenceNumber: String(++this.seq), streamSid: this.streamSid, stop: { accountSid: this.o.accountSid, callSid: this.o.callSid } });
     this.note('stop');
     this.ws.close(1000);
+  }
+
+  /** The caller presses a key (a `dtmf` frame, sent at once, beside the media). */
+  pressDigit(digit: string): void {
+    if (this.telnyx) this.send({ event: 'dtmf', sequence_number: String(++this.seq), stream_id: this.streamSid, occurred_at: new Date().toISOString(), dtmf: { digit } });
+    else this.send({ event: 'dtmf', sequenceNumber: String(++this.seq), streamSid: this.streamSid, dtmf: { track: 'inbound_track', digit } });
+  }
+
+  /** The carrier ends the stream without hanging up (a transfer or a redirect): `stop`, socket closed. */
+  stopStream(): void {
+    this.hangup();
   }
 
   closed(): Promise<number> {
@@ -206,7 +251,7 @@ export class MediaStreamCall {
       const src = this.mouth[0]!;
       const n = Math.min(FRAME_BYTES, src.length - this.mouthOffset);
       this.frame.set(src.subarray(this.mouthOffset, this.mouthOffset + n));
-      if (n < FRAME_BYTES) this.frame.fill(MULAW_SILENCE, n);
+      if (n < FRAME_BYTES) this.frame.fill(this.silence[0]!, n);
       this.mouthOffset += n;
       if (this.mouthOffset >= src.length) {
         this.mouth.shift();
@@ -215,12 +260,10 @@ export class MediaStreamCall {
       this.queuedChunks--;
       bytes = this.frame;
     }
-    const msg = JSON.stringify({
-      event: 'media',
-      sequenceNumber: String(++this.seq),
-      streamSid: this.streamSid,
-      media: { track: 'inbound', chunk: String(this.chunk), timestamp: String((this.chunk - 1) * FRAME_MS), payload: Buffer.from(bytes).toString('base64') },
-    });
+    const media = { track: 'inbound', chunk: String(this.chunk), timestamp: String((this.chunk - 1) * FRAME_MS), payload: Buffer.from(bytes).toString('base64') };
+    const msg = JSON.stringify(
+      this.telnyx ? { event: 'media', sequence_number: String(++this.seq), stream_id: this.streamSid, media } : { event: 'media', sequenceNumber: String(++this.seq), streamSid: this.streamSid, media },
+    );
     this.link.offer(msg, now);
     this.speechWaiters = this.speechWaiters.filter((w) => {
       if (this.chunk < w.untilChunk) return true;
@@ -254,8 +297,9 @@ export class MediaStreamCall {
         this.note('audio_start');
       }
       this.framesPlayed++;
-      if (filled < FRAME_BYTES) this.frame.fill(MULAW_SILENCE, filled);
-      mulawDecode(this.frame, this.pcm);
+      if (filled < FRAME_BYTES) this.frame.fill(this.silence[0]!, filled);
+      if (this.alaw) alawDecode(this.frame, this.pcm);
+      else mulawDecode(this.frame, this.pcm);
       this.decoder.push(this.pcm);
     }
     for (const ev of this.decoder.takeEvents()) {
@@ -273,7 +317,8 @@ export class MediaStreamCall {
 
   private echoMark(name: string): void {
     this.note('mark_echoed', name);
-    this.send({ event: 'mark', sequenceNumber: String(++this.seq), streamSid: this.streamSid, mark: { name } });
+    if (this.telnyx) this.send({ event: 'mark', sequence_number: String(++this.seq), stream_id: this.streamSid, mark: { name } });
+    else this.send({ event: 'mark', sequenceNumber: String(++this.seq), streamSid: this.streamSid, mark: { name } });
   }
 
   private send(msg: unknown): void {

@@ -61,12 +61,12 @@ async function liveCall(extra: Record<string, unknown> = {}) {
 }
 
 describe('providers and capabilities (no auth)', () => {
-  it('lists the six carriers, twilio supported', async () => {
+  it('lists the six carriers, those with an adapter supported', async () => {
     const res = await api(h.app, 'GET', '/api/v1/telephony/providers');
     expect(res.status).toBe(200);
     expect(res.body.default_provider).toBe('twilio');
     expect(res.body.providers.map((p: { name: string }) => p.name)).toEqual(['twilio', 'telnyx', 'plivo', 'vonage', 'signalwire', 'exotel']);
-    expect(res.body.providers.filter((p: { supported: boolean }) => p.supported).map((p: { name: string }) => p.name)).toEqual(['twilio']);
+    expect(res.body.providers.filter((p: { supported: boolean }) => p.supported).map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['twilio', 'telnyx', 'signalwire']));
     expect(res.body.providers[0]).toEqual({ name: 'twilio', display_name: 'Twilio', supported: true, media_encoding: 'mulaw', sample_rate_hz: 8000 });
   });
 
@@ -74,7 +74,10 @@ describe('providers and capabilities (no auth)', () => {
     const res = await api(h.app, 'GET', '/api/v1/telephony/capabilities');
     expect(res.status).toBe(200);
     expect(res.body.carriers[0]).toMatchObject({ provider: 'twilio', supported: true, inbound: true, outbound: true, answering_machine_detection: true, cold_transfer: true });
-    expect(res.body.carriers[1]).toMatchObject({ provider: 'telnyx', supported: false, outbound: false });
+    expect(res.body.carriers[1]).toMatchObject({ provider: 'telnyx', supported: true, outbound: true, answering_machine_detection: true, dtmf: true, signature_verification: true });
+    expect(res.body.carriers[4]).toMatchObject({ provider: 'signalwire', supported: true, cold_transfer: true, recording: true });
+    // A carrier without an adapter claims nothing.
+    for (const c of res.body.carriers.filter((x: { supported: boolean }) => !x.supported)) expect(c).toMatchObject({ inbound: false, outbound: false, dtmf: false });
     expect(res.body).toMatchObject({
       amd_policies: ['disabled', 'hangup_on_machine', 'leave_voicemail', 'talk_anyway'],
       amd_verdict_timeout_min_s: 2,
@@ -89,7 +92,7 @@ describe('outbound errors', () => {
     ['missing agent_id', () => ({ to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /agent_id/],
     ['to_number not E.164', () => ({ agent_id: agentId, to_number: '555-0100' }), 400, 'INVALID_REQUEST', /to_number/],
     ['unknown telephony_provider', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'carrier-pigeon' }), 400, 'INVALID_REQUEST', /telephony_provider/],
-    ['a known but unsupported provider', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'telnyx' }), 400, 'INVALID_REQUEST', /telnyx is not supported/],
+    ['a provider other than the credentials\' (SignalWire with a Twilio account: no space URL)', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'signalwire' }), 502, 'BAD_GATEWAY', /space_url/],
     ['no from_number and no number on the agent', () => ({ agent_id: noNumberAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /from_number/],
     ['an inbound-only agent', () => ({ agent_id: inboundOnlyAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /inbound/],
     ['no usable credentials', () => ({ agent_id: noAccountAgent, to_number: '+14155550600' }), 503, 'SERVICE_UNAVAILABLE'],

@@ -31,11 +31,11 @@ export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
       detect: (sid) => PROJECT.test(sid),
       envAccount: (c) => {
         const e = c.carrierEnv;
-        if (!e.SIGNALWIRE_PROJECT_ID || !e.SIGNALWIRE_API_TOKEN) return undefined;
+        if (!e.SIGNALWIRE_PROJECT_ID && !e.SIGNALWIRE_API_TOKEN && !e.SIGNALWIRE_SPACE_URL && !e.SIGNALWIRE_SIGNING_KEY) return undefined;
         return {
           carrier: 'signalwire',
-          accountSid: e.SIGNALWIRE_PROJECT_ID,
-          authToken: e.SIGNALWIRE_API_TOKEN,
+          accountSid: e.SIGNALWIRE_PROJECT_ID ?? '',
+          authToken: e.SIGNALWIRE_API_TOKEN ?? '',
           extra: { space_url: e.SIGNALWIRE_SPACE_URL ?? '', signing_key: e.SIGNALWIRE_SIGNING_KEY ?? '' },
         };
       },

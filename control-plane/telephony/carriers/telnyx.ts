@@ -119,8 +119,8 @@ export function createTelnyxAdapter(config: () => Config): CarrierAdapter {
     detect: (sid, token) => API_KEY.test(token) || API_KEY.test(sid),
     envAccount: (c) => {
       const e = c.carrierEnv;
-      if (!e.TELNYX_API_KEY || !e.TELNYX_CONNECTION_ID) return undefined;
-      return { carrier: 'telnyx', accountSid: e.TELNYX_CONNECTION_ID, authToken: e.TELNYX_API_KEY, extra: { public_key: e.TELNYX_PUBLIC_KEY ?? '' } };
+      if (!e.TELNYX_API_KEY && !e.TELNYX_CONNECTION_ID && !e.TELNYX_PUBLIC_KEY) return undefined;
+      return { carrier: 'telnyx', accountSid: e.TELNYX_CONNECTION_ID ?? '', authToken: e.TELNYX_API_KEY ?? '', extra: { public_key: e.TELNYX_PUBLIC_KEY ?? '' } };
     },
     documents: JSON_DOCS,
 
@@ -207,6 +207,8 @@ export function createTelnyxAdapter(config: () => Config): CarrierAdapter {
         case 'call.machine.greeting.ended':
         case 'call.machine.premium.greeting.ended':
           return state.b ? [{ kind: 'amd', callSid: sid, answeredBy: str(payload.result) === 'beep_detected' ? 'machine_end_beep' : 'machine_end_other' }] : [];
+        case 'streaming.stopped':
+          return [{ kind: 'stream_ended', callSid: sid }];
         case 'call.recording.saved': {
           const urls = rec(payload.recording_urls);
           return [{ kind: 'recording', callSid: sid, url: str(urls.mp3) || str(urls.wav), sid: str(payload.recording_id) }];

@@ -102,6 +102,11 @@ export type CarrierCallEvent =
   | { kind: 'amd'; callSid: string; answeredBy: string }
   | { kind: 'recording'; callSid: string; url: string; sid: string }
   | { kind: 'dial_complete'; status: string }
+  /**
+   * The media stream ended while the call goes on (event carriers: closing our socket does not end
+   * the call as `<Hangup/>` after `<Connect>` does): the call is hung up unless it was transferred.
+   */
+  | { kind: 'stream_ended'; callSid: string }
   /** The carrier's inbound `call.initiated`-style event (event-driven carriers: Telnyx). */
   | { kind: 'inbound'; call: InboundCall }
   | { kind: 'ignored'; type: string };
@@ -131,7 +136,11 @@ export interface CarrierAdapter {
   readonly credentialFields: readonly CredentialField[];
   /** Whether an account id and secret (their shapes) are this carrier's: outbound auto-detection. */
   detect(accountSid: string, authToken: string): boolean;
-  /** The deployment-wide account from environment variables, if configured. */
+  /**
+   * The deployment-wide account from environment variables, if any of them is set: its blank
+   * `accountSid` / `authToken` mean "not configured" (an agent binding may supply them while the
+   * environment supplies the extra fields, e.g. SignalWire's space URL).
+   */
   envAccount(config: Config): CarrierAccount | undefined;
   /** Places the call; the carrier's call id. Throws CarrierError. */
   dial(account: CarrierAccount, req: DialRequest): Promise<{ sid: string; status: string }>;
