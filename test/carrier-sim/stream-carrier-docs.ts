@@ -145,7 +145,7 @@ async function runExotel(host: DocHost, call: StreamSimCall, doc: { url?: string
 }
 
 /** A request to our service signed (or, `forge`, mis-signed) the way `wire`'s carrier signs. */
-export async function signedPost(wire: StreamWireName, account: StreamSimAccount, url: string, body: Record<string, unknown>, forge: boolean): Promise<{ status: number; answer: string }> {
+export async function signedPost(wire: StreamWireName, account: StreamSimAccount, url: string, body: Record<string, unknown>, forge: boolean, method: 'POST' | 'GET' = 'POST'): Promise<{ status: number; answer: string }> {
   const headers: Record<string, string> = {};
   let payload: string;
   const secret = forge ? `${account.secret}-forged` : account.secret;
@@ -170,8 +170,15 @@ export async function signedPost(wire: StreamWireName, account: StreamSimAccount
     // Status callbacks are authenticated by the sig we put in their URL: a forger does not have it.
     if (forge) url = url.replace(/([?&]sig=)[^&]+/, '$1forged');
   }
+  if (method === 'GET') {
+    // Exotel's applet fetches its dynamic URL with the call's details in the query.
+    const u = new URL(url);
+    for (const [k, v] of Object.entries(body)) if (v !== undefined) u.searchParams.set(k, String(v));
+    url = u.toString();
+    delete headers['content-type'];
+  }
   try {
-    const res = await fetch(url, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(url, { method, headers, body: method === 'GET' ? undefined : payload, signal: AbortSignal.timeout(10_000) });
     return { status: res.status, answer: await res.text() };
   } catch (err) {
     return { status: 0, answer: (err as Error).message };

@@ -326,7 +326,7 @@ export class StreamCarrierSim implements DocHost {
 
   /** A callback or webhook to our service, signed the carrier's way (`forge`: with the wrong key). */
   async post(call: StreamSimCall, kind: string, url: string, body: Record<string, unknown>, forge = false): Promise<{ status: number; answer: string }> {
-    const res = await signedPost(this.o.wire, this.o.account, url, body, forge);
+    const res = await signedPost(this.o.wire, this.o.account, url, body, forge, this.o.wire === 'exotel' && kind === 'webhook' ? 'GET' : 'POST');
     call.callbacks.push({ kind, url, body, ...res });
     return res;
   }

@@ -35,6 +35,8 @@ export interface CredentialField {
   required: boolean;
   /** Checked at the edge (400 with the field named); default: any text up to 512 characters. */
   pattern?: RegExp;
+  /** Longest value accepted (default 512; a PEM private key needs more). */
+  maxChars?: number;
 }
 
 export interface CarrierCapabilities {

@@ -58,7 +58,8 @@ export function createVonageAdapter(config: () => Config): CarrierAdapter {
       { name: 'account_sid', secret: false, required: true, pattern: VONAGE_API_KEY },
       { name: 'auth_token', secret: true, required: true },
       { name: 'application_id', secret: false, required: true, pattern: UUID },
-      { name: 'private_key', secret: true, required: true, pattern: PEM },
+      // PEM with its line breaks written as a backslash and n (control characters are refused in settings).
+      { name: 'private_key', secret: true, required: true, pattern: PEM, maxChars: 8192 },
     ],
     detect: (sid) => VONAGE_API_KEY.test(sid),
     envAccount: (c) => {
