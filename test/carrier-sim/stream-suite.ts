@@ -41,6 +41,7 @@ function accountFor(wire: StreamWireName): { account: StreamSimAccount; env: (ur
 export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: boolean; transfer: boolean }): void {
   let h: TelephonyHarness;
   let sim: StreamCarrierSim;
+  let account: StreamSimAccount;
   const callees = new Map<string, CalleeBehaviour>();
   const NUMBER = '+14155550601';
   const CALLER = '+14155550699';
@@ -49,7 +50,9 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
   const callee = () => `+1415555${String(nextNumber++).padStart(4, '0')}`;
 
   beforeAll(async () => {
-    const { account, env } = accountFor(wire);
+    const made = accountFor(wire);
+    account = made.account;
+    const env = made.env;
     sim = new StreamCarrierSim({ wire, account, callee: (to) => callees.get(to) ?? {} });
     await sim.start();
     h = await startTelephonyHarness({ script: simDemoScript, env: env(sim.url) });
@@ -181,6 +184,20 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
         await h.call('POST', `/telephony/calls/${body.call_id}/end`);
         await call.ended;
       }
+    });
+
+    it.runIf(wire !== 'exotel')('detects the carrier from the binding credentials when telephony_provider is omitted', { timeout: 30_000 }, async () => {
+      // Credentials on the binding; without detection they would be taken for Twilio's (the harness's Twilio simulator).
+      const agent = await h.createAgent({ number: '+14155550603', direction: 'both', withAccount: false });
+      const put = await h.call('PUT', `/agents/${agent}/telephony`, { carrier_phone_number: '+14155550603', call_direction: 'both', carrier_account_sid: account.id, carrier_auth_token: account.secret });
+      expect(put.status).toBe(200);
+      expect((await h.call('POST', `/agents/${agent}/versions/publish`)).status).toBeLessThan(300);
+      const to = callee();
+      const { body, call } = await dial(agent, to);
+      expect(body.telephony_provider).toBe(wire);
+      await call.mediaReady;
+      await h.call('POST', `/telephony/calls/${body.call_id}/end`);
+      expect(await call.ended).toBe('completed');
     });
 
     it('reports an unanswered call and never streams it', { timeout: 20_000 }, async () => {
