@@ -60,6 +60,12 @@ export interface CarrierProtocol {
    */
   readonly multiFrameMedia?: boolean;
   /**
+   * 20 ms frames per outgoing media message (default 1). Exotel wants at least 100 ms per message:
+   * 5, and `mediaTemplate` then lays out a payload slot of 5 frames. A partial batch is sent before
+   * a mark and dropped by a clear; the transport's lead grows by the batch.
+   */
+  readonly framesPerMessage?: number;
+  /**
    * Parses and validates one text frame into the normalized frame; never throws. `start` may name
    * a media format (`start.format`) of the protocol's sample rate.
    */

@@ -23,7 +23,7 @@ import { alawDecode, alawEncode, mulawDecode, mulawEncode, MULAW_SILENCE } from 
 import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
 import type { CallTransport } from '../session/transport.js';
 import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
-import { frameBytes, type CarrierMediaFormat, type CarrierProtocol, type MediaCodec } from './carrier-protocol.js';
+import { base64Chars, frameBytes, type CarrierMediaFormat, type CarrierProtocol, type MediaCodec } from './carrier-protocol.js';
 import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
 import { TokenBucket } from '../session/token-bucket.js';
 import { endSocket } from './socket-end.js';
@@ -100,6 +100,9 @@ export class CarrierTransport implements CallTransport {
   private outBinary = false;
   private payloadOffset = 0;
   private readonly outBytes: Uint8Array;
+  /** Frames per outgoing media message (Exotel: 5) and how many of the current one are filled. */
+  private readonly outBatch: number;
+  private outFill = 0;
   /** Carriers without mark echoes: marks "heard" once the audio before them has played (due ms, name). */
   private readonly emulatedMarks: Array<{ dueMs: number; name: string }> = [];
   private outPlayedUntilMs = 0;
@@ -125,9 +128,11 @@ export class CarrierTransport implements CallTransport {
     this.frameBytes = frameBytes(protocol.format);
     this.lastFrame = new Uint8Array(this.frameBytes).fill(silenceByte(protocol.format.codec));
     this.concealed = new Uint8Array(this.frameBytes);
-    this.outBytes = new Uint8Array(this.frameBytes);
+    this.outBatch = Math.max(1, protocol.framesPerMessage ?? 1);
+    this.outBytes = new Uint8Array(this.frameBytes * this.outBatch);
     this.pcm = new Int16Array(this.frameBytes / (protocol.format.codec === 'l16' ? 2 : 1));
-    this.leadMs = opts.leadMs ?? 100;
+    // A batched message leaves when its last frame is there: the lead covers the batch too.
+    this.leadMs = opts.leadMs ?? 100 + (this.outBatch - 1) * FRAME_MS;
     this.passRaw = opts.passRawMulaw ?? false;
     this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
     this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: protocol.maxDepthMs ?? 120, frameBytes: this.frameBytes, fillByte: silenceByte(protocol.format.codec), clock, ...opts.jitter });
@@ -170,10 +175,15 @@ export class CarrierTransport implements CallTransport {
       this.counters.outFramesDropped++;
       return;
     }
-    encodeFrame(this.format.codec, frame, this.outBytes);
-    const sent = this.outBinary ? this.ws.send(this.outBytes, true) : (base64Into(this.outBytes, this.outFrame, this.payloadOffset), this.ws.send(this.outFrame, false));
-    if (sent === 2) this.counters.outFramesDropped++;
-    else this.counters.outFrames++;
+    if (this.outBatch === 1) {
+      encodeFrame(this.format.codec, frame, this.outBytes);
+      const sent = this.outBinary ? this.ws.send(this.outBytes, true) : (base64Into(this.outBytes, this.outFrame, this.payloadOffset), this.ws.send(this.outFrame, false));
+      if (sent === 2) this.counters.outFramesDropped++;
+      else this.counters.outFrames++;
+    } else {
+      encodeFrame(this.format.codec, frame, this.outBytes.subarray(this.outFill * this.frameBytes, (this.outFill + 1) * this.frameBytes));
+      if (++this.outFill === this.outBatch) this.flushBatch();
+    }
     // Real-time play-out position at the carrier, for emulated marks.
     const now = this.clock.monotonicMs();
     this.outPlayedUntilMs = Math.max(this.outPlayedUntilMs, now) + FRAME_MS;
@@ -181,6 +191,8 @@ export class CarrierTransport implements CallTransport {
 
   clearAudio(): void {
     if (this.closed || !this.streamSid) return;
+    // A batch still filling is audio the caller must not hear either.
+    this.outFill = 0;
     this.ws.send(this.protocol.clearFrame(this.streamSid), false);
     this.counters.clears++;
     this.outPlayedUntilMs = 0;
@@ -204,6 +216,8 @@ export class CarrierTransport implements CallTransport {
       if (this.emulatedMarks.length > MAX_PENDING_MARKS) this.emulatedMarks.shift();
       return;
     }
+    // The audio queued before the mark goes first, even a batch not yet full.
+    if (this.outFill > 0) this.flushBatch();
     this.ws.send(this.protocol.markFrame(this.streamSid, name), false);
     this.pendingMarks.add(name);
     trim(this.pendingMarks);
@@ -424,6 +438,26 @@ export class CarrierTransport implements CallTransport {
 
   stats(): CarrierTransportStats {
     return { jitter: this.jb.stats(), ...this.counters, invalidReasons: { ...this.invalidReasons } };
+  }
+
+  /** Sends the filled part of the current batch (a full one in place; a partial one, at a mark, in a frame of its size). */
+  private flushBatch(): void {
+    const n = this.outFill;
+    this.outFill = 0;
+    if (n === 0 || this.outBinary) return;
+    let msg = this.outFrame;
+    if (n === this.outBatch) {
+      base64Into(this.outBytes, this.outFrame, this.payloadOffset);
+    } else {
+      const slot = base64Chars(this.outBytes.length);
+      const part = base64Chars(n * this.frameBytes);
+      msg = new Uint8Array(this.outFrame.length - slot + part);
+      msg.set(this.outFrame.subarray(0, this.payloadOffset), 0);
+      base64Into(this.outBytes.subarray(0, n * this.frameBytes), msg, this.payloadOffset);
+      msg.set(this.outFrame.subarray(this.payloadOffset + slot), this.payloadOffset + part);
+    }
+    if (this.ws.send(msg, false) === 2) this.counters.outFramesDropped += n;
+    else this.counters.outFrames += n;
   }
 
   private setStreamSid(sid: string): void {

@@ -137,18 +137,31 @@ describe('Vonage', () => {
 describe('Exotel', () => {
   const START = { event: 'start', sequence_number: '1', stream_sid: 'MZ1', start: { stream_sid: 'MZ1', call_sid: 'CA1', account_sid: 'acct', custom_parameters: { session_id: 's-1' }, media_format: { encoding: 'base64', sample_rate: '8000', bit_rate: '128kbps' } } };
 
-  it('writes 20 ms frames of 8 kHz PCM (320 bytes: a multiple of 320), mark and clear', () => {
+  it('batches five 20 ms frames of 8 kHz PCM per media message; a mark sends the rest first; a clear drops it', () => {
     const { ws, t, ev } = setup(exotelProtocol, START);
     expect(ev).toMatchObject({ event: 'start', streamSid: 'MZ1', callSid: 'CA1', customParameters: { session_id: 's-1' } });
-    const out = Int16Array.from({ length: 160 }, (_, i) => i * 10);
-    t.sendAudio(out);
+    expect(t.leadMs).toBe(180);
+    const level = (v: number) => new Int16Array(160).fill(v);
+    for (let i = 0; i < 4; i++) t.sendAudio(level(i));
+    expect(ws.sent).toEqual([]);
+    for (let i = 4; i < 7; i++) t.sendAudio(level(i));
     t.mark('run-1');
+    t.sendAudio(level(99));
     t.clearAudio();
-    const [media, mark, clear] = ws.texts();
-    expect(media!.stream_sid).toBe('MZ1');
-    expect(fromLe(Buffer.from(media!.media.payload, 'base64'))).toEqual(out);
-    expect(mark).toEqual({ event: 'mark', stream_sid: 'MZ1', mark: { name: 'run-1' } });
-    expect(clear).toEqual({ event: 'clear', stream_sid: 'MZ1' });
+    t.mark('run-2');
+    const msgs = ws.texts();
+    expect(msgs.map((m) => m.event)).toEqual(['media', 'media', 'mark', 'clear', 'mark']);
+    const first = fromLe(Buffer.from(msgs[0]!.media.payload, 'base64'));
+    expect(first.length).toBe(800);
+    expect([first[0], first[160], first[799]]).toEqual([0, 1, 4]);
+    const rest = fromLe(Buffer.from(msgs[1]!.media.payload, 'base64'));
+    expect([rest.length, rest[0], rest[319]]).toEqual([320, 5, 6]);
+    expect(msgs[1]!.stream_sid).toBe('MZ1');
+    expect(msgs[2]).toEqual({ event: 'mark', stream_sid: 'MZ1', mark: { name: 'run-1' } });
+    // The frame after run-1 was dropped by the clear: run-2 follows the clear directly.
+    expect(msgs[3]).toEqual({ event: 'clear', stream_sid: 'MZ1' });
+    expect(msgs[4]).toEqual({ event: 'mark', stream_sid: 'MZ1', mark: { name: 'run-2' } });
+    expect(t.stats().outFrames).toBe(7);
   });
 
   it('cuts 100 ms messages into five 20 ms frames, in timestamp order', () => {
