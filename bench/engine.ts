@@ -136,6 +136,8 @@ const DRIVER_TEXT: Record<DriverKind, string> = {
   browser: 'browser calls: 16 kHz PCM binary frames on the voice socket (bench/engine/drivers.ts)',
   'twilio-lite': 'telephony calls: Twilio Media Streams JSON, mu-law 8 kHz, through the carrier simulator\'s ImpairedLink',
   'twilio-carrier': 'telephony calls: the full carrier simulator (MediaStreamCall)',
+  'telnyx-pcmu': 'telephony calls: Telnyx media streaming JSON, PCMU 8 kHz, through the ImpairedLink',
+  'telnyx-pcma': 'telephony calls: Telnyx media streaming JSON, PCMA 8 kHz, through the ImpairedLink',
 };
 
 function projections(o: EngineBenchOptions): string {

@@ -8,7 +8,7 @@
 import { serveParent } from '../lib/child.js';
 import { ProcessWindow } from '../lib/proc-stats.js';
 import { Histogram } from '../lib/stats.js';
-import { connectBrowser, connectTwilioCarrier, connectTwilioLite, type Driver, type DriverContext, type DriverKind } from './drivers.js';
+import { connectBrowser, connectTelnyxLite, connectTwilioCarrier, connectTwilioLite, type Driver, type DriverContext, type DriverKind } from './drivers.js';
 import { CallScript, prng, type CallCounters } from './scenario.js';
 
 export interface ConnectParams {
@@ -55,7 +55,13 @@ async function connect(p: ConnectParams): Promise<{ connected: number; failed: n
     const script = new CallScript(counters, p.bargeEvery, prng(Math.floor(rand() * 2 ** 31)));
     const id = p.sessionIds[i]!;
     const opened =
-      p.driver === 'browser' ? connectBrowser(ctx, id, script) : p.driver === 'twilio-lite' ? connectTwilioLite(ctx, id, script, i) : connectTwilioCarrier(ctx, id, script, i);
+      p.driver === 'browser'
+        ? connectBrowser(ctx, id, script)
+        : p.driver === 'twilio-lite'
+          ? connectTwilioLite(ctx, id, script, i)
+          : p.driver === 'telnyx-pcmu' || p.driver === 'telnyx-pcma'
+            ? connectTelnyxLite(ctx, id, script, i, p.driver === 'telnyx-pcma' ? 'pcma' : 'pcmu')
+            : connectTwilioCarrier(ctx, id, script, i);
     pending.push(
       opened.then(
         (d) => void drivers.push(d),

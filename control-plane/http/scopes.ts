@@ -132,8 +132,8 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
     Ready: 'public',
   },
   'voiceplane.v1.TelephonyService': {
-    // Carrier webhooks: verified by X-Twilio-Signature, no bearer (spec doc 2, Authentication 1).
-    ...rules(['InboundCall', 'CallStatusCallback', 'RecordingCallback', 'AmdCallback', 'DialComplete', 'ListProviders', 'Capabilities'], 'public'),
+    // Carrier webhooks: verified by each carrier's signature (X-Twilio-Signature, X-SignalWire-Signature, Ed25519), no bearer (spec doc 2, Authentication 1).
+    ...rules(['InboundCall', 'CallStatusCallback', 'RecordingCallback', 'AmdCallback', 'DialComplete', 'CarrierInbound', 'CarrierEvent', 'ListProviders', 'Capabilities'], 'public'),
     PlaceOutboundCall: 'telephony:write',
     ListCalls: 'telephony:read',
     GetCall: 'telephony:read',

@@ -19,11 +19,11 @@
  */
 import type { Clock } from '../../shared/clock.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
-import { alawDecode, alawEncode, mulawDecode, mulawEncode, MULAW_SILENCE } from '../audio/g711.js';
 import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
 import type { CallTransport } from '../session/transport.js';
 import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
-import { base64Chars, frameBytes, type CarrierMediaFormat, type CarrierProtocol, type MediaCodec } from './carrier-protocol.js';
+import { base64Chars, frameBytes, type CarrierMediaFormat, type CarrierProtocol } from './carrier-protocol.js';
+import { ALAW_TO_MULAW, concealL16, copyInto, decodeFrame, encodeFrame, silenceByte } from './carrier-codecs.js';
 import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
 import { TokenBucket } from '../session/token-bucket.js';
 import { endSocket } from './socket-end.js';
@@ -92,6 +92,8 @@ export class CarrierTransport implements CallTransport {
   private concealRun = 0;
   /** Decoded PCM of one frame at the stream's rate. */
   private readonly pcm: Int16Array;
+  /** A-law frames transcoded to mu-law for a sink that takes mu-law. */
+  private readonly rawMulaw = new Uint8Array(160);
   private nextPopMs = -1;
   /** Highest chunk handed to the sink; -1 until the first pop fixes where the stream starts. */
   private deliveredSeq = -1;
@@ -152,9 +154,12 @@ export class CarrierTransport implements CallTransport {
     if (opts.passRawMulaw !== undefined) this.passRaw = opts.passRawMulaw;
   }
 
-  /** Whether the raw inbound frames are mu-law (an ASR taking mu-law can have them as they are). */
+  /**
+   * Whether the sink can be handed mu-law frames (an ASR taking mu-law then skips decoding and
+   * resampling): mu-law as received, or A-law transcoded byte by byte (a table lookup).
+   */
   get rawIsMulaw(): boolean {
-    return this.format.codec === 'pcmu';
+    return this.format.codec === 'pcmu' || this.format.codec === 'pcma';
   }
 
   /** Where emulated mark echoes go (carriers without marks; the node posts them to the actor). */
@@ -364,7 +369,13 @@ export class CarrierTransport implements CallTransport {
 
   private deliver(bytes: Uint8Array): void {
     decodeFrame(this.format.codec, bytes, this.pcm);
-    this.sink!.onAudio(this.pcm, this.passRaw && this.format.codec === 'pcmu' ? bytes : undefined);
+    let raw: Uint8Array | undefined;
+    if (this.passRaw && this.format.codec === 'pcmu') raw = bytes;
+    else if (this.passRaw && this.format.codec === 'pcma') {
+      for (let i = 0; i < bytes.length; i++) this.rawMulaw[i] = ALAW_TO_MULAW[bytes[i]!]!;
+      raw = this.rawMulaw;
+    }
+    this.sink!.onAudio(this.pcm, raw);
   }
 
   /** Counts an invalid frame (dropped); `close` once the stream has sent too much garbage. */
@@ -466,49 +477,6 @@ export class CarrierTransport implements CallTransport {
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
-}
-
-function silenceByte(codec: MediaCodec): number {
-  return codec === 'pcmu' ? MULAW_SILENCE : codec === 'pcma' ? 0xd5 : 0;
-}
-
-function decodeFrame(codec: MediaCodec, src: Uint8Array, dst: Int16Array): void {
-  if (codec === 'pcmu') mulawDecode(src, dst);
-  else if (codec === 'pcma') alawDecode(src, dst);
-  else for (let i = 0; i < dst.length; i++) dst[i] = (src[2 * i]! | (src[2 * i + 1]! << 8)) << 16 >> 16;
-}
-
-function encodeFrame(codec: MediaCodec, src: Int16Array, dst: Uint8Array): void {
-  if (codec === 'pcmu') mulawEncode(src, dst);
-  else if (codec === 'pcma') alawEncode(src, dst);
-  else
-    for (let i = 0; i < src.length; i++) {
-      dst[2 * i] = src[i]! & 0xff;
-      dst[2 * i + 1] = (src[i]! >> 8) & 0xff;
-    }
-}
-
-/**
- * `conceal` for 16-bit little-endian PCM (that one is mu-law): the previous frame repeated, fading
- * by 6 dB per consecutive concealed frame, ramped within the frame, silence from the 5th on.
- */
-export function concealL16(prev: Uint8Array, out: Uint8Array, count: number): void {
-  const k = Math.max(1, count);
-  const startGain = Math.pow(0.5, k - 1);
-  const endGain = k >= 4 ? 0 : Math.pow(0.5, k);
-  const n = out.length >> 1;
-  for (let i = 0; i < n; i++) {
-    const s = k > 4 || 2 * i + 1 >= prev.length ? 0 : ((prev[2 * i]! | (prev[2 * i + 1]! << 8)) << 16) >> 16;
-    const v = Math.round(s * (startGain + ((endGain - startGain) * i) / n));
-    out[2 * i] = v & 0xff;
-    out[2 * i + 1] = (v >> 8) & 0xff;
-  }
-}
-
-function copyInto(src: Uint8Array, dst: Buffer): number {
-  const n = Math.min(src.length, dst.length);
-  dst.set(src.subarray(0, n), 0);
-  return n;
 }
 
 function trim(set: Set<string>): void {

@@ -12,7 +12,8 @@
 import type { Config } from '../../../shared/config.js';
 import { trimBase } from './http.js';
 import { twilioCompatible } from './twilio.js';
-import { CarrierError, type CarrierAccount, type CarrierAdapter } from './types.js';
+import { AppError } from '../../../shared/errors.js';
+import type { CarrierAccount, CarrierAdapter } from './types.js';
 
 const PROJECT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SPACE_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d+)?\/?$/;
@@ -41,7 +42,8 @@ export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
       },
       apiRoot: (a: CarrierAccount) => {
         const space = a.extra.space_url ?? '';
-        if (!SPACE_URL.test(space)) throw new CarrierError(400, 'the SignalWire account has no valid space_url (https://<space>.signalwire.com)');
+        // Incomplete credentials, not a carrier refusal: the same 503 as no credentials at all.
+        if (!SPACE_URL.test(space)) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials: the SignalWire account has no valid space_url (https://<space>.signalwire.com)', { retryAfterS: 30 });
         return `${trimBase(space)}/api/laml/2010-04-01`;
       },
       signatureHeaders: ['x-signalwire-signature', 'x-twilio-signature'],

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
-import { alawDecode, alawEncode } from '../../../media-engine/audio/g711.js';
+import { alawDecode, alawEncode, mulawDecode } from '../../../media-engine/audio/g711.js';
 import { CarrierTransport } from '../../../media-engine/transports/carrier-transport.js';
 import type { CarrierProtocol } from '../../../media-engine/transports/carrier-protocol.js';
 import { parseTelnyxFrame, telnyxProtocol } from '../../../media-engine/transports/telnyx.js';
@@ -69,10 +69,11 @@ describe('CarrierTransport over Telnyx', () => {
     const ev = t.receiveText(JSON.stringify(START));
     expect(ev).toMatchObject({ event: 'start', customParameters: { session_id: 's-1' } });
     expect(t.format.codec).toBe('pcma');
-    expect(t.rawIsMulaw).toBe(false);
+    expect(t.rawIsMulaw).toBe(true);
 
     const got: Int16Array[] = [];
-    t.attach({ onAudio: (pcm, raw) => (expect(raw).toBeUndefined(), got.push(pcm.slice())) }, { passRawMulaw: true });
+    const raws: Uint8Array[] = [];
+    t.attach({ onAudio: (pcm, raw) => (raws.push(raw!.slice()), got.push(pcm.slice())) }, { passRawMulaw: true });
     const pcm = Int16Array.from({ length: 160 }, (_, i) => Math.round(8000 * Math.sin(i / 5)));
     const a = new Uint8Array(160);
     alawEncode(pcm, a);
@@ -84,6 +85,10 @@ describe('CarrierTransport over Telnyx', () => {
     const expected = new Int16Array(160);
     alawDecode(a, expected);
     expect(Array.from(got[got.length - 1]!)).toEqual(Array.from(expected));
+    // The ASR that takes mu-law gets the frame transcoded: decoding it gives (nearly) the same signal.
+    const viaMulaw = new Int16Array(160);
+    mulawDecode(raws[raws.length - 1]!, viaMulaw);
+    for (let i = 0; i < 160; i++) expect(Math.abs(viaMulaw[i]! - expected[i]!)).toBeLessThanOrEqual(Math.max(16, Math.abs(expected[i]!) / 16));
 
     t.sendAudio(pcm);
     const out = JSON.parse(ws.text().at(-1)!) as { event: string; media: { payload: string } };
