@@ -22,7 +22,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../../shared/config.js';
 import { carrierRequest, trimBase } from './http.js';
-import { withSessionQuery } from './plivo.js';
+import { withSessionQuery } from './stream-url.js';
 import { CarrierError, type CarrierAccount, type CarrierAdapter, type CarrierCallEvent } from './types.js';
 
 const STATUS: Record<string, string> = {

@@ -17,6 +17,7 @@ import type { Config } from '../../../shared/config.js';
 import * as xml from './plivo-xml.js';
 import { verifyPlivoSignature } from './plivo-signature.js';
 import { carrierRequest, trimBase } from './http.js';
+import { withSessionQuery } from './stream-url.js';
 import { CarrierError, type CarrierAccount, type CarrierAdapter, type CarrierCallEvent, type WebhookRequest } from './types.js';
 
 export const PLIVO_AUTH_ID = /^(MA|SA)[A-Z0-9]{18}$/;
@@ -33,13 +34,6 @@ const STATUS: Record<string, string> = {
   cancel: 'canceled',
   canceled: 'canceled',
 };
-
-/** The stream URL with the session in its query (the `start` frame's extra_headers carry it too). */
-export function withSessionQuery(streamUrl: string, params: Record<string, string>): string {
-  const u = new URL(streamUrl);
-  for (const [k, v] of Object.entries(params)) if (v) u.searchParams.set(k, v);
-  return u.toString();
-}
 
 function query(url: string): URLSearchParams {
   try {

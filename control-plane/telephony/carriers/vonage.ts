@@ -14,7 +14,7 @@ import type { Config } from '../../../shared/config.js';
 import { carrierRequest, trimBase } from './http.js';
 import * as ncco from './vonage-ncco.js';
 import { appJwt, verifyVonageCallback, type VonageApp } from './vonage-jwt.js';
-import { withSessionQuery } from './plivo.js';
+import { withSessionQuery } from './stream-url.js';
 import { CarrierError, type CarrierAccount, type CarrierAdapter, type CarrierCallEvent } from './types.js';
 
 export const VONAGE_API_KEY = /^[0-9a-f]{8}$/i;
