@@ -24,14 +24,14 @@ async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, 
   }
 }
 
-function accountFor(wire: StreamWireName): { account: StreamSimAccount; env: (url: string) => Record<string, string> } {
+function accountFor(wire: StreamWireName): { account: StreamSimAccount & { privateKey?: string }; env: (url: string) => Record<string, string> } {
   if (wire === 'plivo') {
     const account = { id: `MA${randomBytes(9).toString('hex').toUpperCase()}`, secret: randomBytes(16).toString('hex') };
     return { account, env: (url) => ({ PLIVO_API_BASE_URL: url, PLIVO_AUTH_ID: account.id, PLIVO_AUTH_TOKEN: account.secret }) };
   }
   if (wire === 'vonage') {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-    const account = { id: randomBytes(4).toString('hex'), secret: randomBytes(16).toString('hex'), key: randomUUID(), publicKey };
+    const account = { id: randomBytes(4).toString('hex'), secret: randomBytes(16).toString('hex'), key: randomUUID(), publicKey, privateKey };
     return { account, env: (url) => ({ VONAGE_API_BASE_URL: url, VONAGE_API_KEY: account.id, VONAGE_SIGNATURE_SECRET: account.secret, VONAGE_APPLICATION_ID: account.key, VONAGE_PRIVATE_KEY: privateKey }) };
   }
   const account = { id: `acct${randomBytes(4).toString('hex')}`, secret: randomBytes(16).toString('hex'), key: randomBytes(8).toString('hex') };
@@ -41,7 +41,7 @@ function accountFor(wire: StreamWireName): { account: StreamSimAccount; env: (ur
 export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: boolean; transfer: boolean }): void {
   let h: TelephonyHarness;
   let sim: StreamCarrierSim;
-  let account: StreamSimAccount;
+  let account: StreamSimAccount & { privateKey?: string };
   const callees = new Map<string, CalleeBehaviour>();
   const NUMBER = '+14155550601';
   const CALLER = '+14155550699';
@@ -207,6 +207,28 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
       expect(await call.ended).toBe('no-answer');
       expect(call.media).toBeUndefined();
       await until(async () => (await h.call('GET', `/telephony/calls/${body.call_id}`)).status === 404, 5000, 'call gone');
+    });
+  });
+
+  describe.runIf(wire === 'vonage')(`${wire}: workspace account`, () => {
+    it('stores the application key (a PEM longer than other fields, line breaks escaped) and dials with it', { timeout: 30_000 }, async () => {
+      const owner = await h.newUser();
+      const pem = account.privateKey!.trim().replace(/\n/g, '\\n');
+      expect(pem.length).toBeGreaterThan(512);
+      const put = await h.call('PUT', '/call-center/settings', { carriers: { vonage: { account_sid: account.id, auth_token: account.secret, application_id: account.key, private_key: pem } } }, owner.token);
+      expect(put.status).toBe(200);
+      expect(put.body.data.carriers.vonage.private_key).toMatch(/^••••/);
+      const bad = await h.call('PUT', '/call-center/settings', { carriers: { vonage: { private_key: 'not a key' } } }, owner.token);
+      expect(bad.status).toBe(400);
+      const agent = await h.createAgent({ number: '+14155550604', direction: 'both', withAccount: false, owner });
+      const to = callee();
+      const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agent, to_number: to }, owner.token);
+      expect(res.status).toBe(200);
+      expect(res.body.telephony_provider).toBe('vonage');
+      const call = await sim.waitForCall((c) => c.to === to);
+      await call.mediaReady;
+      await h.call('POST', `/telephony/calls/${res.body.call_id}/end`, undefined, owner.token);
+      expect(await call.ended).toBe('completed');
     });
   });
 
