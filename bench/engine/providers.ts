@@ -37,7 +37,10 @@ export function benchProviders(mode: ProviderMode, l: ProviderLatencies): { asr:
   return { asr: silenceGatedAsr(asr), llm, tts: networkLikeTts(l.ttsTtfbMs) };
 }
 
-/** True for a frame of digital silence (PCM zeros, or mu-law 0xFF / 0x7F). */
+/**
+ * True for a frame of digital silence (PCM zeros, or mu-law 0xFF / 0x7F, or 0xFE / 0x7E: A-law's
+ * idle code 0xD5 / 0x55 is +-8, not zero, and arrives here transcoded to mu-law on PCMA calls).
+ */
 function isDigitalSilence(frame: Int16Array | Uint8Array): boolean {
   if (frame instanceof Int16Array) {
     for (let i = 0; i < frame.length; i++) if (frame[i] !== 0) return false;
@@ -45,7 +48,7 @@ function isDigitalSilence(frame: Int16Array | Uint8Array): boolean {
   }
   for (let i = 0; i < frame.length; i++) {
     const b = frame[i]!;
-    if (b !== 0xff && b !== 0x7f) return false;
+    if (b !== 0xff && b !== 0x7f && b !== 0xfe && b !== 0x7e) return false;
   }
   return true;
 }
