@@ -5,7 +5,7 @@
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 
 export interface CallTransport {
-  readonly kind: 'browser' | 'twilio' | 'plivo' | 'vonage' | 'exotel';
+  readonly kind: 'browser' | 'twilio';
   /**
    * Sample rate of the inbound frames the transport hands to `CallActor.onAudio`: the call's native
    * rate (16000 browser, 8000 carrier), so nothing is resampled on the way in.
