@@ -37,8 +37,15 @@ const formHook = (ctx: Ctx, hc: HandlerContext, params: Record<string, string>) 
  */
 export async function onCarrierEvents(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, callId: string, req: WebhookRequest): Promise<string> {
   const c = await callFor(ctx, hc, callId, req, adapter);
-  if (c) for (const ev of adapter.parseEvents(req)) await applyEvent(ctx, c, ev, adapter, hc);
-  return adapter.documents.empty();
+  if (c) {
+    for (const ev of adapter.parseEvents(req)) {
+      // Carriers that name the call only once it is answered (Plivo: request_uuid at dial, then
+      // CallUUID): the record follows, so hang-up and transfer address the live call.
+      if ('callSid' in ev && ev.callSid && ev.callSid !== c.provider_call_sid && !c.transferred_to) await ctx.calls.patch(c.call_id, { provider_call_sid: ev.callSid });
+      await applyEvent(ctx, c, ev, adapter, hc);
+    }
+  }
+  return (c && adapter.answerEvent?.(req)) || adapter.documents.empty();
 }
 
 async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter: CarrierAdapter, hc: HandlerContext): Promise<void> {

@@ -91,7 +91,8 @@ export function createCarrierAccounts(deps: { sql: Sql; secrets: SecretBox; carr
           const text = raw.trim();
           // A masked secret sent back unchanged (a form that round-trips the GET) keeps the stored one.
           if (def.secret && text.startsWith(MASK)) continue;
-          if (text.length > MAX_FIELD_CHARS) throw invalid(path, `must be at most ${MAX_FIELD_CHARS} characters`);
+          const max = def.maxChars ?? MAX_FIELD_CHARS;
+          if (text.length > max) throw invalid(path, `must be at most ${max} characters`);
           if (/[\u0000-\u001f]/.test(text)) throw invalid(path, 'must not contain control characters');
           if (def.pattern && !def.pattern.test(text)) throw invalid(path, `is not a valid ${adapter.displayName} ${field}`);
           fields.set(field, text);

@@ -49,6 +49,11 @@ function carrierHook(extra: Partial<RestRoute>): Partial<RestRoute> {
   };
 }
 const first = (v: string | string[] | undefined): string => (Array.isArray(v) ? (v[0] ?? '') : (v ?? ''));
+function queryForm(q: Record<string, string | string[] | undefined>): string {
+  const f = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) f.append(k, x);
+  return f.toString();
+}
 
 export const telephonyRoutes: RestRoute[] = [
   raw(
@@ -78,6 +83,12 @@ export const telephonyRoutes: RestRoute[] = [
   raw('POST', '/calls/:call_id/dial-complete', 'dialComplete', form((f) => ({ dial_call_status: f.DialCallStatus ?? '' }), TWIML)),
   // Other carriers (issue 24): the body is kept as received (signatures), the adapter parses it.
   raw('POST', '/calls/inbound/:carrier', 'carrierInbound', carrierHook(TWIML)),
+  // Exotel's Voicebot applet may fetch its dynamic URL with GET: the query is the webhook's form.
+  raw('GET', '/calls/inbound/:carrier', 'carrierInbound', {
+    bodyType: 'none',
+    request: (parts) => ({ raw_body: queryForm(parts.query), content_type: 'application/x-www-form-urlencoded', hold: Number(first(parts.query.hold)) || 0, ...parts.params }),
+    ...TWIML,
+  }),
   raw('POST', '/calls/:call_id/events/:carrier', 'carrierEvent', carrierHook({ contentType: 'application/json' })),
   raw('GET', '/providers', 'listProviders'),
   raw('GET', '/capabilities', 'capabilities'),

@@ -35,3 +35,21 @@ export function copyInto(src: Uint8Array, dst: Buffer): number {
   dst.set(src.subarray(0, n), 0);
   return n;
 }
+
+/**
+ * `conceal` (audio/jitter-buffer.ts) for 16-bit little-endian PCM (that one is mu-law): the previous
+ * frame repeated, fading by 6 dB per consecutive concealed frame, ramped within the frame, silence
+ * from the 5th on.
+ */
+export function concealL16(prev: Uint8Array, out: Uint8Array, count: number): void {
+  const k = Math.max(1, count);
+  const startGain = Math.pow(0.5, k - 1);
+  const endGain = k >= 4 ? 0 : Math.pow(0.5, k);
+  const n = out.length >> 1;
+  for (let i = 0; i < n; i++) {
+    const s = k > 4 || 2 * i + 1 >= prev.length ? 0 : ((prev[2 * i]! | (prev[2 * i + 1]! << 8)) << 16) >> 16;
+    const v = Math.round(s * (startGain + ((endGain - startGain) * i) / n));
+    out[2 * i] = v & 0xff;
+    out[2 * i + 1] = (v >> 8) & 0xff;
+  }
+}

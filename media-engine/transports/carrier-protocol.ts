@@ -50,6 +50,22 @@ export interface CarrierProtocol {
    */
   readonly sessionParams: 'start' | 'query';
   /**
+   * Most audio the jitter buffer holds (default 120 ms). A carrier sending several frames per
+   * message (Exotel: 100 ms) needs room for two messages in flight plus their jitter.
+   */
+  readonly maxDepthMs?: number;
+  /**
+   * A `media` message may carry several 20 ms frames (Exotel: ~100 ms): k whole frames are k
+   * consecutive chunks from the message's. Default false: a longer payload is cut to 20 ms.
+   */
+  readonly multiFrameMedia?: boolean;
+  /**
+   * 20 ms frames per outgoing media message (default 1). Exotel wants at least 100 ms per message:
+   * 5, and `mediaTemplate` then lays out a payload slot of 5 frames. A partial batch is sent before
+   * a mark and dropped by a clear; the transport's lead grows by the batch.
+   */
+  readonly framesPerMessage?: number;
+  /**
    * Parses and validates one text frame into the normalized frame; never throws. `start` may name
    * a media format (`start.format`) of the protocol's sample rate.
    */

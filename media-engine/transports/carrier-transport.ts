@@ -22,8 +22,8 @@ import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 import { conceal, JitterBuffer } from '../audio/jitter-buffer.js';
 import type { CallTransport } from '../session/transport.js';
 import { MAX_MEDIA_PAYLOAD_BYTES, type CarrierFrame, type CarrierInvalidReason } from '../../shared/protocol/twilio-media.js';
-import { frameBytes, type CarrierMediaFormat, type CarrierProtocol } from './carrier-protocol.js';
-import { ALAW_TO_MULAW, copyInto, decodeFrame, encodeFrame, silenceByte } from './carrier-codecs.js';
+import { base64Chars, frameBytes, type CarrierMediaFormat, type CarrierProtocol } from './carrier-protocol.js';
+import { ALAW_TO_MULAW, concealL16, copyInto, decodeFrame, encodeFrame, silenceByte } from './carrier-codecs.js';
 import { CounterWindow, GarbagePolicy } from './carrier-guard.js';
 import { TokenBucket } from '../session/token-bucket.js';
 import { endSocket } from './socket-end.js';
@@ -35,6 +35,12 @@ export type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOpt
 const FRAME_MS = 20;
 /** Largest 20 ms frame of any carrier format (L16 16 kHz): the scratch buffers' size. */
 const MAX_FRAME_BYTES = 640;
+/**
+ * Most audio one `media` message may carry: Exotel sends ~100 ms per message (1,600 bytes), and a
+ * message of k whole frames is k consecutive chunks. Beyond this it is cut (its parser bounds it too).
+ */
+const MAX_MESSAGE_BYTES = 8000;
+const MAX_FRAMES_PER_MESSAGE = 25;
 /** Longest run of concealed frames handed over for one gap (a restart after a long stall): 1 s. */
 const MAX_CONCEALED_RUN = 50;
 /** Past this much unsent data we drop audio frames instead of growing memory (rule 10). */
@@ -78,7 +84,9 @@ export class CarrierTransport implements CallTransport {
   private readonly jb: JitterBuffer;
   private readonly frameBudget: TokenBucket;
   /** Inbound scratch: payload bytes, previous frame (concealment), 8 kHz PCM. */
-  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_FRAME_BYTES));
+  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_MESSAGE_BYTES));
+  /** Binary media frames carry no counter (Vonage): numbered here, in arrival order. */
+  private binaryChunks = 0;
   private readonly lastFrame: Uint8Array;
   private readonly concealed: Uint8Array;
   private concealRun = 0;
@@ -94,6 +102,9 @@ export class CarrierTransport implements CallTransport {
   private outBinary = false;
   private payloadOffset = 0;
   private readonly outBytes: Uint8Array;
+  /** Frames per outgoing media message (Exotel: 5) and how many of the current one are filled. */
+  private readonly outBatch: number;
+  private outFill = 0;
   /** Carriers without mark echoes: marks "heard" once the audio before them has played (due ms, name). */
   private readonly emulatedMarks: Array<{ dueMs: number; name: string }> = [];
   private outPlayedUntilMs = 0;
@@ -119,12 +130,14 @@ export class CarrierTransport implements CallTransport {
     this.frameBytes = frameBytes(protocol.format);
     this.lastFrame = new Uint8Array(this.frameBytes).fill(silenceByte(protocol.format.codec));
     this.concealed = new Uint8Array(this.frameBytes);
-    this.outBytes = new Uint8Array(this.frameBytes);
+    this.outBatch = Math.max(1, protocol.framesPerMessage ?? 1);
+    this.outBytes = new Uint8Array(this.frameBytes * this.outBatch);
     this.pcm = new Int16Array(this.frameBytes / (protocol.format.codec === 'l16' ? 2 : 1));
-    this.leadMs = opts.leadMs ?? 100;
+    // A batched message leaves when its last frame is there: the lead covers the batch too.
+    this.leadMs = opts.leadMs ?? 100 + (this.outBatch - 1) * FRAME_MS;
     this.passRaw = opts.passRawMulaw ?? false;
     this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
-    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: 120, frameBytes: this.frameBytes, clock, ...opts.jitter });
+    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: protocol.maxDepthMs ?? 120, frameBytes: this.frameBytes, fillByte: silenceByte(protocol.format.codec), clock, ...opts.jitter });
     // sequenceNumber counts from the first message of the socket.
     this.sequenceWindow.anchor(clock.monotonicMs());
   }
@@ -167,10 +180,15 @@ export class CarrierTransport implements CallTransport {
       this.counters.outFramesDropped++;
       return;
     }
-    encodeFrame(this.format.codec, frame, this.outBytes);
-    const sent = this.outBinary ? this.ws.send(this.outBytes, true) : (base64Into(this.outBytes, this.outFrame, this.payloadOffset), this.ws.send(this.outFrame, false));
-    if (sent === 2) this.counters.outFramesDropped++;
-    else this.counters.outFrames++;
+    if (this.outBatch === 1) {
+      encodeFrame(this.format.codec, frame, this.outBytes);
+      const sent = this.outBinary ? this.ws.send(this.outBytes, true) : (base64Into(this.outBytes, this.outFrame, this.payloadOffset), this.ws.send(this.outFrame, false));
+      if (sent === 2) this.counters.outFramesDropped++;
+      else this.counters.outFrames++;
+    } else {
+      encodeFrame(this.format.codec, frame, this.outBytes.subarray(this.outFill * this.frameBytes, (this.outFill + 1) * this.frameBytes));
+      if (++this.outFill === this.outBatch) this.flushBatch();
+    }
     // Real-time play-out position at the carrier, for emulated marks.
     const now = this.clock.monotonicMs();
     this.outPlayedUntilMs = Math.max(this.outPlayedUntilMs, now) + FRAME_MS;
@@ -178,6 +196,8 @@ export class CarrierTransport implements CallTransport {
 
   clearAudio(): void {
     if (this.closed || !this.streamSid) return;
+    // A batch still filling is audio the caller must not hear either.
+    this.outFill = 0;
     this.ws.send(this.protocol.clearFrame(this.streamSid), false);
     this.counters.clears++;
     this.outPlayedUntilMs = 0;
@@ -201,6 +221,8 @@ export class CarrierTransport implements CallTransport {
       if (this.emulatedMarks.length > MAX_PENDING_MARKS) this.emulatedMarks.shift();
       return;
     }
+    // The audio queued before the mark goes first, even a batch not yet full.
+    if (this.outFill > 0) this.flushBatch();
     this.ws.send(this.protocol.markFrame(this.streamSid, name), false);
     this.pendingMarks.add(name);
     trim(this.pendingMarks);
@@ -222,7 +244,15 @@ export class CarrierTransport implements CallTransport {
   /** One WebSocket message from the carrier, as uWS hands it over: budgeted first, then parsed. */
   receiveFrame(message: ArrayBuffer, isBinary: boolean): CarrierEvent | undefined {
     if (!this.frameBudget.take()) return this.invalid('frame_rate');
-    if (isBinary && this.protocol.parseBinary) return this.receiveParsed(this.protocol.parseBinary(new Uint8Array(message)));
+    if (isBinary && this.protocol.parseBinary) {
+      const parsed = this.protocol.parseBinary(new Uint8Array(message));
+      // A WebSocket is ordered and binary audio has no counter: arrival order is the chunk order.
+      if (parsed.ok && parsed.frame.event === 'media' && this.streamSid) {
+        parsed.frame.chunk = ++this.binaryChunks;
+        parsed.frame.timestampMs = (parsed.frame.chunk - 1) * FRAME_MS;
+      }
+      return this.receiveParsed(parsed);
+    }
     return isBinary ? this.receiveBinary() : this.receiveText(Buffer.from(message).toString('utf8'));
   }
 
@@ -308,8 +338,13 @@ export class CarrierTransport implements CallTransport {
       return undefined;
     }
     const n = typeof m.payload === 'string' ? this.inBytes.write(m.payload, 0, 'base64') : copyInto(m.payload, this.inBytes);
-    // Payload size is not promised: a longer frame is cut to 20 ms, a shorter one padded (by the buffer).
-    const pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    // Payload size is not promised: a shorter frame is padded (by the buffer), a longer one cut to
+    // 20 ms, except on carriers sending k whole frames per message (Exotel's 100 ms): k consecutive chunks.
+    const frames = this.protocol.multiFrameMedia ? Math.min(MAX_FRAMES_PER_MESSAGE, Math.max(1, Math.floor(n / this.frameBytes))) : 1;
+    let pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    for (let i = 1; i < frames; i++) {
+      if (this.jb.push(m.chunk + i, m.timestampMs + i * FRAME_MS, this.inBytes.subarray(i * this.frameBytes, (i + 1) * this.frameBytes), now) === 'accepted') pushed = 'accepted';
+    }
     // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
     // between one and two frames (each flip would conceal or trim a frame: a time warp).
     if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
@@ -397,7 +432,8 @@ export class CarrierTransport implements CallTransport {
   private concealThrough(seq: number): void {
     if (this.deliveredSeq < 0 || seq <= this.deliveredSeq) return;
     for (let s = Math.max(this.deliveredSeq + 1, seq - MAX_CONCEALED_RUN + 1); s <= seq; s++) {
-      conceal(this.lastFrame, this.concealed, ++this.concealRun);
+      if (this.format.codec === 'l16') concealL16(this.lastFrame, this.concealed, ++this.concealRun);
+      else conceal(this.lastFrame, this.concealed, ++this.concealRun);
       this.deliver(this.concealed);
     }
     this.deliveredSeq = seq;
@@ -413,6 +449,26 @@ export class CarrierTransport implements CallTransport {
 
   stats(): CarrierTransportStats {
     return { jitter: this.jb.stats(), ...this.counters, invalidReasons: { ...this.invalidReasons } };
+  }
+
+  /** Sends the filled part of the current batch (a full one in place; a partial one, at a mark, in a frame of its size). */
+  private flushBatch(): void {
+    const n = this.outFill;
+    this.outFill = 0;
+    if (n === 0 || this.outBinary) return;
+    let msg = this.outFrame;
+    if (n === this.outBatch) {
+      base64Into(this.outBytes, this.outFrame, this.payloadOffset);
+    } else {
+      const slot = base64Chars(this.outBytes.length);
+      const part = base64Chars(n * this.frameBytes);
+      msg = new Uint8Array(this.outFrame.length - slot + part);
+      msg.set(this.outFrame.subarray(0, this.payloadOffset), 0);
+      base64Into(this.outBytes.subarray(0, n * this.frameBytes), msg, this.payloadOffset);
+      msg.set(this.outFrame.subarray(this.payloadOffset + slot), this.payloadOffset + part);
+    }
+    if (this.ws.send(msg, false) === 2) this.counters.outFramesDropped += n;
+    else this.counters.outFrames += n;
   }
 
   private setStreamSid(sid: string): void {

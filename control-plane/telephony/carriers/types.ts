@@ -35,6 +35,8 @@ export interface CredentialField {
   required: boolean;
   /** Checked at the edge (400 with the field named); default: any text up to 512 characters. */
   pattern?: RegExp;
+  /** Longest value accepted (default 512; a PEM private key needs more). */
+  maxChars?: number;
 }
 
 export interface CarrierCapabilities {
@@ -163,6 +165,12 @@ export interface CarrierAdapter {
   parseInbound(req: WebhookRequest): InboundCall | undefined;
   /** Parses a callback into our events (status, AMD, recording, transfer leg end). */
   parseEvents(req: WebhookRequest): CarrierCallEvent[];
+  /**
+   * The document a callback on the events route is answered with, when it is one the carrier runs
+   * (Plivo's `answer_url` and transfer `aleg_url`, which cannot carry the XML inline); undefined:
+   * `documents.empty()`.
+   */
+  answerEvent?(req: WebhookRequest): string | undefined;
   /** Document carriers: their documents. */
   readonly documents: CallDocuments;
   /**
