@@ -138,6 +138,9 @@ const DRIVER_TEXT: Record<DriverKind, string> = {
   'twilio-carrier': 'telephony calls: the full carrier simulator (MediaStreamCall)',
   'telnyx-pcmu': 'telephony calls: Telnyx media streaming JSON, PCMU 8 kHz, through the ImpairedLink',
   'telnyx-pcma': 'telephony calls: Telnyx media streaming JSON, PCMA 8 kHz, through the ImpairedLink',
+  plivo: 'telephony calls: Plivo audio streams JSON, mu-law 8 kHz, through the ImpairedLink',
+  vonage: 'telephony calls: Vonage websocket, binary 16-bit PCM 16 kHz, through the ImpairedLink',
+  exotel: 'telephony calls: Exotel voicebot stream JSON, 16-bit PCM 8 kHz in 100 ms messages, through the ImpairedLink',
 };
 
 function projections(o: EngineBenchOptions): string {

@@ -9,6 +9,7 @@
  * - `telnyx-pcmu` / `telnyx-pcma`: the same as `twilio-lite` in Telnyx's media dialect (issue 24:
  *   `stream_id`, `sequence_number`, session in the URL query, `{"event":"clear"}`), G.711 mu-law or
  *   A-law: the engine's capacity per carrier media format.
+ * - `plivo`, `vonage`, `exotel`: the same in those carriers' dialects (stream-drivers.ts).
  * - `twilio-carrier`: the telephony engineer's full carrier simulator (`MediaStreamCall`, `ws`
  *   client, virtual playout clock, marks echoed when played, sim decoding of what was heard).
  *   Faithful but ~10x the CPU per call: for small N and cross-checks.
@@ -21,7 +22,7 @@ import type { Histogram } from '../lib/stats.js';
 import type { CallScript } from './scenario.js';
 import { encodeClientFrame, WsLite } from './ws-lite.js';
 
-export type DriverKind = 'browser' | 'twilio-lite' | 'twilio-carrier' | 'telnyx-pcmu' | 'telnyx-pcma';
+export type DriverKind = 'browser' | 'twilio-lite' | 'twilio-carrier' | 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'exotel';
 
 export interface DriverContext {
   host: string;

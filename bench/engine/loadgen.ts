@@ -10,6 +10,7 @@ import { ProcessWindow } from '../lib/proc-stats.js';
 import { Histogram } from '../lib/stats.js';
 import { connectBrowser, connectTelnyxLite, connectTwilioCarrier, connectTwilioLite, type Driver, type DriverContext, type DriverKind } from './drivers.js';
 import { CallScript, prng, type CallCounters } from './scenario.js';
+import { connectStreamLite } from './stream-drivers.js';
 
 export interface ConnectParams {
   host: string;
@@ -61,7 +62,9 @@ async function connect(p: ConnectParams): Promise<{ connected: number; failed: n
           ? connectTwilioLite(ctx, id, script, i)
           : p.driver === 'telnyx-pcmu' || p.driver === 'telnyx-pcma'
             ? connectTelnyxLite(ctx, id, script, i, p.driver === 'telnyx-pcma' ? 'pcma' : 'pcmu')
-            : connectTwilioCarrier(ctx, id, script, i);
+            : p.driver === 'plivo' || p.driver === 'vonage' || p.driver === 'exotel'
+              ? connectStreamLite(ctx, id, script, i, p.driver)
+              : connectTwilioCarrier(ctx, id, script, i);
     pending.push(
       opened.then(
         (d) => void drivers.push(d),
