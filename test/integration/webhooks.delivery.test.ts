@@ -258,7 +258,7 @@ describe('settings: bad input, roles, fencing, secret rotation', () => {
   it('members read, only owner/admin write or test (403); other workspaces are 404', async () => {
     const read = await get(member, `${S}?${ws()}`);
     expect(read.status).toBe(200);
-    expect(read.body.data).toEqual({ workspace_id: owner.workspaceId, webhook_url: receiver.url, has_webhook_secret: true });
+    expect(read.body.data).toEqual({ workspace_id: owner.workspaceId, webhook_url: receiver.url, has_webhook_secret: true, carriers: {} });
     expect((await api(cp, 'PUT', S, { token: member.token, body: { workspace_id: owner.workspaceId, rotate_webhook_secret: true } })).status).toBe(403);
     expect((await post(member, `${TEST}?${ws()}`)).status).toBe(403);
     expect((await get(member, `${D}?${ws()}`)).status).toBe(200);
