@@ -13,10 +13,11 @@ import { runControlPlane, type Attach } from './control-plane/run.js';
 
 /** ROLE=all: the engine's record writer and one engine node, on the control plane's infrastructure. */
 const attachEngine: Attach = async (ctx, config, infra) => {
-  const [{ startEngineRecords }, { startEngineNode }, { createPgKnowledgeSearch }] = await Promise.all([
+  const [{ startEngineRecords }, { startEngineNode }, { createPgKnowledgeSearch }, { closeSharedFlitePool }] = await Promise.all([
     import('./media-engine/records/index.js'),
     import('./media-engine/node.js'),
     import('./media-engine/knowledge/search.js'),
+    import('./shared/providers/tts/flite-pool.js'),
   ]);
   const { logger } = ctx;
   const records = await startEngineRecords({ config, sql: infra.sql, logger, clock: realClock });
@@ -34,6 +35,8 @@ const attachEngine: Attach = async (ctx, config, infra) => {
     secrets: infra.secrets,
     knowledge: createPgKnowledgeSearch(infra.sql),
   });
+  // Before engine.close in the list, so after it at shutdown: the local TTS workers end after the calls.
+  ctx.onClose(() => closeSharedFlitePool());
   ctx.onClose(() => engine.close());
   ctx.onForce(() => engine.forceDrain());
   // SIGTERM drains the engine's calls while the API still serves them (DRAIN_TIMEOUT_S); Ctrl-C

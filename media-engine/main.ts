@@ -12,6 +12,7 @@ import { runMain } from '../shared/run-main.js';
 import { startEngineNode } from './node.js';
 import { startEngineRecords } from './records/index.js';
 import { createPgKnowledgeSearch } from './knowledge/search.js';
+import { closeSharedFlitePool } from '../shared/providers/tts/flite-pool.js';
 
 runMain(
   {
@@ -23,6 +24,8 @@ runMain(
   },
   async (ctx) => {
     const { config, logger } = ctx;
+    // Registered first, so it runs last: the local TTS workers end after the calls that use them.
+    ctx.onClose(() => closeSharedFlitePool());
     const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: config.registryPrefix, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
     ctx.onClose(() => registry.close());
     const sql = createSql(config.databaseUrl!);

@@ -24,6 +24,7 @@ import { sessionConfig } from '../helpers/session-config.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 import { bestLagCorrelation, energyEnvelope, renderFliteDirect } from '../helpers/flite-direct.js';
 import { splitSentences } from '../../shared/providers/tts/local.js';
+import { closeSharedFlitePool } from '../../shared/providers/tts/flite-pool.js';
 
 // The welcome as the control plane renders it for a caller without a `name` variable.
 const WELCOME = DEMO_WELCOME_MESSAGE.replace('{{name|there}}', 'there');
@@ -42,6 +43,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await node?.close();
   await registry?.close();
+  // The process-wide Flite workers end before the test process does.
+  await closeSharedFlitePool();
 });
 
 function demoSession(overrides: Partial<SessionConfig> = {}): SessionConfig {

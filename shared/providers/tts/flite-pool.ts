@@ -246,3 +246,14 @@ export function sharedFlitePool(): FlitePool {
   shared ??= new FlitePool();
   return shared;
 }
+
+/**
+ * Ends the process-wide pool's worker threads (process shutdown, a test's teardown). A worker left
+ * running into process exit can be stopped mid-compile or mid-WASI: seen once as a crashed test
+ * process. A later `sharedFlitePool()` starts a new pool.
+ */
+export async function closeSharedFlitePool(): Promise<void> {
+  const pool = shared;
+  shared = undefined;
+  await pool?.close();
+}
