@@ -6,16 +6,14 @@
  *   customParameters), then one `media` JSON frame (mu-law 8 kHz, base64) per 20 ms through the
  *   carrier simulator's `ImpairedLink` (jitter). Agent `media` frames are counted, not decoded;
  *   `mark`s are echoed on arrival. Cheap enough for a thousand calls.
- * - `telnyx-pcmu` / `telnyx-pcma`: the same as `twilio-lite` in Telnyx's media dialect (issue 24:
- *   `stream_id`, `sequence_number`, session in the URL query, `{"event":"clear"}`), G.711 mu-law or
- *   A-law: the engine's capacity per carrier media format.
- * - `plivo`, `vonage`, `exotel`: the same in those carriers' dialects (stream-drivers.ts).
+ * - `telnyx-pcmu`, `telnyx-pcma`, `plivo`, `vonage`, `exotel`: the same as `twilio-lite` in those
+ *   carriers' media dialects (stream-drivers.ts): the engine's capacity per carrier media format.
  * - `twilio-carrier`: the telephony engineer's full carrier simulator (`MediaStreamCall`, `ws`
  *   client, virtual playout clock, marks echoed when played, sim decoding of what was heard).
  *   Faithful but ~10x the CPU per call: for small N and cross-checks.
  */
 import { randomBytes } from 'node:crypto';
-import { alawEncode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
+import { mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
 import { encodeText } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink, MediaStreamCall } from '../../test/carrier-sim/index.js';
 import type { Histogram } from '../lib/stats.js';
@@ -222,102 +220,6 @@ export async function connectTwilioLite(ctx: DriverContext, sessionId: string, s
     sequenceNumber: String(++seq),
     streamSid,
     start: { streamSid, accountSid: 'AC' + '0'.repeat(32), callSid, tracks: ['inbound'], customParameters: { session_id: sessionId }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
-  });
-  t0 = performance.now();
-  d.ready = true;
-  d.readyMs = t0 - started;
-  return d;
-}
-
-// ---------------------------------------------------------------- telnyx (lite)
-
-const alawPhraseCache = new Map<string, string[]>();
-const ALAW_SILENCE = 0xd5;
-const ALAW_SILENCE_B64 = Buffer.alloc(160, ALAW_SILENCE).toString('base64');
-
-function alawPhrase(text: string): string[] {
-  let frames = alawPhraseCache.get(text);
-  if (!frames) {
-    const pcm = encodeText(text, 8000);
-    const bytes = new Uint8Array(Math.ceil(pcm.length / 160) * 160).fill(ALAW_SILENCE);
-    alawEncode(pcm, bytes.subarray(0, pcm.length));
-    frames = [];
-    for (let i = 0; i < bytes.length; i += 160) frames.push(Buffer.from(bytes.subarray(i, i + 160)).toString('base64'));
-    alawPhraseCache.set(text, frames);
-  }
-  return frames;
-}
-
-export async function connectTelnyxLite(ctx: DriverContext, sessionId: string, script: CallScript, index: number, codec: 'pcmu' | 'pcma'): Promise<Driver> {
-  const started = performance.now();
-  const streamId = randomBytes(16).toString('hex');
-  const callControlId = `v3:${randomBytes(18).toString('base64url')}`;
-  const link = new ImpairedLink({ seed: ctx.seed * 100_003 + index, jitterMs: ctx.jitterMs, lossProb: ctx.lossProb });
-  const phrase = codec === 'pcma' ? alawPhrase : mulawPhrase;
-  const silence = codec === 'pcma' ? ALAW_SILENCE_B64 : MULAW_SILENCE_B64;
-  let mouth: string[] | undefined;
-  let mi = 0;
-  let seq = 0;
-  let chunk = 0;
-  let t0 = 0;
-  let ws: WsLite | undefined;
-  const sendJson = (o: unknown) => ws?.sendText(JSON.stringify(o));
-  const d: Driver = {
-    script,
-    ready: false,
-    readyMs: NaN,
-    closed: () => ws?.closed ?? false,
-    tick(now) {
-      if (!d.ready || !ws || ws.closed) return;
-      if (!mouth) {
-        const next = script.poll(now);
-        if (next) {
-          mouth = phrase(next);
-          mi = 0;
-        }
-      }
-      while (now >= t0 + chunk * FRAME_MS) {
-        ctx.sendLate.record(now - (t0 + chunk * FRAME_MS));
-        chunk++;
-        let payload = silence;
-        if (mouth) {
-          payload = mouth[mi++]!;
-          if (mi >= mouth.length) {
-            mouth = undefined;
-            script.spoken(now);
-          }
-        }
-        link.offer(`{"event":"media","sequence_number":"${++seq}","media":{"track":"inbound","chunk":"${chunk}","timestamp":"${(chunk - 1) * FRAME_MS}","payload":"${payload}"},"stream_id":"${streamId}"}`, now);
-        ctx.counts.framesSent++;
-      }
-      for (const m of link.due(now)) ws.sendText(m);
-    },
-    close() {
-      if (!ws || ws.closed) return;
-      sendJson({ event: 'stop', sequence_number: String(++seq), stream_id: streamId, stop: { call_control_id: callControlId } });
-      ws.close();
-    },
-  };
-  ws = await WsLite.connect(ctx.host, ctx.port, `/api/v1/voice/ws/telnyx/${index}?session_id=${encodeURIComponent(sessionId)}`, {
-    onText: (text) => {
-      if (text.startsWith('{"event":"media"')) {
-        ctx.counts.framesReceived++;
-        script.onAgentFrame(performance.now());
-      } else if (text.includes('"event":"mark"')) {
-        const name = (JSON.parse(text) as { mark?: { name?: string } }).mark?.name ?? '';
-        sendJson({ event: 'mark', sequence_number: String(++seq), stream_id: streamId, mark: { name } });
-      } else if (text.includes('"event":"clear"')) ctx.counts.clears++;
-    },
-    onClose: () => {
-      if (!ctx.closing()) ctx.counts.closedEarly++;
-    },
-  });
-  sendJson({ event: 'connected', version: '1.0.0' });
-  sendJson({
-    event: 'start',
-    sequence_number: String(++seq),
-    stream_id: streamId,
-    start: { call_control_id: callControlId, media_format: { encoding: codec === 'pcma' ? 'PCMA' : 'PCMU', sample_rate: 8000, channels: 1 } },
   });
   t0 = performance.now();
   d.ready = true;

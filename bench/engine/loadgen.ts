@@ -8,7 +8,7 @@
 import { serveParent } from '../lib/child.js';
 import { ProcessWindow } from '../lib/proc-stats.js';
 import { Histogram } from '../lib/stats.js';
-import { connectBrowser, connectTelnyxLite, connectTwilioCarrier, connectTwilioLite, type Driver, type DriverContext, type DriverKind } from './drivers.js';
+import { connectBrowser, connectTwilioCarrier, connectTwilioLite, type Driver, type DriverContext, type DriverKind } from './drivers.js';
 import { CallScript, prng, type CallCounters } from './scenario.js';
 import { connectStreamLite } from './stream-drivers.js';
 
@@ -60,11 +60,9 @@ async function connect(p: ConnectParams): Promise<{ connected: number; failed: n
         ? connectBrowser(ctx, id, script)
         : p.driver === 'twilio-lite'
           ? connectTwilioLite(ctx, id, script, i)
-          : p.driver === 'telnyx-pcmu' || p.driver === 'telnyx-pcma'
-            ? connectTelnyxLite(ctx, id, script, i, p.driver === 'telnyx-pcma' ? 'pcma' : 'pcmu')
-            : p.driver === 'plivo' || p.driver === 'vonage' || p.driver === 'exotel'
-              ? connectStreamLite(ctx, id, script, i, p.driver)
-              : connectTwilioCarrier(ctx, id, script, i);
+          : p.driver === 'twilio-carrier'
+            ? connectTwilioCarrier(ctx, id, script, i)
+            : connectStreamLite(ctx, id, script, i, p.driver);
     pending.push(
       opened.then(
         (d) => void drivers.push(d),

@@ -1,8 +1,11 @@
 /**
- * Lite callers in the media dialects of Plivo, Vonage and Exotel (issue 24: the engine's capacity
- * per carrier media format), on ws-lite through the carrier simulator's ImpairedLink like
- * `twilio-lite`. Wire shapes as in test/carrier-sim/stream-call.ts (the integration suites' callers):
+ * Lite callers in the media dialects of Telnyx, Plivo, Vonage and Exotel (issue 24: the engine's
+ * capacity per carrier media format), on ws-lite through the carrier simulator's ImpairedLink like
+ * `twilio-lite`. Wire shapes as in test/carrier-sim (the integration suites' callers):
  *
+ * - `telnyx-pcmu` / `telnyx-pcma`: `connected`, `start` (media_format PCMU or PCMA), `media` JSON
+ *   every 20 ms with `stream_id`; agent `media` counted, `mark` echoed, `clear` counted. PCMA calls
+ *   hand the ASR frames transcoded to mu-law (engine side), so no format resamples.
  * - `plivo`: `start` (session in `extra_headers`), `media` JSON every 20 ms, mu-law 8 kHz base64;
  *   agent `playAudio` counted, `checkpoint` echoed as `playedStream` on arrival.
  * - `vonage`: `websocket:connected` (audio/l16;rate=16000), then binary 640-byte frames every 20 ms;
@@ -13,14 +16,14 @@
  * Every driver sends the session id in the socket URL's query too (the engine reads it there).
  */
 import { randomBytes } from 'node:crypto';
-import { mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
+import { alawEncode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
 import { encodeText } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink } from '../../test/carrier-sim/index.js';
 import type { Driver, DriverContext } from './drivers.js';
 import type { CallScript } from './scenario.js';
 import { encodeClientFrame, WsLite } from './ws-lite.js';
 
-export type StreamWire = 'plivo' | 'vonage' | 'exotel';
+export type StreamWire = 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'exotel';
 
 const FRAME_MS = 20;
 /** Exotel sends about 100 ms per `media` message. */
@@ -43,15 +46,39 @@ interface Dialect {
 }
 
 const le = (pcm: Int16Array) => Buffer.from(pcm.buffer.slice(pcm.byteOffset, pcm.byteOffset + pcm.byteLength));
+const ALAW_SILENCE = 0xd5;
+
+function g711(law: 'mu' | 'a') {
+  return (pcm: Int16Array) => {
+    const out = new Uint8Array(pcm.length).fill(law === 'a' ? ALAW_SILENCE : MULAW_SILENCE);
+    (law === 'a' ? alawEncode : mulawEncode)(pcm, out);
+    return Buffer.from(out);
+  };
+}
+
+function telnyx(codec: 'PCMU' | 'PCMA'): Dialect {
+  return {
+    rate: 8000,
+    encode: g711(codec === 'PCMA' ? 'a' : 'mu'),
+    start: ({ streamId, callId }) => [
+      JSON.stringify({ event: 'connected', version: '1.0.0' }),
+      JSON.stringify({ event: 'start', sequence_number: '1', stream_id: streamId, start: { call_control_id: `v3:${callId}`, media_format: { encoding: codec, sample_rate: 8000, channels: 1 } } }),
+    ],
+    media: (n, frame, streamId) => `{"event":"media","sequence_number":"${n + 1}","media":{"track":"inbound","chunk":"${n}","timestamp":"${(n - 1) * FRAME_MS}","payload":"${frame.toString('base64')}"},"stream_id":"${streamId}"}`,
+    echo: (msg, streamId) => (msg.event === 'mark' ? JSON.stringify({ event: 'mark', stream_id: streamId, mark: { name: msg.mark?.name ?? '' } }) : undefined),
+    isMedia: (text) => text.startsWith('{"event":"media"'),
+    isClear: (msg) => msg.event === 'clear',
+    binaryOut: false,
+    framesPerAgentMessage: 1,
+  };
+}
 
 const DIALECTS: Record<StreamWire, Dialect> = {
+  'telnyx-pcmu': telnyx('PCMU'),
+  'telnyx-pcma': telnyx('PCMA'),
   plivo: {
     rate: 8000,
-    encode: (pcm) => {
-      const mu = new Uint8Array(pcm.length).fill(MULAW_SILENCE);
-      mulawEncode(pcm, mu);
-      return Buffer.from(mu);
-    },
+    encode: g711('mu'),
     start: ({ streamId, callId, sessionId }) => [
       JSON.stringify({ event: 'start', sequenceNumber: 0, start: { callId, streamId, accountId: 'MA0000000000000000', tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000 } }, extra_headers: `session_id=${sessionId}` }),
     ],
@@ -169,10 +196,12 @@ export async function connectStreamLite(ctx: DriverContext, sessionId: string, s
       if (!ws || ws.closed) return;
       if (wire === 'plivo') ws.sendText(JSON.stringify({ event: 'stop', streamId }));
       if (wire === 'exotel') ws.sendText(JSON.stringify({ event: 'stop', stream_sid: streamId, stop: { call_sid: callId, reason: 'callended' } }));
+      if (wire.startsWith('telnyx')) ws.sendText(JSON.stringify({ event: 'stop', stream_id: streamId, stop: { call_control_id: `v3:${callId}` } }));
       ws.close();
     },
   };
-  ws = await WsLite.connect(ctx.host, ctx.port, `/api/v1/voice/ws/${wire}/${index}?session_id=${encodeURIComponent(sessionId)}`, {
+  const carrier = wire.startsWith('telnyx') ? 'telnyx' : wire;
+  ws = await WsLite.connect(ctx.host, ctx.port, `/api/v1/voice/ws/${carrier}/${index}?session_id=${encodeURIComponent(sessionId)}`, {
     onBinary: () => {
       if (!d0.binaryOut) return;
       ctx.counts.framesReceived++;
