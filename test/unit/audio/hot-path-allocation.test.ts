@@ -8,7 +8,8 @@
  * so with no garbage collection in between, its used size after the run minus before is what the
  * run allocated. Each attempt starts right after a forced collection (an empty new space holds
  * far more than 160 kB), and an attempt during which any collection ran (a GC performance entry)
- * is discarded and retried, so a collection can never hide an allocation. The whole heap's used
+ * is discarded and retried, so a collection can never hide an allocation; the smallest of three
+ * clean attempts counts (a first run that the optimiser has not reached yet boxes doubles). The whole heap's used
  * size is no good here: after a full collection, lazy sweeping makes it drift by tens of kB.
  * Bound: 16 kB for 10,000 frames (1.6 bytes per frame): one 16-byte object per frame (160 kB)
  * breaks it ten times over; the measurement's own noise (the statistics call) is ~2 kB.
@@ -117,8 +118,12 @@ describe('audio hot path: no allocation per frame', () => {
     };
     let sink = 0;
     for (let k = 0; k < 20; k++) sink += run(k * 500, 500); // warm-up: optimised code, grown buffers
+    // The smallest of three clean attempts: on a loaded machine the optimising compiler can still
+    // be busy after the warm-up, and a run in unoptimised code boxes a returned double per frame
+    // (seen once in CI: 168 kB, 16.8 bytes per frame). A real per-frame allocation shows in every
+    // attempt, so the minimum still catches it.
     const grown: number[] = [];
-    for (let attempt = 0; attempt < 5 && grown.length === 0; attempt++) {
+    for (let attempt = 0; attempt < 10 && grown.length < 3; attempt++) {
       gc();
       await turn();
       await turn();
@@ -132,8 +137,8 @@ describe('audio hot path: no allocation per frame', () => {
       if (collections === before && heapAfter >= heapBefore) grown.push(heapAfter - heapBefore);
     }
     expect(Number.isFinite(sink)).toBe(true);
-    expect(grown, 'every attempt saw a garbage collection').toHaveLength(1);
-    expect(grown[0]!).toBeLessThan(BOUND_BYTES);
+    expect(grown.length, 'every attempt saw a garbage collection').toBeGreaterThan(0);
+    expect(Math.min(...grown)).toBeLessThan(BOUND_BYTES);
   });
 
   it('the measurement catches a real per-frame allocation of 16 bytes', async () => {
