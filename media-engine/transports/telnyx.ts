@@ -25,6 +25,7 @@ import {
   type CarrierInvalidReason,
   type CarrierParse,
 } from '../../shared/protocol/twilio-media.js';
+import { isRecord, parseObject } from '../../shared/protocol/stream-frames.js';
 import { jsonMediaTemplate, type CarrierProtocol } from './carrier-protocol.js';
 
 const KNOWN = new Set(['connected', 'start', 'media', 'mark', 'dtmf', 'stop']);
@@ -34,17 +35,10 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const DTMF = /^[0-9A-Da-d*#]$/;
 
 const fail = (reason: CarrierInvalidReason): CarrierParse => ({ ok: false, reason });
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseTelnyxFrame(text: string): CarrierParse {
-  if (text.length > MAX_CARRIER_FRAME_CHARS) return fail('too_large');
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return fail('not_json');
-  }
-  if (!isRecord(v)) return fail('not_object');
+  const v = parseObject(text, MAX_CARRIER_FRAME_CHARS);
+  if (typeof v === 'string') return fail(v);
   if (typeof v.event !== 'string') return fail('bad_event');
   if (!KNOWN.has(v.event)) return { ok: true, frame: { event: 'unknown' } };
   if (v.event === 'connected') return { ok: true, frame: { event: 'connected' } };

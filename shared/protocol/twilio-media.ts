@@ -8,6 +8,7 @@
  */
 
 /** Largest text frame we parse; uWS closes the socket above its own maxPayloadLength before this. */
+import { isRecord, parseObject } from './stream-frames.js';
 export const MAX_CARRIER_FRAME_CHARS = 16 * 1024;
 /** A 20 ms mu-law frame is 160 bytes; we accept up to 1 KiB (cut to 20 ms by the transport). */
 export const MAX_MEDIA_PAYLOAD_BYTES = 1024;
@@ -109,20 +110,10 @@ function sid(v: unknown): string | undefined {
   return s !== undefined && SID.test(s) ? s : undefined;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Parses and validates one carrier text frame. Never throws; the cost is linear in its length. */
 export function parseCarrierFrame(text: string): CarrierParse {
-  if (text.length > MAX_CARRIER_FRAME_CHARS) return fail('too_large');
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return fail('not_json');
-  }
-  if (!isRecord(v)) return fail('not_object');
+  const v = parseObject(text, MAX_CARRIER_FRAME_CHARS);
+  if (typeof v === 'string') return fail(v);
   if (typeof v.event !== 'string') return fail('bad_event');
   if (!KNOWN.has(v.event)) return { ok: true, frame: { event: 'unknown' } };
   if (v.event === 'connected') return { ok: true, frame: { event: 'connected' } };
