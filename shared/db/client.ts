@@ -4,8 +4,9 @@
  *
  * - `statement_timeout` on every connection: Postgres itself ends a query (or a lock wait) that
  *   runs longer (57014 -> 503). Work that needs longer makes its own pool with a larger value.
- * - a gate in front of the pool (gate.ts): at most `max` queries at once, a bounded queue, and a
- *   503 when no connection frees up within `acquireTimeoutMs`.
+ * - a gate in front of the pool (gate.ts): at most `pipelineDepth` statements per connection
+ *   (one transaction or reservation per connection), a bounded queue, and a 503 when nothing
+ *   frees up within `acquireTimeoutMs`.
  * - a response watchdog on each socket: bytes written and nothing read back for
  *   statement timeout + grace means the peer is gone (a network partition gives no error at
  *   all); the socket is destroyed, its queries fail (-> 503) and the pool reconnects.
@@ -16,6 +17,7 @@
  */
 import net from 'node:net';
 import postgres from 'postgres';
+import { AnswerDeadlines } from './answer-deadline.js';
 import { ConnectionGate, type GateStats } from './gate.js';
 import { backoffDelayMs } from '../../shared/backoff.js';
 import { systemError } from '../../shared/errors.js';
@@ -37,6 +39,12 @@ export interface SqlOptions {
   connectTimeoutMs?: number;
   /** Queries allowed to wait for a connection; beyond it 503 at once. Default 1000. */
   maxQueued?: number;
+  /**
+   * Single statements admitted per connection (postgres.js pipelines them behind busy
+   * connections); a transaction or reserved connection takes a whole connection. Default 2
+   * (DB_PIPELINE_DEPTH); 1 is one statement per connection.
+   */
+  pipelineDepth?: number;
 }
 
 /** Silence allowed after the statement timeout before a connection counts as dead. */
@@ -75,8 +83,11 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
     socket: (o: SocketTarget) => watchedSocket(o, responseTimeoutMs),
     // `socket` is supported by postgres.js but missing from its types.
   } as never) as unknown as Sql;
-  const gate = new ConnectionGate(max, opts.acquireTimeoutMs ?? 2000, opts.maxQueued ?? 1000);
-  const sql = gated(raw, gate);
+  const pipelineDepth = opts.pipelineDepth ?? 2;
+  const gate = new ConnectionGate(max, opts.acquireTimeoutMs ?? 2000, opts.maxQueued ?? 1000, pipelineDepth);
+  const answerMs = pipelineDepth * statementTimeoutMs + RESPONSE_GRACE_MS;
+  const deadlines = new AnswerDeadlines(answerMs, (reject) => reject(systemError('ETIMEDOUT', `no answer from Postgres within ${answerMs} ms`)));
+  const sql = gated(raw, gate, deadlines);
   gates.set(sql, gate);
   return sql;
 }
@@ -128,17 +139,24 @@ function isQuery(x: unknown): x is AnyQuery {
  * The pool behind the gate. A postgres.js query is lazy: it reaches the pool through its
  * `handler` when first awaited; the gate wraps that handler, so a query used as a fragment inside
  * another one (never awaited itself) takes no permit. Transactions and reserved connections hold
- * one permit for their whole life; the queries inside them take none.
+ * a whole connection for their whole life; the queries inside them take none. A single
+ * statement's answer is bounded (answer-deadline.ts): pipelined statements escape the socket
+ * watchdog.
  */
-function gated(raw: Sql, gate: ConnectionGate): Sql {
+function gated(raw: Sql, gate: ConnectionGate, deadlines: AnswerDeadlines): Sql {
   const gateQuery = <T>(q: T): T => {
     if (!isQuery(q)) return q;
     const toPool = q.handler;
     const viaGate = ((query: AnyQuery) => {
       gate.acquire().then(
         (release) => {
+          const answered = deadlines.watch((err) => query.reject(err));
+          const done = () => {
+            answered();
+            release();
+          };
           // Promise's own `then`, not the Query's (which would try to execute it again).
-          Promise.prototype.then.call(query, release, release);
+          Promise.prototype.then.call(query, done, done);
           toPool(query);
         },
         (err: unknown) => query.reject(err),
@@ -157,7 +175,7 @@ function gated(raw: Sql, gate: ConnectionGate): Sql {
       if (prop === 'begin') return (...a: unknown[]) => gate.run(() => (target.begin as (...x: unknown[]) => Promise<unknown>)(...a));
       if (prop === 'reserve') {
         return async () => {
-          const release = await gate.acquire();
+          const release = await gate.acquireConnection();
           try {
             const conn = await target.reserve();
             const done = conn.release;

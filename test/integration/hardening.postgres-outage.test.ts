@@ -15,6 +15,11 @@ import { TcpProxy } from '../helpers/tcp-proxy.js';
 /** Small, so a partition is detected fast: the response watchdog is statement timeout + 1 s. */
 const STATEMENT_TIMEOUT_MS = 1500;
 const CONNECT_TIMEOUT_MS = 1000;
+/**
+ * The first request after a partition heals: connections resume or reconnect at once (backoff
+ * capped at 500 ms, db/client.ts); connect timeout + that cap + 1 s for a loaded machine.
+ */
+const PARTITION_RECOVERY_BOUND_MS = CONNECT_TIMEOUT_MS + 500 + 1000;
 
 let proxy: TcpProxy;
 let infra: TestInfra;
@@ -107,7 +112,9 @@ describe('Postgres outage', () => {
     proxy.restore();
     const first = await timed(getAgent);
     expect(first.value.status).toBe(200);
-    expect(first.ms).toBeLessThan(1000);
+    // Here ~100 ms (also with both cores busy); a loaded CI machine measured 1.0-1.8 s. The bound
+    // still catches what this guards against: postgres.js's own reconnect backoff (5-7 s).
+    expect(first.ms, `first request after the partition healed (the partition's 503s took ${Math.round(during.ms)} ms)`).toBeLessThan(PARTITION_RECOVERY_BOUND_MS);
     const burst = await Promise.all(Array.from({ length: 25 }, () => getAgent()));
     expect(burst.map((r) => r.status)).toEqual(burst.map(() => 200));
     expect((await putAgent('after partition')).status).toBe(200);

@@ -10,7 +10,7 @@ import { ConnectionGate } from '../../../shared/db/gate.js';
 import { AppError } from '../../../shared/errors.js';
 import { TEST_DATABASE_URL } from '../../helpers/infra.js';
 
-const sql = createSql(TEST_DATABASE_URL, { max: 2, acquireTimeoutMs: 300, statementTimeoutMs: 5000, maxQueued: 3 });
+const sql = createSql(TEST_DATABASE_URL, { max: 2, acquireTimeoutMs: 300, statementTimeoutMs: 5000, maxQueued: 3, pipelineDepth: 1 });
 afterAll(async () => {
   await sql.end({ timeout: 5 });
 });
@@ -74,6 +74,43 @@ describe('ConnectionGate', () => {
     first();
     await Promise.all(waiting);
     expect(order).toEqual([1, 2, 3]);
-    expect(gate.stats()).toEqual({ max: 1, inFlight: 0, queued: 0, rejected: 0 });
+    expect(gate.stats()).toEqual({ max: 1, pipelineDepth: 1, inFlight: 0, queued: 0, rejected: 0 });
+  });
+
+  it('admits pipelineDepth statements per connection; a transaction takes a whole connection and is not overtaken', async () => {
+    const gate = new ConnectionGate(2, 1000, 10, 2);
+    const statements = await Promise.all([1, 2, 3].map(() => gate.acquire()));
+    expect(gate.stats()).toMatchObject({ inFlight: 3, queued: 0 });
+    const order: string[] = [];
+    const tx = gate.acquireConnection().then((release) => (order.push('tx'), release));
+    const late = gate.acquire().then((release) => (order.push('statement'), release));
+    // One unit is free, but the transaction at the head needs two and the statement queues behind it.
+    expect(gate.stats()).toMatchObject({ inFlight: 3, queued: 2 });
+    statements[0]();
+    const releaseTx = await tx;
+    expect(order).toEqual(['tx']);
+    expect(gate.stats()).toMatchObject({ inFlight: 4, queued: 1 });
+    statements[1]();
+    (await late)();
+    expect(order).toEqual(['tx', 'statement']);
+    releaseTx();
+    statements[2]();
+    expect(gate.stats()).toMatchObject({ inFlight: 0, queued: 0 });
+  });
+
+  it('expires waiters in order with one timer, and serves the ones that get a permit in time', async () => {
+    const gate = new ConnectionGate(1, 150, 10);
+    const held = await gate.acquire();
+    const t0 = performance.now();
+    const first = gate.acquire().catch((e: unknown) => e);
+    const second = gate.acquire().catch((e: unknown) => e);
+    const e1 = await first;
+    expect((e1 as AppError).code).toBe('SERVICE_UNAVAILABLE');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(140);
+    const third = gate.acquire();
+    expect((await second as AppError).code).toBe('SERVICE_UNAVAILABLE');
+    held();
+    (await third)();
+    expect(gate.stats()).toEqual({ max: 1, pipelineDepth: 1, inFlight: 0, queued: 0, rejected: 2 });
   });
 });
