@@ -1,6 +1,6 @@
 /**
  * What this process has written to the shared registry and still owns: its engine node, the
- * sessions it started or claimed, the live calls it stored or patched. Redis is a cache of that
+ * sessions it started or claimed, the live calls it placed or carries. Redis is a cache of that
  * state spread over the processes; when Redis comes back empty (restart without persistence,
  * failover to an empty replica) every process writes its own part again (RedisRegistry replays
  * on each `ready`), so live calls can still be ended and injected into.
@@ -19,6 +19,8 @@ export interface JournalSession {
 
 export interface JournalCall {
   call: StoredCall;
+  /** Kept for a call this process carries (`adopt`) rather than placed: `release` drops only those. */
+  adoptedOnly?: boolean;
 }
 
 export class RegistryJournal {
@@ -55,6 +57,16 @@ export class RegistryJournal {
     this.sweepSome();
     this.bounded(this.calls).set(call.callId, { call });
   }
+  /** A call this process carries (an engine node with its media); a call it placed itself stays placed. */
+  adoptCall(call: StoredCall): void {
+    if (this.calls.has(call.callId)) return this.updateCall(call);
+    this.sweepSome();
+    this.bounded(this.calls).set(call.callId, { call, adoptedOnly: true });
+  }
+  /** This process no longer carries the call: forgotten unless it placed it (one process can do both, ROLE=all). */
+  releaseCall(callId: string): void {
+    if (this.calls.get(callId)?.adoptedOnly) this.calls.delete(callId);
+  }
 
   /**
    * Expired entries go on every write, a few at a time, not only at a reconnect or when a map is
@@ -70,7 +82,8 @@ export class RegistryJournal {
   }
   /** Refreshes a call this process journals already; calls it does not own stay out. */
   updateCall(call: StoredCall): void {
-    if (this.calls.has(call.callId)) this.calls.set(call.callId, { call });
+    const entry = this.calls.get(call.callId);
+    if (entry) this.calls.set(call.callId, { ...entry, call });
   }
   deleteCall(callId: string): void {
     this.calls.delete(callId);

@@ -117,6 +117,14 @@ export interface LiveCallStore {
   deleteCall(callId: string): Promise<StoredCall | undefined>;
   /** Live calls of an owner (`userId`) or of a seat pool (`poolId`), oldest first. */
   listCalls(by: { userId: string } | { poolId: string }): Promise<StoredCall[]>;
+  /**
+   * This process keeps the live call's record too, and writes it again after Redis comes back
+   * empty, until `releaseCall` or the call's end anywhere. The engine node carrying a call's media
+   * adopts it: the record then outlives the control plane that placed it (a rolling deploy,
+   * issue 23). A call not found is not adopted. No-op in the in-process registry.
+   */
+  adoptCall(callId: string): Promise<void>;
+  releaseCall(callId: string): void;
 }
 
 /** Fixed-window counters for rate limits shared by every replica. */
@@ -133,6 +141,8 @@ export type InvalidationHandler = (topic: string, key: string) => void;
  * subscription came back after a disconnect): drop everything cached.
  */
 export const FLUSH_ALL = '*';
+/** Published (key: the node id) by an engine node that starts draining or leaves: control planes drop their node listing. */
+export const ENGINE_NODES_TOPIC = 'engine-nodes';
 
 /**
  * Change notices for the control plane's in-process read caches, to every replica. At most once,

@@ -91,6 +91,42 @@ describe('two replicas share change notices', () => {
     expect((await get(b, `/api/v1/agents/${id}`, owner.token)).status).toBe(404);
   });
 
+  it('a publish on A is the live configuration B starts sessions with once the notice arrived', async () => {
+    const created = await api(a, 'POST', '/api/v1/agents', { token: owner.token, body: { workspace_id: owner.workspaceId, name: 'live', system_prompt: 'First.' } });
+    const id = created.body.data.id as string;
+    const publish = () => api(a, 'POST', `/api/v1/agents/${id}/versions/publish`, { token: owner.token });
+    // The publish's notice first: one arriving while B loads would (rightly) keep B from caching
+    // what it loaded, and the read below behind the API's back would then reach the database.
+    const published = notice(infraB.registry, 'agent', id);
+    expect((await publish()).status).toBe(200);
+    await published;
+    const v1 = await b.agents.liveConfig(id);
+    expect(v1).toMatchObject({ version_number: 1, system_prompt: 'First.' });
+    // Cached on B now: a change behind the API's back is not seen; the value is frozen for sharing.
+    await infraA.sql`update agents set live_version = null where id = ${id}`;
+    expect((await b.agents.liveConfig(id)).version_number).toBe(1);
+    expect(Object.isFrozen(v1) && Object.isFrozen(v1.providers)).toBe(true);
+    await infraA.sql`update agents set live_version = 1 where id = ${id}`;
+
+    const arrived = notice(infraB.registry, 'agent', id);
+    expect((await api(a, 'PUT', `/api/v1/agents/${id}`, { token: owner.token, body: { system_prompt: 'Second.' } })).status).toBe(200);
+    expect((await publish()).status).toBe(200);
+    await arrived;
+    // The notice of the update may arrive before the publish's: wait for the version, bounded.
+    const deadline = Date.now() + 5000;
+    let seen = await b.agents.liveConfig(id);
+    while (seen.version_number !== 2 && Date.now() < deadline) {
+      await notice(infraB.registry, 'agent', id, 1000).catch(() => {});
+      seen = await b.agents.liveConfig(id);
+    }
+    expect(seen).toMatchObject({ version_number: 2, system_prompt: 'Second.' });
+
+    const gone = notice(infraB.registry, 'agent', id);
+    expect((await api(a, 'DELETE', `/api/v1/agents/${id}`, { token: owner.token })).status).toBe(200);
+    await gone;
+    await expect(b.agents.liveConfig(id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
   it('removing a member on A fences them on B; adding them back opens it again', async () => {
     const created = await api(a, 'POST', '/api/v1/agents', { token: owner.token, body: { workspace_id: owner.workspaceId, name: 'shared' } });
     const id = created.body.data.id as string;

@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { RedisRegistry } from '../../shared/registry/index.js';
 import { createRedisTranscriptBus } from '../../shared/records/bus.js';
 import { until } from '../helpers/campaigns.js';
 import { uniqueName } from '../helpers/infra.js';
+import { freePort } from '../helpers/free-port.js';
 
 const MASTER = 'vpmaster';
 const procs: ChildProcess[] = [];
@@ -24,17 +24,6 @@ let masterPort = 0;
 let replicaPort = 0;
 let sentinelPort = 0;
 let url = '';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function redisServer(args: string[]): ChildProcess {
   const p = spawn('redis-server', args, { stdio: 'ignore' });

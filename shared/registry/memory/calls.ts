@@ -32,6 +32,10 @@ export class MemoryLiveCallStore implements LiveCallStore, Sweepable {
     return true;
   }
 
+  /** One process: nothing to replay. */
+  async adoptCall(): Promise<void> {}
+  releaseCall(): void {}
+
   async getCall(callId: string): Promise<StoredCall | undefined> {
     const c = this.liveCall(callId);
     return c && structuredClone(c);

@@ -1,5 +1,5 @@
 /**
- * Opening Redis for every Redis user of ours (registry, transcript bus) from REDIS_URL:
+ * Opening Redis for every Redis user of ours (registry, transcript bus) from REDIS_URL (urls.ts):
  *
  * - `redis://` / `rediss://`: one server (node-redis client; a second connection for pub/sub);
  * - `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[?db=N]` (and
@@ -7,12 +7,19 @@
  *   asks the sentinels for the master, follows failovers, and runs pub/sub on its own connection,
  *   so one client serves both roles. A failover counts as a reconnect: the registry writes again
  *   what it owns, because the promoted replica may lack the last writes.
+ * - `redis+cluster://[user:password@]host:port[,host:port...]` (`rediss+cluster://`): Redis
+ *   Cluster (cluster.ts): sharded pub/sub, a reconnect of any node counts as a reconnect.
  *
- * Redis Cluster is not supported: the registry's scripts and transactions span keys of one prefix
- * (docs/operations.md).
+ * Pub/sub goes through `publish`/`subscribe` here (not the client's own methods) because the
+ * cluster uses the sharded commands.
  */
 import { createClient, createSentinel } from 'redis';
 import { backoffDelayMs } from '../../backoff.js';
+import { openCluster } from './cluster.js';
+import { settleWithin } from './settle.js';
+import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type SentinelTarget } from './urls.js';
+
+export { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type ClusterTarget, type SentinelTarget } from './urls.js';
 
 export type RedisClient = ReturnType<typeof createClient>;
 
@@ -22,61 +29,6 @@ const MAX_QUEUED_COMMANDS = 10_000;
 const CONNECT_TIMEOUT_MS = 2000;
 /** Reconnect backoff: ceiling 50 ms doubling, capped, full jitter (so replicas do not reconnect in step). */
 const MAX_RECONNECT_DELAY_MS = 2000;
-/** Bounds on a sentinel URL (it comes from configuration, still parsed defensively). */
-const MAX_SENTINELS = 16;
-
-export interface SentinelTarget {
-  name: string;
-  sentinels: Array<{ host: string; port: number }>;
-  username?: string;
-  password?: string;
-  database?: number;
-  tls: boolean;
-}
-
-const SENTINEL_SCHEMES = ['redis+sentinel:', 'rediss+sentinel:'];
-
-export function isSentinelUrl(url: string): boolean {
-  return SENTINEL_SCHEMES.some((s) => url.startsWith(`${s}//`));
-}
-
-/** Parses a sentinel URL; throws an Error whose message says what is wrong (never echoing the password). */
-export function parseSentinelUrl(url: string): SentinelTarget {
-  const scheme = SENTINEL_SCHEMES.find((s) => url.startsWith(`${s}//`));
-  if (!scheme) throw new Error(`must start with ${SENTINEL_SCHEMES.map((s) => `${s}//`).join(' or ')}`);
-  let rest = url.slice(scheme.length + 2);
-  let query = '';
-  const q = rest.indexOf('?');
-  if (q >= 0) [rest, query] = [rest.slice(0, q), rest.slice(q + 1)];
-  const slash = rest.indexOf('/');
-  if (slash < 0) throw new Error('must name the master after the hosts: .../<master name>');
-  const name = decodeURIComponent(rest.slice(slash + 1));
-  if (!/^[A-Za-z0-9._-]{1,100}$/.test(name)) throw new Error('the master name must be 1-100 letters, digits, ".", "_" or "-"');
-  let hosts = rest.slice(0, slash);
-  let username: string | undefined;
-  let password: string | undefined;
-  const at = hosts.lastIndexOf('@');
-  if (at >= 0) {
-    const auth = hosts.slice(0, at);
-    hosts = hosts.slice(at + 1);
-    const colon = auth.indexOf(':');
-    username = decodeURIComponent(colon >= 0 ? auth.slice(0, colon) : auth) || undefined;
-    password = colon >= 0 ? decodeURIComponent(auth.slice(colon + 1)) || undefined : undefined;
-  }
-  const list = hosts.split(',');
-  if (list.length === 0 || list.length > MAX_SENTINELS || list.some((h) => h === '')) throw new Error(`must list 1-${MAX_SENTINELS} sentinels as host:port separated by commas`);
-  const sentinels = list.map((h) => {
-    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(h);
-    const port = m ? Number(m[2]) : 0;
-    if (!m || port < 1 || port > 65535) throw new Error(`sentinel "${h}" must be host:port`);
-    return { host: m[1].replace(/^\[|\]$/g, ''), port };
-  });
-  const params = new URLSearchParams(query);
-  const db = params.get('db');
-  if (db !== null && !/^\d{1,2}$/.test(db)) throw new Error('db must be a database number');
-  return { name, sentinels, username, password, database: db === null ? undefined : Number(db), tls: scheme === 'rediss+sentinel:' };
-}
-
 /** node-redis options of every single-server client of ours. */
 export function redisClientOptions(url: string) {
   return { url, ...commonOptions() };
@@ -93,10 +45,19 @@ function commonOptions() {
   };
 }
 
-/** A command client and a pub/sub client (the same object under Sentinel), with reconnect hooks. */
+type MessageListener = (message: string, channel: string) => void;
+
+/** A command client and pub/sub (its own connection or connections), with reconnect hooks. */
 export interface RedisClients {
   client: RedisClient;
-  sub: RedisClient;
+  /** False while the command side cannot answer (single server, Sentinel: not connected; Cluster: closed). */
+  isReady(): boolean;
+  /** False while the subscriber side is not connected (under Sentinel and Cluster: as `isReady`). */
+  isSubReady(): boolean;
+  /** Resolves with the number of subscribers reached (exact in every mode: Cluster uses SPUBLISH). */
+  publish(channel: string, message: string): Promise<number>;
+  subscribe(channel: string, listener: MessageListener): Promise<void>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<void>;
   /** Runs `fn` on every reconnect of the command side after the first connect (and on every failover). */
   onReconnect(fn: () => void): void;
   /** Runs `fn` when pub/sub may have missed messages (its connection came back, or a failover). */
@@ -107,6 +68,7 @@ export interface RedisClients {
 
 export async function openRedisClients(url: string): Promise<RedisClients> {
   if (isSentinelUrl(url)) return openSentinel(parseSentinelUrl(url));
+  if (isClusterUrl(url)) return openCluster(parseClusterUrl(url), commonOptions());
   const client = createClient(redisClientOptions(url));
   // A Redis outage must not crash the process: errors surface on the commands instead.
   client.on('error', () => {});
@@ -116,7 +78,7 @@ export async function openRedisClients(url: string): Promise<RedisClients> {
   await sub.connect();
   return {
     client,
-    sub,
+    ...pubSubOf(client, sub),
     onReconnect: (fn) => void client.on('ready', fn),
     onSubReconnect: (fn) => void sub.on('ready', fn),
     close: async (timeoutMs) => void (await Promise.allSettled([shut(sub, timeoutMs), shut(client, timeoutMs)])),
@@ -141,16 +103,24 @@ async function openSentinel(t: SentinelTarget): Promise<RedisClients> {
   const client = sentinel as unknown as RedisClient;
   return {
     client,
-    sub: client,
+    ...pubSubOf(client, client),
     onReconnect: (fn) => void failover.push(fn),
     onSubReconnect: (fn) => void failover.push(fn),
     close: async (timeoutMs) => {
-      let timer: NodeJS.Timeout | undefined;
-      const closing = sentinel.close().catch(() => {});
-      await Promise.race([closing, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-      clearTimeout(timer);
+      await settleWithin(sentinel.close(), timeoutMs);
       if (sentinel.isOpen) await sentinel.destroy().catch(() => {});
     },
+  };
+}
+
+/** Classic pub/sub: PUBLISH on the command client, SUBSCRIBE on the subscriber. */
+function pubSubOf(client: RedisClient, sub: RedisClient): Pick<RedisClients, 'isReady' | 'isSubReady' | 'publish' | 'subscribe' | 'unsubscribe'> {
+  return {
+    isReady: () => client.isReady,
+    isSubReady: () => sub.isReady,
+    publish: (channel, message) => client.publish(channel, message),
+    subscribe: async (channel, listener) => void (await sub.subscribe(channel, listener)),
+    unsubscribe: async (channel, listener) => void (await sub.unsubscribe(channel, listener)),
   };
 }
 

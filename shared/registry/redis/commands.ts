@@ -27,7 +27,7 @@ export class RedisCommandBus implements CommandBus {
   /** Subscribes the reply channel before the bus is handed out. */
   static async start(conn: RedisConnection): Promise<RedisCommandBus> {
     const bus = new RedisCommandBus(conn);
-    await conn.sub.subscribe(bus.replyChannel, (raw) => bus.onReply(raw));
+    await conn.subscribe(bus.replyChannel, (raw) => bus.onReply(raw));
     return bus;
   }
 
@@ -49,15 +49,15 @@ export class RedisCommandBus implements CommandBus {
         },
       );
     };
-    await this.conn.sub.subscribe(channel, listener);
+    await this.conn.subscribe(channel, listener);
     return async () => {
-      if (!this.conn.closed) await this.conn.sub.unsubscribe(channel, listener);
+      if (!this.conn.closed) await this.conn.unsubscribe(channel, listener);
     };
   }
 
   private async reply(env: Envelope, body: Partial<Envelope>): Promise<void> {
     if (this.conn.closed) return;
-    await this.conn.client.publish(env.replyTo, JSON.stringify({ id: env.id, replyTo: env.replyTo, ...body })).catch(() => {});
+    await this.conn.publish(env.replyTo, JSON.stringify({ id: env.id, replyTo: env.replyTo, ...body })).catch(() => {});
   }
 
   private onReply(raw: string): void {
@@ -92,7 +92,7 @@ export class RedisCommandBus implements CommandBus {
           reject(e);
         },
       });
-      this.conn.op(() => this.conn.client.publish(this.conn.k('cmd', nodeId), JSON.stringify({ id, replyTo: this.replyChannel, cmd }))).then(
+      this.conn.op(() => this.conn.publish(this.conn.k('cmd', nodeId), JSON.stringify({ id, replyTo: this.replyChannel, cmd }))).then(
         (receivers) => {
           // Nobody listening: fail fast instead of waiting for the timeout.
           if (receivers === 0) this.pending.get(id)?.reject(new RegistryTimeoutError(nodeId));

@@ -19,7 +19,7 @@ import { openRedisClients, type RedisClient, type RedisClients } from './clients
 export { redisClientOptions, type RedisClient } from './clients.js';
 
 export interface RedisRegistryOptions {
-  /** REDIS_URL: one server (`redis://`, `rediss://`) or Sentinel (`redis+sentinel://`, see clients.ts). */
+  /** REDIS_URL: one server (`redis://`, `rediss://`), Sentinel (`redis+sentinel://`) or Cluster (`redis+cluster://`), see urls.ts. */
   url: string;
   /** Prefix for every key (tests isolate themselves with one). Default `vp`. */
   prefix?: string;
@@ -40,15 +40,12 @@ export class RedisConnection {
   private closedFlag = false;
 
   readonly client: RedisClient;
-  /** Subscriber connection (pub/sub needs its own; the same client under Sentinel). */
-  readonly sub: RedisClient;
 
   private constructor(
     private readonly clients: RedisClients,
     opts: RedisRegistryOptions,
   ) {
     this.client = clients.client;
-    this.sub = clients.sub;
     this.prefix = opts.prefix ?? 'vp';
     this.clock = opts.clock ?? realClock;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 1000;
@@ -63,6 +60,20 @@ export class RedisConnection {
   /** `fn` runs on every reconnect (or Sentinel failover) of the command connection. */
   onReconnect(fn: () => void): void {
     this.clients.onReconnect(fn);
+  }
+
+  /** PUBLISH (SPUBLISH on a cluster); resolves with the number of subscribers reached. */
+  publish(channel: string, message: string): Promise<number> {
+    return this.clients.publish(channel, message);
+  }
+
+  /** SUBSCRIBE (SSUBSCRIBE on a cluster) on the subscriber connection. */
+  subscribe(channel: string, listener: (message: string) => void): Promise<void> {
+    return this.clients.subscribe(channel, listener);
+  }
+
+  unsubscribe(channel: string, listener: (message: string) => void): Promise<void> {
+    return this.clients.unsubscribe(channel, listener);
   }
 
   /** `fn` runs when pub/sub may have missed messages (its connection came back, or a failover). */
@@ -85,7 +96,7 @@ export class RedisConnection {
    */
   async op<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closedFlag) throw new RegistryUnavailableError('registry closed');
-    if (!this.client.isReady) throw new RegistryUnavailableError('not connected to Redis');
+    if (!this.clients.isReady()) throw new RegistryUnavailableError('not connected to Redis');
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([

@@ -27,7 +27,7 @@ export class RedisInvalidationBus implements InvalidationBus {
   async publish(topic: string, key: string): Promise<boolean> {
     deliver(this.handlers, topic, key, this.onError);
     try {
-      await this.conn.op(() => this.conn.client.publish(this.channel, `${this.instance}\n${topic}\n${key}`));
+      await this.conn.op(() => this.conn.publish(this.channel, `${this.instance}\n${topic}\n${key}`));
       return true;
     } catch (err) {
       this.conn.logger?.warn({ err, topic }, 'cache invalidation not sent: other replicas see the change within the cache TTL');
@@ -38,7 +38,7 @@ export class RedisInvalidationBus implements InvalidationBus {
   async subscribe(handler: InvalidationHandler): Promise<() => Promise<void>> {
     this.handlers.add(handler);
     try {
-      this.subscribed ??= this.conn.sub.subscribe(this.channel, (raw) => this.onMessage(raw));
+      this.subscribed ??= this.conn.subscribe(this.channel, (raw) => this.onMessage(raw));
       await this.subscribed;
     } catch (err) {
       this.handlers.delete(handler);

@@ -63,21 +63,24 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * Writes journaled sessions again in one MULTI: claims with plain SET (the owner's claim wins over
-   * a copy another process replays), unclaimed configs with NX.
+   * Writes journaled sessions again, one MULTI per session (its two keys share a slot; sessions
+   * spread over a Redis Cluster), all sent at once: claims with plain SET (the owner's claim wins
+   * over a copy another process replays), unclaimed configs with NX.
    */
   async replay(sessions: JournalSession[]): Promise<void> {
     const now = this.conn.clock.now();
-    const m = this.conn.client.multi();
-    for (const { session, owner } of sessions) {
-      const cfg = JSON.stringify(session);
-      if (owner) {
-        const ttl = { expiration: { type: 'PX', value: Math.max(1, owner.expiresAtMs - now) } } as const;
-        m.set(this.sessionKey(session.sessionId), cfg, ttl).set(this.ownerKey(session.sessionId), owner.nodeId, ttl);
-      } else {
-        m.set(this.sessionKey(session.sessionId), cfg, { expiration: { type: 'PX', value: Math.max(1, session.connectDeadlineMs - now) }, condition: 'NX' });
-      }
-    }
-    await m.exec();
+    await Promise.all(
+      sessions.map(({ session, owner }) => {
+        const cfg = JSON.stringify(session);
+        const m = this.conn.client.multi();
+        if (owner) {
+          const ttl = { expiration: { type: 'PX', value: Math.max(1, owner.expiresAtMs - now) } } as const;
+          m.set(this.sessionKey(session.sessionId), cfg, ttl).set(this.ownerKey(session.sessionId), owner.nodeId, ttl);
+        } else {
+          m.set(this.sessionKey(session.sessionId), cfg, { expiration: { type: 'PX', value: Math.max(1, session.connectDeadlineMs - now) }, condition: 'NX' });
+        }
+        return m.exec();
+      }),
+    );
   }
 }

@@ -82,6 +82,17 @@ describe('registry journal bound', () => {
     expect(j.snapshot().calls.map((c) => [c.callId, c.data])).toEqual([['own', { status: 'answered' }]]);
   });
 
+  it('a call adopted by the process that placed it stays journaled when it is released (ROLE=all: control plane and engine share one registry)', () => {
+    const clock = new SimulatedClock();
+    const j = new RegistryJournal(clock);
+    j.putCall(call('placed-here', clock.now()));
+    j.adoptCall(call('placed-here', clock.now()));
+    j.adoptCall(call('carried-only', clock.now()));
+    j.releaseCall('placed-here');
+    j.releaseCall('carried-only');
+    expect(j.snapshot().calls.map((c) => c.callId)).toEqual(['placed-here']);
+  });
+
   it('sessions that never connect leave the journal as later writes come in, long before the cap', () => {
     const clock = new SimulatedClock();
     const j = new RegistryJournal(clock);
