@@ -43,6 +43,12 @@ export interface LoggerOptions {
   name?: string;
 }
 
+/**
+ * Most log text held while stdout is slower than the process (a stuck log shipper): past it lines
+ * are dropped, not buffered without bound.
+ */
+const MAX_PENDING_LOG_BYTES = 16 * 1024 * 1024;
+
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const options = {
     level: opts.level ?? 'info',
@@ -51,5 +57,10 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return opts.destination ? pino(options, opts.destination as pino.DestinationStream) : pino(options);
+  if (opts.destination) return pino(options, opts.destination as pino.DestinationStream);
+  // Asynchronous stdout: a line is written at once when nothing is in flight, and lines logged
+  // meanwhile go out together, so a busy process makes one write per batch instead of one
+  // synchronous write per line (one per request with the access log: a system call per request
+  // on top of the response's own). pino flushes what is pending when the process exits.
+  return pino(options, pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES }));
 }

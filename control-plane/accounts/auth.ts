@@ -49,8 +49,10 @@ interface VerifiedJwt {
   expiresAtMs: number;
 }
 
+/** The call's principal (promise) on its HandlerContext. */
+const kPrincipal = Symbol('voiceplane.principal');
+
 export class AccountsAuth implements Auth {
-  private readonly perCall = new WeakMap<HandlerContext, Promise<Principal>>();
   /** access token -> its verified claims (no notices needed: a signature never changes; expiry re-checked). */
   private readonly jwts: LRUCache<string, VerifiedJwt>;
   /** key hash -> principal; positive lookups only. */
@@ -142,7 +144,10 @@ export class AccountsAuth implements Auth {
   };
 
   principal(ctx: HandlerContext): Promise<Principal> {
-    let p = this.perCall.get(ctx);
+    // Once per call, kept on the call's context object (a WeakMap keyed by every context made the
+    // garbage collector trace one ephemeron per request).
+    const c = ctx as HandlerContext & { [kPrincipal]?: Promise<Principal> };
+    let p = c[kPrincipal];
     if (!p) {
       const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(ctx.requestHeader.get('authorization') ?? '');
       const resolved = m ? this.resolve(m[1]) : Promise.reject(unauthorized('missing or malformed Authorization header'));
@@ -152,7 +157,7 @@ export class AccountsAuth implements Auth {
         requireScope(principal, ctx.service.typeName, ctx.method.name);
         return principal;
       });
-      this.perCall.set(ctx, p);
+      c[kPrincipal] = p;
     }
     return p;
   }

@@ -26,6 +26,7 @@ import { rawHandlerContext, sendError } from '../conversations/http-util.js';
 import { importCsv, MAX_CSV_BYTES } from './csv-import.js';
 import { exportCsv } from './csv-export.js';
 import { assertUploadable, createCampaignAccess, exportFilename } from './service.js';
+import { requestUrl } from '../http/request-url.js';
 
 export interface CampaignHttpDeps {
   sql: Sql;
@@ -39,7 +40,7 @@ const EXPORT = /^\/api\/v1\/campaigns\/([^/]+)\/export\/?$/;
 /** How long a refused upload is drained before the answer is sent anyway. */
 const DRAIN_MS = 10_000;
 
-export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: NodeReq, res: NodeRes) => Promise<boolean>> {
+export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: NodeReq, res: NodeRes) => false | Promise<boolean>> {
   const access = createCampaignAccess(deps.sql, deps.auth);
 
   async function upload(req: NodeReq, res: NodeRes, id: string): Promise<void> {
@@ -86,8 +87,8 @@ export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: N
   }
 
   return [
-    async (req, res) => {
-      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    (req, res) => {
+      const path = requestUrl(req).pathname;
       const up = UPLOAD.exec(path);
       if (up && req.method === 'POST') return upload(req, res, decodeURIComponent(up[1])).then(() => true);
       const ex = EXPORT.exec(path);

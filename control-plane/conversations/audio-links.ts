@@ -19,6 +19,7 @@ import { isUuid } from '../../shared/ids.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
 import { sendError } from './http-util.js';
+import { rawRoute, requestUrl } from '../http/request-url.js';
 
 export const AUDIO_PATH_PREFIX = '/api/v1/conversations/audio/';
 export const DEFAULT_AUDIO_LINK_TTL_MS = 15 * 60 * 1000;
@@ -55,10 +56,8 @@ export function createAudioLinks(opts: { jwtKey: Uint8Array; clock: Clock; publi
 /** Raw handler for `GET|HEAD /api/v1/conversations/audio/<message_id>.ogg`: streams the file. */
 export function createAudioHandler(deps: { sql: Sql; links: AudioLinks; dataDir: string; logger: Logger; clock: Clock }) {
   const root = path.join(deps.dataDir, 'audio');
-  return async (req: NodeReq, res: NodeRes): Promise<boolean> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (!url.pathname.startsWith(AUDIO_PATH_PREFIX)) return false;
-    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  return rawRoute((req, url) => (req.method === 'GET' || req.method === 'HEAD') && url.pathname.startsWith(AUDIO_PATH_PREFIX), async (req, res) => {
+    const url = requestUrl(req);
     try {
       const name = url.pathname.slice(AUDIO_PATH_PREFIX.length);
       const m = /^([0-9a-fA-F-]{36})\.ogg$/.exec(name);
@@ -90,5 +89,5 @@ export function createAudioHandler(deps: { sql: Sql; links: AudioLinks; dataDir:
       sendError(res, err, deps.logger);
     }
     return true;
-  };
+  });
 }

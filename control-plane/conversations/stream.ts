@@ -32,6 +32,7 @@ import { rawHandlerContext, sendError } from './http-util.js';
 import { type ConversationRow, getConversation, listMessages, listToolCalls } from './store.js';
 import { pathId } from '../http/validate.js';
 import { conversationView, messageView, toolCallView } from './views.js';
+import { rawRoute, requestUrl } from '../http/request-url.js';
 
 export interface StreamOptions {
   sql: Sql;
@@ -58,10 +59,8 @@ export function createStreamHandler(opts: StreamOptions) {
   const getMethod = ConversationService.method.getConversation;
   const open = new Set<() => void>();
 
-  const handler = async (req: NodeReq, res: NodeRes): Promise<boolean> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const m = STREAM_PATH.exec(url.pathname);
-    if (!m || req.method !== 'GET') return false;
+  const handler = rawRoute((req, url) => req.method === 'GET' && STREAM_PATH.test(url.pathname), async (req, res) => {
+    const m = STREAM_PATH.exec(requestUrl(req).pathname)!;
     const ac = new AbortController();
     res.once('close', () => ac.abort());
     try {
@@ -76,7 +75,7 @@ export function createStreamHandler(opts: StreamOptions) {
       sendError(res, err, opts.logger);
     }
     return true;
-  };
+  });
 
   async function serve(req: NodeReq, anyRes: NodeRes, conv: ConversationRow, signal: AbortSignal): Promise<void> {
     // HTTP/1 and HTTP/2 compat responses share this surface; the union's overloads are not callable.

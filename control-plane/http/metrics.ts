@@ -9,7 +9,8 @@ import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/logger.js';
 import { METRICS_CONTENT_TYPE, metricsAccess, refusal, renderMetrics } from '../../shared/observability/metrics.js';
 import type { Jobs } from '../jobs/index.js';
-import { routeTemplates, type NodeReq, type NodeRes } from './rest.js';
+import type { NodeReq, NodeRes } from './rest.js';
+import { setRouteTemplate } from './request-url.js';
 
 /** Route label of requests no route matched: one series for all of them, whatever the path. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -79,7 +80,7 @@ export function createControlPlaneMetrics(opts: { config: Config; logger: Logger
     observe: (o) => requests.observe({ protocol: o.protocol, method: o.method, route: o.route, code: o.code }, o.seconds),
     handler(req, res) {
       if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') return false;
-      routeTemplates.set(res, '/metrics');
+      setRouteTemplate(res, '/metrics');
       const auth = req.headers.authorization;
       const access = metricsAccess(policy, typeof auth === 'string' ? auth : undefined, req.socket?.remoteAddress ?? '');
       if (access !== 'ok') {

@@ -15,7 +15,8 @@ import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from '../../shared/logger.js';
 import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
-import { createRestRouter, routeTemplates, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
+import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
+import { routeTemplateOf, setRouteTemplate } from './request-url.js';
 import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 
@@ -64,8 +65,18 @@ const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 /** Headers the gateway strips from public requests: they have no effect here either. */
 export const STRIPPED = /^(x-internal-service|x-user-.*|x-vp-remote-ip)$/i;
 
-/** Responses dispatched to the REST table or a raw handler (the rest went to Connect). */
-const viaRest = new WeakSet<object>();
+/** Per-response fields of the access line and request metrics (symbol fields: no closure or WeakMap per request). */
+const kStarted = Symbol('voiceplane.started');
+const kRequestId = Symbol('voiceplane.requestId');
+const kReq = Symbol('voiceplane.req');
+/** Answered by the REST table or a raw handler (the rest went to Connect, observed in wrapImpl). */
+const kViaRest = Symbol('voiceplane.viaRest');
+interface Tracked {
+  [kStarted]: number;
+  [kRequestId]: string;
+  [kReq]: NodeReq;
+  [kViaRest]?: boolean;
+}
 
 export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutdown: AbortSignal) {
   const impls = new Map<string, Record<string, never>>();
@@ -84,46 +95,75 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     },
   });
 
+  // The access line carries only fixed, non-secret fields (ids, method, redacted path, status,
+  // ms): the root logger's redaction walk of ~30 paths was ~5 % of a cached GET (issue 13).
+  const accessLog = opts.logger.child({}, { redact: { paths: [], censor: '[redacted]' } });
   const rawHandlers = opts.rawHandlers ?? [];
-  /** Raw handlers decline synchronously for paths that are not theirs: no await per handler then. */
-  async function dispatchRaw(req: NodeReq, res: NodeRes): Promise<boolean> {
-    for (const h of rawHandlers) {
-      const r = h(req, res);
-      if (r === true || (r !== false && (await r))) return true;
-    }
-    return false;
-  }
-  /** REST: straight to the raw handlers and the route table (Connect paths are `/<package>.<Service>/<Method>`). */
+  /**
+   * Raw handlers decline synchronously for paths that are not theirs, so a REST request goes to
+   * the table in the same tick: no promise and no microtask unless a handler answers with one.
+   */
   function restOrRaw(req: NodeReq, res: NodeRes, requestId: string, remoteIp: string): void {
-    viaRest.add(res);
-    void dispatchRaw(req, res).then((handled) => {
-      // Raw handlers (SSE, signed links, /metrics) have no template: one series for all of them.
-      if (handled) routeTemplates.set(res, routeTemplates.get(res) ?? 'raw');
-      else return rest(req, res, requestId, remoteIp);
-    });
+    (res as NodeRes & Tracked)[kViaRest] = true;
+    for (let i = 0; i < rawHandlers.length; i++) {
+      const r = rawHandlers[i]!(req, res);
+      if (r === true) return rawAnswered(res);
+      if (r !== false) {
+        void r.then((handled) => (handled ? rawAnswered(res) : restFrom(i + 1, req, res, requestId, remoteIp)));
+        return;
+      }
+    }
+    void rest(req, res, requestId, remoteIp);
+  }
+  /** The rest of the raw handlers after one declined asynchronously, then the table. */
+  async function restFrom(first: number, req: NodeReq, res: NodeRes, requestId: string, remoteIp: string): Promise<void> {
+    for (let i = first; i < rawHandlers.length; i++) {
+      const r = rawHandlers[i]!(req, res);
+      if (r === true || (r !== false && (await r))) return rawAnswered(res);
+    }
+    return rest(req, res, requestId, remoteIp);
+  }
+  // Raw handlers (SSE, signed links, /metrics) have no template: one series for all of them.
+  const rawAnswered = (res: NodeRes): void => setRouteTemplate(res, routeTemplateOf(res) ?? 'raw');
+
+  /** `finish` of every response (one shared listener, `this` is the response). */
+  function onFinish(this: NodeRes): void {
+    const t = this as NodeRes & Tracked;
+    const ms = performance.now() - t[kStarted];
+    const req = t[kReq];
+    opts.onResponse?.(this.statusCode, ms);
+    accessLog.info({ requestId: t[kRequestId], method: req.method, path: redactPath(pathOf(req.url ?? '')), status: this.statusCode, ms: Math.round(ms) }, 'request');
+    // RPCs are observed in wrapImpl (with their code); REST and raw handlers here.
+    if (opts.observe && t[kViaRest]) {
+      opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplateOf(this) ?? UNMATCHED_ROUTE, code: String(this.statusCode), seconds: ms / 1000 });
+    }
   }
 
   return (req: NodeReq, res: NodeRes) => {
-    for (const name of Object.keys(req.headers)) if (STRIPPED.test(name)) delete req.headers[name];
-    const requestId = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || randomUUID();
+    // Only `x-` names can be stripped: most requests skip the pattern entirely.
+    for (const name in req.headers) if (name.charCodeAt(0) === 120 && STRIPPED.test(name)) delete req.headers[name];
+    const given = req.headers['x-request-id'];
+    const requestId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
     req.headers['x-request-id'] = requestId;
-    req.headers['x-vp-remote-ip'] = req.socket?.remoteAddress ?? 'unknown';
+    const remoteIp = req.socket?.remoteAddress ?? 'unknown';
+    req.headers['x-vp-remote-ip'] = remoteIp;
     res.setHeader('x-request-id', requestId);
-    const started = performance.now();
-    res.once('finish', () => {
-      const ms = performance.now() - started;
-      opts.onResponse?.(res.statusCode, ms);
-      opts.logger.info({ requestId, method: req.method, path: redactPath((req.url ?? '').split('?')[0]), status: res.statusCode, ms: Math.round(ms) }, 'request');
-      // RPCs are observed in wrapImpl (with their code); REST and raw handlers here.
-      if (opts.observe && viaRest.has(res)) {
-        opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplates.get(res) ?? UNMATCHED_ROUTE, code: String(res.statusCode), seconds: ms / 1000 });
-      }
-    });
+    const t = res as NodeRes & Tracked;
+    t[kStarted] = performance.now();
+    t[kRequestId] = requestId;
+    t[kReq] = req;
+    res.on('finish', onFinish);
     if (opts.cors?.(req, res)) return;
     if (opts.console?.(req, res)) return;
-    if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, req.headers['x-vp-remote-ip'] as string);
+    if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, remoteIp);
     else connect(req as never, res as never);
   };
+}
+
+/** The path of a request target, without its query string. */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
 }
 
 /** Voice session ids are credentials: request logs keep only a prefix. */
@@ -139,9 +179,12 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   // Requests in flight (a graceful close waits for them) and whether the server is closing.
   const inFlight = new Set<NodeRes>();
   let closing = false;
+  function leave(this: NodeRes): void {
+    inFlight.delete(this);
+  }
   const handler = (req: NodeReq, res: NodeRes) => {
     inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
+    res.on('close', leave);
     if (closing && !res.headersSent) res.setHeader('connection', 'close');
     return inner(req, res);
   };

@@ -21,6 +21,7 @@ import { rawHandlerContext, sendError } from '../conversations/http-util.js';
 import type { RunChanges } from './changes.js';
 import * as store from './store.js';
 import { resultView, runView } from './views.js';
+import { rawRoute, requestUrl } from '../http/request-url.js';
 
 const STREAM_PATH = /^\/api\/v1\/agents\/test-runs\/([^/]+)\/stream\/?$/;
 const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
@@ -43,9 +44,8 @@ export function createRunStream(opts: RunStreamOptions) {
   const maxStreams = opts.maxStreams ?? 200;
   const open = new Set<() => void>();
 
-  const handler = async (req: NodeReq, anyRes: NodeRes): Promise<boolean> => {
-    const m = STREAM_PATH.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
-    if (!m || req.method !== 'GET') return false;
+  const handler = rawRoute((req, url) => req.method === 'GET' && STREAM_PATH.test(url.pathname), async (req, anyRes) => {
+    const m = STREAM_PATH.exec(requestUrl(req).pathname)!;
     const ac = new AbortController();
     anyRes.once('close', () => ac.abort());
     try {
@@ -57,7 +57,7 @@ export function createRunStream(opts: RunStreamOptions) {
       sendError(anyRes, err, opts.logger);
     }
     return true;
-  };
+  });
 
   function serve(req: NodeReq, res: ServerResponse, runId: string, signal: AbortSignal): void {
     const headers: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };

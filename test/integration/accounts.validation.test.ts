@@ -3,6 +3,7 @@
  * the field, non-UUID ids are 404, bodies that are not JSON objects are 400 INVALID_BODY, oversized
  * bodies 413, bad credentials 401; and the process keeps serving afterwards.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
@@ -25,6 +26,30 @@ afterAll(async () => {
   await app?.close();
   await infra?.close();
 });
+
+/** Writes `parts` on a raw socket; resolves with what came back once the server closes (or 3 s pass / the client ends). */
+function rawExchange(port: number, parts: string[], opts: { endAfterWrite?: boolean } = {}): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let text = '';
+    let settled = false;
+    const finish = (closed: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ text, closed });
+    };
+    const timer = setTimeout(() => finish(false), 3000);
+    sock.on('data', (d) => (text += d.toString('latin1')));
+    sock.on('error', () => finish(true));
+    sock.on('close', () => finish(true));
+    sock.on('connect', () => {
+      for (const p of parts) if (!sock.destroyed) sock.write(p);
+      if (opts.endAfterWrite) setTimeout(() => finish(false), 50);
+    });
+  });
+}
 
 type Case = [method: string, path: () => string, body: unknown, field: string];
 const W = () => `/api/v1/auth/workspaces/${user.workspaceId}`;
@@ -142,6 +167,23 @@ describe('bodies', () => {
       expect(res.status, p).toBe(413);
       expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
     }
+  });
+
+  it('an oversized chunked body (no content-length) is cut off, and a body the client abandons mid-way is dropped; both leave the server serving', async () => {
+    // Chunked: the size is only known while reading; past the limit the request is destroyed.
+    const chunked = await rawExchange(app.port, [
+      `POST ${W()}/memory HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${user.token}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`,
+      ...Array.from({ length: 40 }, () => `10000\r\n${'x'.repeat(0x10000)}\r\n`),
+      '0\r\n\r\n',
+    ]);
+    expect(chunked.closed).toBe(true);
+    expect(chunked.text).not.toMatch(/^HTTP\/1\.1 2/);
+    // Half a declared body, then the client leaves.
+    const cut = await rawExchange(app.port, [`POST ${W()}/memory HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${user.token}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"title":"t",`], { endAfterWrite: true });
+    expect(cut.text).toBe('');
+    const after = await api(app, 'GET', `${W()}/memory`, { token: user.token });
+    expect(after.status).toBe(200);
+    expect(after.body.data.every((m: { id: string; title: string }) => m.title !== 't' || m.id === memoryId)).toBe(true);
   });
 
   it('unknown keys are ignored', async () => {
