@@ -6,7 +6,7 @@
  *   npm run build:bench && node dist-bench/bench/engine.js [--drivers twilio-lite,browser]
  *     [--calls 100,200,400,600,800,1000] [--window 15] [--warmup 5] [--idle 2] [--connect-rate 200]
  *     [--barge-every 3] [--jitter 20] [--loss 0] [--stop-after 2] [--baseline all|top|none]
- *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--engine-flags=--trace-gc] [--no-append]
+ *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--heap-snapshot] [--engine-flags=--trace-gc] [--no-append]
  *
  * Per step: engine CPU (total and per call), memory per call (post-GC, idle and in conversation),
  * outbound frame lateness (vs slot; see bench/engine/probe.ts), drops, engine event-loop delay,
@@ -54,6 +54,8 @@ export interface EngineBenchOptions {
   cheapUpsample: boolean;
   /** Write a V8 CPU profile of the engine at each step into bench/profiles/. Default false. */
   profile: boolean;
+  /** Write heap snapshots (no call, idle calls) of each step into bench/profiles/; summarise with heap-diff.js. */
+  heapSnapshot: boolean;
   /** Extra node flags for the engine process (e.g. ['--trace-gc']). Default none. */
   engineFlags: string[];
   seed: number;
@@ -75,6 +77,7 @@ export const ENGINE_DEFAULTS: EngineBenchOptions = {
   vadDenormalFix: false,
   cheapUpsample: false,
   profile: false,
+  heapSnapshot: false,
   engineFlags: [],
   seed: 1,
 };
@@ -115,6 +118,7 @@ export async function runEngineBench(opts: Partial<EngineBenchOptions> = {}, log
       providers: { llmTtftMs: 0, llmTokensPerSecond: 0, ttsTtfbMs: 0, asrLatencyMs: 0, providerMode: o.providerMode, vadDenormalFix: o.vadDenormalFix, cheapUpsample: o.cheapUpsample },
       engineFlags: o.engineFlags,
       cpuProfDir: o.profile ? path.resolve(import.meta.dirname, '../../bench/profiles') : undefined,
+      heapSnapshotDir: o.heapSnapshot ? path.resolve(import.meta.dirname, '../../bench/profiles') : undefined,
     });
     for (const n of o.calls) {
       log(`engine: ${driver} N=${n}`);
@@ -139,7 +143,8 @@ const DRIVER_TEXT: Record<DriverKind, string> = {
   'telnyx-pcmu': 'telephony calls: Telnyx media streaming JSON, PCMU 8 kHz, through the ImpairedLink',
   'telnyx-pcma': 'telephony calls: Telnyx media streaming JSON, PCMA 8 kHz, through the ImpairedLink',
   plivo: 'telephony calls: Plivo audio streams JSON, mu-law 8 kHz, through the ImpairedLink',
-  vonage: 'telephony calls: Vonage websocket, binary 16-bit PCM 16 kHz, through the ImpairedLink',
+  vonage: 'telephony calls: Vonage websocket, binary 16-bit PCM 8 kHz (the default NCCO), through the ImpairedLink',
+  'vonage-16k': 'telephony calls: Vonage websocket, binary 16-bit PCM 16 kHz (sample_rate_hz 16000), through the ImpairedLink',
   exotel: 'telephony calls: Exotel voicebot stream JSON, 16-bit PCM 8 kHz in 100 ms messages, through the ImpairedLink',
 };
 
@@ -161,6 +166,7 @@ export function engineSection(o: EngineBenchOptions, r: EngineRamp): Section {
       providers: o.providerMode === 'sim' ? 'sim, as shipped (their DSP runs in the engine process)' : 'sim-net: sim minus its DSP artefacts (ASR not fed digital silence; TTS cached, one chunk per macrotask)',
       processes: 'engine and load generator in separate processes (child_process.fork) on the same 2 cores',
       lateness: "ms; departure minus the frame's slot on the pacer's 10 ms tick (probe.ts); sched = vs the ideal 20 ms schedule incl. 0-10 ms tick quantisation",
+      cpu: "eng cpu % = the engine process (all threads) as % of one core; per call: / N. main %/call = the main thread alone (event loop: JavaScript, uWS, socket system calls; issue 13's goal is <= 0.07), without V8's GC/compiler threads",
       memory: 'post-GC deltas over the engine with no call, per call; heap+ext counts typed arrays at full size even where pages are untouched',
       'eld / gen': 'engine event-loop delay (ms beyond its 10 ms sampling interval); load generator CPU and how late its sends were',
       baseline: `bare uWS server (bare.ts), same callers, same N, same run: ${r.bare.length ? r.bare.map((b) => b.calls).join(', ') : 'not run'}`,
@@ -199,6 +205,7 @@ if (isEntryPoint) {
       'vad-fix': { type: 'boolean' },
       'cheap-upsample': { type: 'boolean' },
       profile: { type: 'boolean' },
+      'heap-snapshot': { type: 'boolean' },
       'engine-flags': { type: 'string' },
       seed: { type: 'string' },
       'no-append': { type: 'boolean' },
@@ -220,6 +227,7 @@ if (isEntryPoint) {
   if (values['vad-fix']) opts.vadDenormalFix = true;
   if (values['cheap-upsample']) opts.cheapUpsample = true;
   if (values.profile) opts.profile = true;
+  if (values['heap-snapshot']) opts.heapSnapshot = true;
   if (values['engine-flags']) opts.engineFlags = values['engine-flags'].split(' ').filter(Boolean);
   if (values.seed) opts.seed = Number(values.seed);
   const r = await runEngineBench(opts);

@@ -4,7 +4,7 @@
  * process with real Postgres and Redis; autocannon runs here.
  *
  *   npm run build:bench && node dist-bench/bench/rest.js [--connections 32] [--duration 8] [--rounds 2]
- *     [--log-level info] [--only agents] [--profile] [--no-append]
+ *     [--log-level info] [--only agents] [--profile] [--rate 2000] [--no-append]
  *
  * Per endpoint: req/s, latency p50/p99 for the API and for the raw baseline, and API/raw. For the
  * two conversations routes, also the Fastify + postgres.js peer (bench/http/fastify-peer.ts) and
@@ -33,6 +33,12 @@ export interface RestBenchOptions {
   only?: string;
   /** Write a V8 CPU profile of the server process into bench/profiles/. Default false. */
   profile?: boolean;
+  /**
+   * Fixed offered load (requests/s over all connections, autocannon `overallRate`) instead of as
+   * fast as possible: latency below saturation (the p99 goal) and server CPU per request at a rate
+   * every server sustains. Default none (saturating).
+   */
+  rate?: number;
 }
 
 export const REST_DEFAULTS: RestBenchOptions = { connections: 32, durationSec: 8, rounds: 2, logLevel: 'info' };
@@ -46,6 +52,8 @@ export interface RestMeasure {
   errors: number;
   non2xx: number;
   serverCpuPct: number;
+  /** Server process CPU per completed request (us): cost per request, less sensitive to the machine's other load than req/s. */
+  cpuUsPerReq: number;
 }
 
 export interface RestRow {
@@ -69,7 +77,7 @@ export function peerVerdict(api: RestMeasure, peer: RestMeasure): string {
 
 function mean(ms: RestMeasure[]): RestMeasure {
   const avg = (f: (m: RestMeasure) => number) => ms.reduce((a, m) => a + f(m), 0) / ms.length;
-  return { rps: avg((m) => m.rps), scansPerReq: avg((m) => m.scansPerReq), p50: avg((m) => m.p50), p99: avg((m) => m.p99), errors: avg((m) => m.errors), non2xx: avg((m) => m.non2xx), serverCpuPct: avg((m) => m.serverCpuPct) };
+  return { rps: avg((m) => m.rps), scansPerReq: avg((m) => m.scansPerReq), p50: avg((m) => m.p50), p99: avg((m) => m.p99), errors: avg((m) => m.errors), non2xx: avg((m) => m.non2xx), serverCpuPct: avg((m) => m.serverCpuPct), cpuUsPerReq: avg((m) => m.cpuUsPerReq) };
 }
 
 export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l: string) => void = console.error): Promise<{ section: Section; rows: RestRow[] }> {
@@ -97,6 +105,7 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
           method: ep.method,
           connections: o.connections,
           duration: o.durationSec,
+          ...(o.rate ? { overallRate: o.rate } : {}),
           headers: { authorization: `Bearer ${info.token}`, ...(ep.body ? { 'content-type': 'application/json' } : {}) },
           body: ep.body,
         });
@@ -106,7 +115,8 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
           await new Promise((res) => setTimeout(res, 1500));
           scansPerReq = ((await server.call<number>('dbScans')) - scans0) / Math.max(1, r['2xx']);
         }
-        return { scansPerReq, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, serverCpuPct: s.cpuPct };
+        const done = r['2xx'] + r.non2xx;
+        return { scansPerReq, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, serverCpuPct: s.cpuPct, cpuUsPerReq: done > 0 ? (1000 * s.cpuMs) / done : NaN };
       };
       const raws: RestMeasure[] = [];
       const apis: RestMeasure[] = [];
@@ -135,29 +145,29 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
   return {
     title: 'Control plane REST (autocannon, HTTP/1.1 keep-alive)',
     settings: {
-      load: `${o.connections} connections, ${o.durationSec} s per measurement, ${o.rounds} rounds alternating raw/peer/API (mean shown)`,
+      load: `${o.connections} connections, ${o.rate ? `fixed offered rate ${o.rate} req/s (autocannon overallRate), ` : ''}${o.durationSec} s per measurement, ${o.rounds} rounds alternating raw/peer/API (mean shown)`,
       server: `startControlPlane in a child process, real Postgres (own schema) and Redis (own prefix), log level ${o.logLevel} to /dev/null`,
       auth: 'Bearer access token (JWT) of a verified user; the agent and conversation belong to their workspace',
       baseline: 'raw node:http server in the same child process replaying the exact status, headers and bytes of each route (same run)',
-      'srv cpu': 'server process CPU (% of one core) during the measurement; autocannon shares the machine',
+      'srv cpu': 'server process CPU (% of one core) during the measurement; autocannon shares the machine. us/req: that CPU per completed request (the cost of a request; req/s also moves with the machine\'s other load)',
       'tbl scans/req': 'seq + index scans in the bench schema per completed request (pg_stat_user_tables): a proxy for SQL queries per request; Postgres may publish a backend\'s counters up to 10 s late, so adjacent peer/API windows can trade a few (both issue 27 per list request when measured apart)',
       peer: 'conversations routes only: Fastify 5 + postgres.js in the same child, same schema and SQL, same response JSON; bearer verified (jose) and its session/workspaces read once per token, kept 4 s; no cross-replica invalidation, API keys or scopes (bench/http/fastify-peer.ts)',
       data: 'the workspace holds 25 conversations (a full page of 20, total 25); messages are inserted into the first',
     },
     blocks: [
       table(
-        ['endpoint', 'bytes', 'api req/s', 'api p50 ms', 'api p99 ms', 'srv cpu %', 'tbl scans/req', 'raw req/s', 'raw p50 ms', 'raw p99 ms', 'api/raw', 'errors', 'non-2xx'],
+        ['endpoint', 'bytes', 'api req/s', 'api p50 ms', 'api p99 ms', 'srv cpu %', 'api us/req', 'tbl scans/req', 'raw req/s', 'raw p50 ms', 'raw p99 ms', 'raw us/req', 'api/raw', 'errors', 'non-2xx'],
         rows.map((r) =>
           r.api && r.raw
-            ? [r.endpoint.name, r.endpoint.bytes, num(r.api.rps), num(r.api.p50, 1), num(r.api.p99, 1), num(r.api.serverCpuPct), num(r.api.scansPerReq, 1), num(r.raw.rps), num(r.raw.p50, 1), num(r.raw.p99, 1), `${num((100 * r.api.rps) / r.raw.rps)} %`, num(r.api.errors), num(r.api.non2xx)]
+            ? [r.endpoint.name, r.endpoint.bytes, num(r.api.rps), num(r.api.p50, 1), num(r.api.p99, 1), num(r.api.serverCpuPct), num(r.api.cpuUsPerReq), num(r.api.scansPerReq, 1), num(r.raw.rps), num(r.raw.p50, 1), num(r.raw.p99, 1), num(r.raw.cpuUsPerReq), `${num((100 * r.api.rps) / r.raw.rps)} %`, num(r.api.errors), num(r.api.non2xx)]
             : [r.endpoint.name, r.endpoint.bytes, r.endpoint.available ? 'not measured (--only)' : `not available (HTTP ${r.endpoint.status})`],
         ),
       ),
       ...(peerRows.length
         ? [
             table(
-              ['endpoint (vs Fastify peer)', 'peer bytes', 'same body', 'api req/s', 'api p99 ms', 'peer req/s', 'peer p50 ms', 'peer p99 ms', 'peer srv cpu %', 'peer scans/req', 'api/peer', 'api/raw', 'peer errors', 'peer non-2xx', 'verdict'],
-              peerRows.map((r) => [r.endpoint.name, r.endpoint.peer!.bytes, r.endpoint.peer!.sameBody ? 'yes' : 'NO', num(r.api!.rps), num(r.api!.p99, 1), num(r.peer!.rps), num(r.peer!.p50, 1), num(r.peer!.p99, 1), num(r.peer!.serverCpuPct), num(r.peer!.scansPerReq, 1), `${num((100 * r.api!.rps) / r.peer!.rps)} %`, `${num((100 * r.api!.rps) / r.raw!.rps)} %`, num(r.peer!.errors), num(r.peer!.non2xx), peerVerdict(r.api!, r.peer!)]),
+              ['endpoint (vs Fastify peer)', 'peer bytes', 'same body', 'api req/s', 'api p99 ms', 'api us/req', 'peer req/s', 'peer p50 ms', 'peer p99 ms', 'peer srv cpu %', 'peer us/req', 'peer scans/req', 'api/peer', 'api/raw', 'peer errors', 'peer non-2xx', 'verdict'],
+              peerRows.map((r) => [r.endpoint.name, r.endpoint.peer!.bytes, r.endpoint.peer!.sameBody ? 'yes' : 'NO', num(r.api!.rps), num(r.api!.p99, 1), num(r.api!.cpuUsPerReq), num(r.peer!.rps), num(r.peer!.p50, 1), num(r.peer!.p99, 1), num(r.peer!.serverCpuPct), num(r.peer!.cpuUsPerReq), num(r.peer!.scansPerReq, 1), `${num((100 * r.api!.rps) / r.peer!.rps)} %`, `${num((100 * r.api!.rps) / r.raw!.rps)} %`, num(r.peer!.errors), num(r.peer!.non2xx), peerVerdict(r.api!, r.peer!)]),
             ),
           ]
         : []),
@@ -172,7 +182,7 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, 'no-append': { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, rate: { type: 'string' }, 'no-append': { type: 'boolean' } } });
   const r = await runRestBench({
     ...(values.connections ? { connections: Number(values.connections) } : {}),
     ...(values.duration ? { durationSec: Number(values.duration) } : {}),
@@ -180,6 +190,7 @@ if (isEntryPoint) {
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
     ...(values.only ? { only: values.only } : {}),
     ...(values.profile ? { profile: true } : {}),
+    ...(values.rate ? { rate: Number(values.rate) } : {}),
   });
   console.log(renderSection(r.section));
   if (!values['no-append']) appendResults('control plane REST', [r.section], { command: commandLine() });

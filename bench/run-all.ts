@@ -57,6 +57,21 @@ if (want('dsp')) {
   if (vad && vadFix) summary.push(['DSP', 'VAD on silence after speech (ns/frame)', num(vad.nsPerFrame), `state flushed ${num(vadFix.nsPerFrame)}`, `${num(vad.nsPerFrame / vadFix.nsPerFrame, 1)}x`, '~1x (no denormal slowdown)']);
 }
 
+/**
+ * Idle memory each added call costs: the growth between the two largest steps whose calls all
+ * connected (each step is a fresh engine process), so the engine's one-time growth (JIT code, heap
+ * pages sized up by the first calls) is not charged to the calls, as it is in the per-step figure.
+ */
+function marginalIdleMemory(steps: StepResult[]): { from: number; to: number; rssKiB: number; heapExtKiB: number } | undefined {
+  const full = steps.filter((s) => s.failed === 0 && s.connected === s.calls);
+  if (full.length < 2) return undefined;
+  const [a, b] = full.slice(-2) as [StepResult, StepResult];
+  const total = (s: StepResult) => ({ rss: s.idle.rssPerCallKiB * s.calls, heapExt: (s.idle.heapPerCallKiB + s.idle.externalPerCallKiB) * s.calls });
+  const ta = total(a);
+  const tb = total(b);
+  return { from: a.calls, to: b.calls, rssKiB: (tb.rss - ta.rss) / (b.calls - a.calls), heapExtKiB: (tb.heapExt - ta.heapExt) / (b.calls - a.calls) };
+}
+
 // ---------------------------------------------------------------- engine + turn latency
 const ramps: EngineRamp[] = [];
 if (want('engine')) {
@@ -84,8 +99,10 @@ if (want('engine')) {
     ]);
     if (best) {
       summary.push(['Engine', `${ramp.driver}: CPU per call at N=${best.calls} (% of a core)`, num(best.active.cpuPctPerCall, 3), bare ? `bare ${num(bare.active.cpuPctPerCall, 3)}` : '-', bare ? `x${num(best.active.cpuPctPerCall / bare.active.cpuPctPerCall, 1)}` : '-', '-']);
-      summary.push(['Engine', `${ramp.driver}: memory per idle call (KiB rss / heap+ext)`, `${num(best.idle.rssPerCallKiB)} / ${num(best.idle.heapPerCallKiB + best.idle.externalPerCallKiB)}`, bare ? `bare rss ${num(bare.idle.rssPerCallKiB)}` : '-', '-', '<= 256 KB']);
+      summary.push(['Engine', `${ramp.driver}: memory per idle call at N=${best.calls} (KiB rss / heap+ext)`, `${num(best.idle.rssPerCallKiB)} / ${num(best.idle.heapPerCallKiB + best.idle.externalPerCallKiB)}`, bare ? `bare rss ${num(bare.idle.rssPerCallKiB)}` : '-', '-', '<= 100 KB']);
     }
+    const marginal = marginalIdleMemory(ramp.steps);
+    if (marginal) summary.push(['Engine', `${ramp.driver}: memory per added idle call, N=${marginal.from} -> ${marginal.to} (KiB rss / heap+ext)`, `${num(marginal.rssKiB)} / ${num(marginal.heapExtKiB)}`, '-', '-', '<= 100 KB']);
   }
 }
 if (want('turns') || want('engine')) {

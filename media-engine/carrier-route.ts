@@ -128,8 +128,9 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
       case 'invalid':
         if (ev.close) {
           const stats = data.transport!.stats();
-          logger.warn({ stream: data.pathId.slice(0, 8), reason: ev.reason, invalidFrames: stats.invalidFrames, invalidReasons: stats.invalidReasons }, 'carrier stream closed: too many invalid frames');
-          data.transport!.close(1008, 'too many invalid frames');
+          const why = ev.message ?? 'too many invalid frames';
+          logger.warn({ stream: data.pathId.slice(0, 8), reason: ev.reason, invalidFrames: stats.invalidFrames, invalidReasons: stats.invalidReasons }, `carrier stream closed: ${why}`);
+          data.transport!.close(1008, why);
         } else {
           logger.debug({ stream: data.pathId.slice(0, 8), reason: ev.reason }, 'invalid carrier frame dropped');
         }

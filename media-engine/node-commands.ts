@@ -31,7 +31,12 @@ export async function handleCommand(ctx: EngineContext, cmd: NodeCommand): Promi
     // A transfer hands the caller to a human: the AI drops off with that reason on the record.
     const reason = (cmd.payload as { reason?: unknown } | undefined)?.reason === 'transferred' ? 'transferred' : 'ended_by_api';
     if (actor) actor.endCall(reason);
-    else await registry.sessions.deleteSession(sessionId);
+    else {
+      // Never connected (its call ended first): what was pre-warmed for it goes now, not when the
+      // connect window closes (it counted as load and held a drain until then).
+      prewarmed.discard(sessionId);
+      await registry.sessions.deleteSession(sessionId);
+    }
     return { status: 'ended' };
   }
   if (cmd.kind === 'say') {
@@ -50,7 +55,7 @@ export async function handleCommand(ctx: EngineContext, cmd: NodeCommand): Promi
   }
   if (cmd.kind === 'prewarm') {
     const session = await registry.sessions.getSession(sessionId);
-    if (!session || prewarmed.has(sessionId) || calls.has(sessionId) || opts.providerFactory) return { status: 'skipped' };
+    if (!session || prewarmed.has(sessionId) || prewarmed.hasStarted(sessionId) || calls.has(sessionId) || opts.providerFactory) return { status: 'skipped' };
     // A full node warms nothing: the socket will be refused anyway (or placed elsewhere next time).
     if (atCapacity(ctx, sessionId)) return { status: 'at_capacity' };
     const sc = session.config as SessionConfig;

@@ -5,7 +5,7 @@
  * Streams (`carrier-route.ts`); both start calls through `startCall()` (`start-call.ts`).
  */
 import { randomUUID } from 'node:crypto';
-import type { NodeCommand } from '../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, type NodeCommand } from '../shared/registry/index.js';
 import { createOutboundClient } from '../shared/outbound/index.js';
 import { EngineMetrics } from '../shared/observability/engine-metrics.js';
 import { startTracing } from '../shared/observability/tracing.js';
@@ -110,6 +110,13 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       .catch((err: Error) => {
         logger.warn({ err }, 'registry heartbeat failed');
       });
+  // Control planes reuse a node listing for a moment (control-plane/voice/sessions.ts): a change
+  // that must stop placements at once is announced as well.
+  const announceNodeChange = () => registry.invalidations.publish(ENGINE_NODES_TOPIC, nodeId).then(() => undefined);
+  const announceDraining = async () => {
+    await beat();
+    await announceNodeChange();
+  };
   await beat();
   const heartbeat = clock.setInterval(() => void beat(), heartbeatMs);
 
@@ -128,7 +135,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       return drain !== undefined;
     },
     drain(drainOpts) {
-      drain ??= startDrain({ clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: beat }, drainOpts);
+      drain ??= startDrain({ clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: announceDraining }, drainOpts);
       return drain.done;
     },
     forceDrain() {
@@ -145,6 +152,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       prewarmed.closeAll();
       await stopCommands().catch(() => {});
       await registry.nodes.removeNode(nodeId).catch(() => {});
+      await announceNodeChange();
       uws.us_listen_socket_close(listenSocket);
       if (!opts.outbound) await outbound.close();
       // After the calls ended: their last spans are in the batch.

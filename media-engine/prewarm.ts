@@ -1,19 +1,37 @@
 /**
  * Pre-warmed providers by session id: the `prewarm` command opens a session's vendor connections
  * before its socket arrives; the socket adopts them, or they are closed after a TTL.
+ *
+ * A prewarm command can arrive after its session's call started, or even ended (the command
+ * travels through Redis while a fast client's socket is already claimed, and a call that ended
+ * meanwhile is no longer in `calls`): warming then would hold providers nobody adopts for the whole
+ * TTL and count them as node load. So the sessions whose call started here are remembered
+ * (bounded) and never warmed.
  */
+import { LRUCache } from 'lru-cache';
 import type { Clock, TimerHandle } from '../shared/clock.js';
 import type { AsrProvider, LlmProvider, TtsProvider } from '../shared/providers/types.js';
 
 export type CallProviders = { asr: AsrProvider; llm: LlmProvider; tts: TtsProvider };
 
+/** Calls remembered as started (a prewarm later than this many starts may still warm in vain). */
+const MAX_REMEMBERED_STARTS = 16_384;
+
 export class PrewarmCache {
   private readonly entries = new Map<string, { providers: CallProviders; timer: TimerHandle }>();
+  private readonly started: LRUCache<string, true>;
 
   constructor(
     private readonly clock: Clock,
     private readonly ttlMs: number,
-  ) {}
+  ) {
+    this.started = new LRUCache<string, true>({ max: MAX_REMEMBERED_STARTS, ttl: ttlMs, ttlAutopurge: false, perf: { now: () => clock.monotonicMs() } });
+  }
+
+  /** Whether the session's call already started on this node (a prewarm for it would be an orphan). */
+  hasStarted(sessionId: string): boolean {
+    return this.started.has(sessionId);
+  }
 
   get size(): number {
     return this.entries.size;
@@ -25,11 +43,25 @@ export class PrewarmCache {
 
   /** The session's socket arrived: its pre-warmed providers (if any) are the call's now. */
   take(sessionId: string): CallProviders | undefined {
+    this.started.set(sessionId, true);
     const warm = this.entries.get(sessionId);
     if (!warm) return undefined;
     this.clock.clearTimeout(warm.timer);
     this.entries.delete(sessionId);
     return warm.providers;
+  }
+
+  /**
+   * The session ended before its socket came (its call was never answered): its providers are
+   * closed now instead of at the TTL, and a prewarm still in flight for it warms nothing.
+   */
+  discard(sessionId: string): void {
+    this.started.set(sessionId, true);
+    const warm = this.entries.get(sessionId);
+    if (!warm) return;
+    this.clock.clearTimeout(warm.timer);
+    this.entries.delete(sessionId);
+    closeProviders(warm.providers);
   }
 
   /** Keeps `providers` for the session's socket and warms them (handshakes; failures ignored). */

@@ -4,7 +4,7 @@
  * per socket kind is the transport, the VAD profile, the carrier's ASR input and AMD policy, and
  * how a refusal reaches the far end (`CallSetup.refuse`).
  */
-import { HANDOFF_TOPIC } from '../shared/voice/handoff.js';
+import { requestHandoff } from '../shared/voice/handoff.js';
 import { maskSessionId } from '../shared/ids.js';
 import { SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
@@ -50,6 +50,7 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     // Otherwise PCM at the call's native rate when the ASR takes it (no resampling on the way in).
     const pcmRateHz = carrier && providers.asr.capabilities.sampleRatesHz.includes(carrier.inRateHz) ? carrier.inRateHz : 16000;
     telemetry = callTelemetry(ctx, sc, setup, providers);
+    const carrierCallId = carrier && sc.call_id ? sc.call_id : undefined;
     const connectedAtMs = clock.monotonicMs();
     const actor = new CallActor({
       config: sc,
@@ -65,7 +66,8 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
       telemetry,
       allowanceMs: setup.allowanceMs,
       // Portal hand-off (issue 21): every control plane hears it; one job per call offers it (docs/portal.md).
-      requestHandoff: sc.human_handoff && sc.call_id ? () => void registry.invalidations.publish(HANDOFF_TOPIC, sc.call_id!) : undefined,
+      // A notice lost with Redis is stored in Postgres for the control plane's sweep (shared/voice/handoff.ts).
+      requestHandoff: sc.human_handoff && sc.call_id ? () => void requestHandoff({ bus: registry.invalidations, sql: opts.sql, logger }, sc.call_id!) : undefined,
       ...(carrier
         ? {
             asrInput: mulaw ? { encoding: 'mulaw', sampleRateHz: 8000 } : { encoding: 'linear16', sampleRateHz: pcmRateHz },
@@ -79,10 +81,14 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
         closeProviders(providers);
         calls.delete(sc.session_id);
         void registry.sessions.deleteSession(sc.session_id).catch(() => {});
+        if (carrierCallId) registry.calls.releaseCall(carrierCallId);
       },
     });
     setup.bind(actor);
     calls.set(sc.session_id, actor);
+    // The live call's record is written back by this node too after Redis comes back empty, while
+    // it carries the call: the control plane that placed it may have been replaced since (issue 23).
+    if (carrierCallId) void registry.calls.adoptCall(carrierCallId).catch((err: Error) => logger.warn({ err, session: maskSessionId(sc.session_id) }, 'live call record not adopted'));
     logger.info(
       { session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, providers: { asr: providers.asr.label, llm: providers.llm.label, tts: providers.tts.label } },
       'call socket connected',

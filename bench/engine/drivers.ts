@@ -6,7 +6,7 @@
  *   customParameters), then one `media` JSON frame (mu-law 8 kHz, base64) per 20 ms through the
  *   carrier simulator's `ImpairedLink` (jitter). Agent `media` frames are counted, not decoded;
  *   `mark`s are echoed on arrival. Cheap enough for a thousand calls.
- * - `telnyx-pcmu`, `telnyx-pcma`, `plivo`, `vonage`, `exotel`: the same as `twilio-lite` in those
+ * - `telnyx-pcmu`, `telnyx-pcma`, `plivo`, `vonage` (8 kHz), `vonage-16k`, `exotel`: the same as `twilio-lite` in those
  *   carriers' media dialects (stream-drivers.ts): the engine's capacity per carrier media format.
  * - `twilio-carrier`: the telephony engineer's full carrier simulator (`MediaStreamCall`, `ws`
  *   client, virtual playout clock, marks echoed when played, sim decoding of what was heard).
@@ -20,7 +20,7 @@ import type { Histogram } from '../lib/stats.js';
 import type { CallScript } from './scenario.js';
 import { encodeClientFrame, WsLite } from './ws-lite.js';
 
-export type DriverKind = 'browser' | 'twilio-lite' | 'twilio-carrier' | 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'exotel';
+export type DriverKind = 'browser' | 'twilio-lite' | 'twilio-carrier' | 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'vonage-16k' | 'exotel';
 
 export interface DriverContext {
   host: string;

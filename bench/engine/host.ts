@@ -5,6 +5,7 @@
  *
  *   forked by bench/engine/step.ts and bench/routing.ts; never run by hand.
  */
+import { writeHeapSnapshot } from 'node:v8';
 import { loadConfig } from '../../shared/config.js';
 import { realClock } from '../../shared/clock.js';
 import { createLogger } from '../../shared/logger.js';
@@ -106,6 +107,11 @@ serveParent(
       if (p.gc) fullGc();
       const mem = process.memoryUsage();
       return { stats, probe: probeSnap, calls: node?.calls.size ?? bare?.calls() ?? 0, mem };
+    },
+    /** A V8 heap snapshot (after a full GC) written to `file`: what the calls hold, by constructor. */
+    heapSnapshot: (p: { file: string }) => {
+      fullGc();
+      return writeHeapSnapshot(p.file);
     },
     /** Memory after a full GC (the caller's baseline and idle/active readings). */
     memory: () => {

@@ -230,11 +230,13 @@ export class EngineProbe {
     let paceStart = 0;
     const jb = (t as unknown as { jb?: { push: (...x: unknown[]) => unknown; pop: (atMs: number) => { kind: string; seq?: number } } }).jb;
     if (jb && typeof jb.push === 'function' && typeof jb.pop === 'function') {
-      // Arrival time of each carrier frame by sequence number (a ring: the buffer holds < 512 frames).
-      const arrivals = new Float64Array(512);
+      // Arrival time of each carrier frame by sequence number: a ring of 64 (1.28 s of frames; the
+      // buffer holds at most maxDepthMs, 120 ms by default), small so the probe adds little to the
+      // memory per call it helps measure.
+      const arrivals = new Float64Array(64);
       const push = jb.push.bind(jb);
       jb.push = (...x: unknown[]) => {
-        arrivals[(x[0] as number) & 511] = performance.now();
+        arrivals[(x[0] as number) & 63] = performance.now();
         // A frame handed to the actor from here on is handed over on its arrival (the transport
         // delivers in-order frames at once): its arrival is now, not that of the last pop.
         lastPopArrival = 0;
@@ -243,7 +245,7 @@ export class EngineProbe {
       const pop = jb.pop.bind(jb);
       jb.pop = (atMs: number) => {
         const r = pop(atMs);
-        lastPopArrival = r.kind === 'frame' && r.seq !== undefined ? arrivals[r.seq & 511]! : 0;
+        lastPopArrival = r.kind === 'frame' && r.seq !== undefined ? arrivals[r.seq & 63]! : 0;
         return r;
       };
     }

@@ -35,6 +35,8 @@ export interface StepOptions {
   bargeEvery: number;
   seed: number;
   providers: Pick<HostInit, 'llmTtftMs' | 'llmTokensPerSecond' | 'ttsTtfbMs' | 'asrLatencyMs' | 'providerMode' | 'vadDenormalFix' | 'cheapUpsample'>;
+  /** When set, heap snapshots of the engine with no call and with the idle calls are written here. */
+  heapSnapshotDir?: string;
   /** When set, the engine process runs with --cpu-prof and writes its profile here. */
   cpuProfDir?: string;
   /** Extra node flags for the engine process (e.g. --trace-gc). */
@@ -127,6 +129,9 @@ export async function runEngineStep(o: StepOptions, log: (line: string) => void 
         ? await host.call<{ port: number }>('initBare')
         : await host.call<{ port: number }>('init', { registry: 'memory', capacity: o.calls, ...o.providers } satisfies HostInit);
     const base = await host.call<NodeJS.MemoryUsage>('memory');
+    const snapshotTo = (phase: string) =>
+      o.heapSnapshotDir ? host!.call('heapSnapshot', { file: path.join(o.heapSnapshotDir, `${o.server ?? 'engine'}-${o.driver}-${o.calls}-${phase}.heapsnapshot`) }, 120_000) : undefined;
+    await snapshotTo('base');
     const ids = await host.call<string[]>('createSessions', { count: o.calls });
     log(`  ${o.calls} ${o.driver} calls (${o.server ?? 'engine'}): connecting at ${o.connectPerSec}/s`);
     const conn = await gen.call<{ connected: number; failed: number; readyMs: number[]; firstError?: string }>(
@@ -147,6 +152,7 @@ export async function runEngineStep(o: StepOptions, log: (line: string) => void 
     await host.call('resetWindow');
     await sleep(o.idleSec * 1000);
     const idleSnap = await host.call<HostSnapshot>('snapshot', { gc: true });
+    await snapshotTo('idle');
     const idle = { engine: idleSnap.stats, ...perCall(idleSnap.mem, base, o.calls), cpuPctPerCall: idleSnap.stats.cpuPct / Math.max(1, conn.connected) };
     log(`  idle: engine cpu ${idleSnap.stats.cpuPct.toFixed(0)} %, rss/call ${idle.rssPerCallKiB.toFixed(0)} KiB; conversations for ${o.warmupSec + o.windowSec} s`);
     // Conversation.

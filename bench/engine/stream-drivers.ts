@@ -8,8 +8,10 @@
  *   hand the ASR frames transcoded to mu-law (engine side), so no format resamples.
  * - `plivo`: `start` (session in `extra_headers`), `media` JSON every 20 ms, mu-law 8 kHz base64;
  *   agent `playAudio` counted, `checkpoint` echoed as `playedStream` on arrival.
- * - `vonage`: `websocket:connected` (audio/l16;rate=16000), then binary 640-byte frames every 20 ms;
- *   agent binary frames counted, `notify` echoed as `websocket:notify`.
+ * - `vonage`: `websocket:connected` (audio/l16;rate=8000, what our NCCO asks for by default), then
+ *   binary 320-byte frames every 20 ms; agent binary frames counted, `notify` echoed as
+ *   `websocket:notify`. `vonage-16k`: the same at 16 kHz (640-byte frames; a workspace's
+ *   `sample_rate_hz: 16000`).
  * - `exotel`: `connected`, `start` (custom_parameters), `media` JSON every 100 ms (five 20 ms frames of
  *   16-bit PCM at 8 kHz, base64); agent `media` counted, `mark` echoed.
  *
@@ -23,7 +25,7 @@ import type { Driver, DriverContext } from './drivers.js';
 import type { CallScript } from './scenario.js';
 import { encodeClientFrame, WsLite } from './ws-lite.js';
 
-export type StreamWire = 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'exotel';
+export type StreamWire = 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'vonage-16k' | 'exotel';
 
 const FRAME_MS = 20;
 /** Exotel sends about 100 ms per `media` message. */
@@ -73,6 +75,20 @@ function telnyx(codec: 'PCMU' | 'PCMA'): Dialect {
   };
 }
 
+function vonage(rate: 8000 | 16000): Dialect {
+  return {
+    rate,
+    encode: le,
+    start: ({ sessionId }) => [JSON.stringify({ event: 'websocket:connected', 'content-type': `audio/l16;rate=${rate}`, session_id: sessionId })],
+    media: (_n, frame) => `\u0000${frame.toString('base64')}`,
+    echo: (msg) => (msg.action === 'notify' ? JSON.stringify({ event: 'websocket:notify', payload: msg.payload }) : undefined),
+    isMedia: () => false,
+    isClear: (msg) => msg.action === 'clear',
+    binaryOut: true,
+    framesPerAgentMessage: 1,
+  };
+}
+
 const DIALECTS: Record<StreamWire, Dialect> = {
   'telnyx-pcmu': telnyx('PCMU'),
   'telnyx-pcma': telnyx('PCMA'),
@@ -89,17 +105,8 @@ const DIALECTS: Record<StreamWire, Dialect> = {
     binaryOut: false,
     framesPerAgentMessage: 1,
   },
-  vonage: {
-    rate: 16000,
-    encode: le,
-    start: ({ sessionId }) => [JSON.stringify({ event: 'websocket:connected', 'content-type': 'audio/l16;rate=16000', session_id: sessionId })],
-    media: (_n, frame) => `\u0000${frame.toString('base64')}`,
-    echo: (msg) => (msg.action === 'notify' ? JSON.stringify({ event: 'websocket:notify', payload: msg.payload }) : undefined),
-    isMedia: () => false,
-    isClear: (msg) => msg.action === 'clear',
-    binaryOut: true,
-    framesPerAgentMessage: 1,
-  },
+  vonage: vonage(8000),
+  'vonage-16k': vonage(16000),
   exotel: {
     rate: 8000,
     encode: le,
@@ -200,7 +207,7 @@ export async function connectStreamLite(ctx: DriverContext, sessionId: string, s
       ws.close();
     },
   };
-  const carrier = wire.startsWith('telnyx') ? 'telnyx' : wire;
+  const carrier = wire.startsWith('telnyx') ? 'telnyx' : wire.startsWith('vonage') ? 'vonage' : wire;
   ws = await WsLite.connect(ctx.host, ctx.port, `/api/v1/voice/ws/${carrier}/${index}?session_id=${encodeURIComponent(sessionId)}`, {
     onBinary: () => {
       if (!d0.binaryOut) return;

@@ -7,7 +7,7 @@ const drops = (s: StepResult): number => s.droppedFrames + s.droppedPlayoutFrame
 /** One row per step; `bare` (same N, same run) gives the "x bare" ratio columns when present. */
 export function capacityTable(steps: StepResult[], bareByN: Map<number, StepResult>): string {
   return table(
-    ['calls', 'load', 'ok', 'eng cpu %', 'cpu %/call', 'x bare', 'rss KiB/call idle', 'heap+ext KiB/call idle', 'rss KiB/call active', 'late p50', 'late p99', 'late max', 'x bare p99', 'sched p99', 'underruns', 'drops', 'eld p50', 'eld p99', 'eld max', 'gen cpu %', 'gen late p99', 'real time'],
+    ['calls', 'load', 'ok', 'eng cpu %', 'cpu %/call', 'main %/call', 'x bare', 'rss KiB/call idle', 'heap+ext KiB/call idle', 'rss KiB/call active', 'late p50', 'late p99', 'late max', 'x bare p99', 'sched p99', 'underruns', 'drops', 'eld p50', 'eld p99', 'eld max', 'gen cpu %', 'gen late p99', 'real time'],
     steps.map((s) => {
       const b = bareByN.get(s.calls);
       return [
@@ -16,6 +16,7 @@ export function capacityTable(steps: StepResult[], bareByN: Map<number, StepResu
         s.connected,
         num(s.active.engine.cpuPct),
         num(s.active.cpuPctPerCall, 3),
+        num(s.active.engine.mainCpuPct / Math.max(1, s.connected), 3),
         b ? num(s.active.engine.cpuPct / b.active.engine.cpuPct, 1) : '-',
         num(s.idle.rssPerCallKiB),
         num(s.idle.heapPerCallKiB + s.idle.externalPerCallKiB),

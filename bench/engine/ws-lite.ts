@@ -77,7 +77,10 @@ export class WsLite {
         }
         c.open = true;
         resolve(c);
-        if (rest.length) c.onData(rest);
+        // Frames that came with the 101 (a server's first event often does) are delivered after
+        // the caller's `.then`/`await` has the connection in hand: a handler that answers the first
+        // event (e.g. closes on `pipeline_ready`) would otherwise find it still undefined.
+        if (rest.length) queueMicrotask(() => c.onData(rest));
       });
       socket.on('error', (err) => {
         clearTimeout(timer);

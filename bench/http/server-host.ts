@@ -124,7 +124,7 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
   prefix = redisPrefix;
   ownPrefix = !p.redisPrefix;
   const config = loadConfig(
-    { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, SECRETS_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: p.logLevel ?? 'info', NODE_ENV: 'test' },
+    { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, SECRETS_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: p.logLevel ?? 'info', NODE_ENV: 'test', ...(process.env.DB_PIPELINE_DEPTH ? { DB_PIPELINE_DEPTH: process.env.DB_PIPELINE_DEPTH } : {}) },
     { httpPort: 0, enginePort: 0, host: '127.0.0.1', dataDir: `/tmp/${schema}`, seedDemo: false },
   );
   const logger: Logger = createLogger({ level: p.logLevel ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) as unknown as NodeJS.WritableStream });

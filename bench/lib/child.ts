@@ -36,11 +36,19 @@ export interface ForkOptions {
   inheritOutput?: boolean;
 }
 
+/**
+ * Node flags added to every bench child from the environment, e.g.
+ * `BENCH_CHILD_NODE_FLAGS='--perf-basic-prof'` to attribute `perf record` samples to JavaScript
+ * functions (V8's own `--cpu-prof` charges time to the last native call, e.g. `writev`, and is
+ * misleading on this path; see docs/benchmarks.md "Profiles").
+ */
+const envFlags = (process.env.BENCH_CHILD_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+
 /** Forks `dist-bench/bench/<relPath>` (a module that calls `serveParent`) and waits for its `ready`. */
 export async function forkChild(relPath: string, args: string[] = [], opts: ForkOptions = {}): Promise<Child> {
   const file = path.resolve(import.meta.dirname, '..', relPath);
   const proc = fork(file, args, {
-    execArgv: opts.execArgv ?? [],
+    execArgv: [...(opts.execArgv ?? []), ...envFlags],
     env: opts.env ?? process.env,
     stdio: opts.inheritOutput === false ? ['ignore', 'ignore', 'inherit', 'ipc'] : ['inherit', 'inherit', 'inherit', 'ipc'],
     serialization: 'advanced',

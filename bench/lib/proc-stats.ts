@@ -11,6 +11,11 @@ export interface WindowStats {
   /** CPU time over the window as % of one core (200 % = both cores of a 2-core machine). */
   cpuPct: number;
   cpuMs: number;
+  /**
+   * CPU time of the main thread alone (the event loop: JavaScript, uWS, the socket system calls),
+   * without V8's GC and compiler threads and libuv's pool; % of one core. Linux (`/proc`), else NaN.
+   */
+  mainCpuPct: number;
   /** Event-loop delay over the window, ms beyond the sampling interval (`eldResolutionMs`). */
   eldP50Ms: number;
   eldP99Ms: number;
@@ -24,6 +29,7 @@ export interface WindowStats {
 export class ProcessWindow {
   private readonly eld: IntervalHistogram;
   private cpu = process.cpuUsage();
+  private mainTicks = mainThreadTicks();
   private t0 = performance.now();
 
   /** @param eldResolutionMs event-loop delay sampling resolution (default 10 ms) */
@@ -35,6 +41,7 @@ export class ProcessWindow {
   /** Starts a new window. */
   reset(): void {
     this.cpu = process.cpuUsage();
+    this.mainTicks = mainThreadTicks();
     this.t0 = performance.now();
     this.eld.reset();
   }
@@ -47,10 +54,12 @@ export class ProcessWindow {
     const mem = process.memoryUsage();
     // The histogram records the whole timer interval (resolution included): report the delay beyond it.
     const ns = (v: number): number => (Number.isFinite(v) ? Math.max(0, v / 1e6 - this.eldResolutionMs) : NaN);
+    const mainMs = ((mainThreadTicks() - this.mainTicks) * 1000) / CLOCK_TICKS_PER_S;
     return {
       wallMs,
       cpuMs,
       cpuPct: wallMs > 0 ? (100 * cpuMs) / wallMs : 0,
+      mainCpuPct: wallMs > 0 ? (100 * mainMs) / wallMs : NaN,
       eldP50Ms: ns(this.eld.percentile(50)),
       eldP99Ms: ns(this.eld.percentile(99)),
       eldMaxMs: ns(this.eld.max),
@@ -63,6 +72,21 @@ export class ProcessWindow {
 
   close(): void {
     this.eld.disable();
+  }
+}
+
+/** USER_HZ of /proc times: 100 on every Linux build Node runs on. */
+const CLOCK_TICKS_PER_S = 100;
+
+/** utime + stime of this process's main thread (its task id is the pid), in clock ticks; NaN off Linux. */
+function mainThreadTicks(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces, in parentheses): state is field 3, utime 14, stime 15.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return NaN;
   }
 }
 

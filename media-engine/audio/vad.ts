@@ -200,7 +200,15 @@ export class Vad {
     if (Number.isNaN(this.floorDb)) this.floorDb = Math.min(Math.max(bandDb, MIN_FLOOR_DB), INITIAL_FLOOR_CAP_DB);
     const thresholdDb = this.floorDb + this.marginDb + (this.agentSpeaking ? this.echoMarginDb : 0);
     const voiced = bandDb > thresholdDb && ratioDb > RATIO_MIN_DB;
-    this.updateFloor(bandDb);
+    // The floor update is written out here, not in a method: when V8 compiles process() without
+    // inlining such a method (seen on a CPU-starved machine), passing the double bandDb boxes it
+    // into a fresh HeapNumber every frame (test/unit/audio/hot-path-allocation.test.ts).
+    if (bandDb < this.floorDb) {
+      this.floorDb += (bandDb - this.floorDb) * FLOOR_DOWN_ALPHA;
+    } else if (!this.agentSpeaking) {
+      this.floorDb += Math.min(bandDb - this.floorDb, this.floorUpDbPerFrame);
+    }
+    if (this.floorDb < MIN_FLOOR_DB) this.floorDb = MIN_FLOOR_DB;
 
     const r = this.result;
     r.onset = false;
@@ -255,14 +263,5 @@ export class Vad {
     r.noiseFloorDb = MIN_FLOOR_DB;
     r.silenceMs = 0;
     r.speechMs = 0;
-  }
-
-  private updateFloor(bandDb: number): void {
-    if (bandDb < this.floorDb) {
-      this.floorDb += (bandDb - this.floorDb) * FLOOR_DOWN_ALPHA;
-    } else if (!this.agentSpeaking) {
-      this.floorDb += Math.min(bandDb - this.floorDb, this.floorUpDbPerFrame);
-    }
-    if (this.floorDb < MIN_FLOOR_DB) this.floorDb = MIN_FLOOR_DB;
   }
 }

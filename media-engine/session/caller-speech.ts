@@ -1,14 +1,15 @@
 /**
  * The caller's side of a turn: voice activity per frame, the recognised text so far, speech timing
  * (for `speech_duration_ms` and latency origins) and the turn's audio for the record. Per-frame
- * work is allocation-free except when the turn's audio buffer doubles (from 4 s up to the 60 s cap;
- * longer turns keep the first 60 s).
+ * work is allocation-free except when the turn's audio buffer grows (allocated at the first
+ * captured frame, 4 s, doubling up to the 60 s cap; longer turns keep the first 60 s). A call whose
+ * caller has not spoken holds no audio buffer (issue 13: memory per idle call).
  */
 import type { Clock } from '../../shared/clock.js';
 import { INJECT_TEXT_MAX_CHARS } from './limits.js';
 import { Vad, vadOptionsForProfile, type VadProfile, type VadResult } from '../audio/vad.js';
 
-/** The turn's audio for the record: from 4 s, doubling up to 60 s. */
+/** The turn's audio for the record: from 4 s (at the first captured frame), doubling up to 60 s. */
 const AUDIO_MAX_SECONDS = 60;
 const AUDIO_INITIAL_SECONDS = 4;
 
@@ -36,7 +37,7 @@ export class CallerSpeech {
     readonly rateHz = 16000,
   ) {
     this.vad = new Vad(vadOptionsForProfile(profile, vadThreshold, rateHz));
-    this.audio = new Int16Array(rateHz * AUDIO_INITIAL_SECONDS);
+    this.audio = new Int16Array(0);
     this.audioMaxSamples = rateHz * AUDIO_MAX_SECONDS;
   }
 
@@ -44,7 +45,7 @@ export class CallerSpeech {
   frame(pcm: Int16Array): VadResult {
     if (this.capturing && this.audioLen + pcm.length <= this.audioMaxSamples) {
       if (this.audioLen + pcm.length > this.audio.length) {
-        const next = new Int16Array(Math.min(this.audioMaxSamples, this.audio.length * 2));
+        const next = new Int16Array(Math.min(this.audioMaxSamples, Math.max(this.rateHz * AUDIO_INITIAL_SECONDS, this.audio.length * 2)));
         next.set(this.audio.subarray(0, this.audioLen));
         this.audio = next;
       }

@@ -6,11 +6,14 @@
  * Bound and overflow policy: the ring holds `capacitySeconds` (default 120 s) of audio. TTS runs
  * faster than real time, so the queue can grow; when it is full, further audio is dropped (and
  * counted) rather than growing memory: a two-minute monologue is not a conversation. The ring
- * starts at 2 s and doubles on demand (a copy per doubling, not per frame), so an idle call holds
- * kilobytes, not the full 120 s.
+ * is allocated at the first audio (2 s) and doubles on demand (a copy per doubling, not per
+ * frame), so a call that has not spoken yet holds nothing and an idle one kilobytes, not 120 s
+ * (issue 13: memory per idle call).
  */
 
 const INITIAL_SECONDS = 2;
+
+const EMPTY = new Int16Array(0);
 
 export interface SpokenSegment {
   text: string;
@@ -37,7 +40,12 @@ export class PlayoutQueue {
     capacitySeconds = 120,
   ) {
     this.capacitySamples = sampleRateHz * capacitySeconds;
-    this.ring = new Int16Array(Math.min(this.capacitySamples, sampleRateHz * INITIAL_SECONDS));
+    this.ring = EMPTY;
+  }
+
+  /** Samples the ring can hold now (0 until the first audio). */
+  get allocatedSamples(): number {
+    return this.ring.length;
   }
 
   get queuedSamples(): number {
@@ -70,7 +78,7 @@ export class PlayoutQueue {
 
   /** Re-lays the queued samples at the start of a larger ring (rare: doubles up to the cap). */
   private grow(needed: number): void {
-    let len = this.ring.length;
+    let len = Math.max(this.ring.length, Math.min(this.capacitySamples, this.sampleRateHz * INITIAL_SECONDS));
     while (len < needed && len < this.capacitySamples) len = Math.min(this.capacitySamples, len * 2);
     const next = new Int16Array(len);
     const first = Math.min(this.size, this.ring.length - this.readPos);

@@ -10,13 +10,14 @@
  * (carrier-protocols.ts); the node then serves `/api/v1/voice/ws/<carrier>/{id}` for it.
  */
 import type { CarrierParse } from '../../shared/protocol/twilio-media.js';
+import type { JsonMediaDialect } from './json-media-scan.js';
 
 /** Wire codecs of carrier media (payload bytes of one frame). */
 export type MediaCodec = 'pcmu' | 'pcma' | 'l16';
 
 export interface CarrierMediaFormat {
   codec: MediaCodec;
-  /** 8000 for G.711; 8000 or 16000 for L16. Fixed per protocol: the actor's rates follow it. */
+  /** 8000 for G.711; 8000 or 16000 for L16. Fixed per stream at `start`: the actor's rates follow it. */
   sampleRateHz: number;
 }
 
@@ -36,8 +37,14 @@ export type OutboundMediaTemplate = { kind: 'json'; frame: Uint8Array<ArrayBuffe
 export interface CarrierProtocol {
   /** The carrier identifier (`twilio`, `signalwire`, `telnyx`, ...): also the route segment. */
   readonly carrier: string;
-  /** The media on the wire unless `start` says otherwise (same sample rate only). */
+  /** The media on the wire unless `start` says otherwise (see `sampleRatesHz`). */
   readonly format: CarrierMediaFormat;
+  /**
+   * Rates a stream's `start` may choose (the carrier was asked for one per call: Vonage's NCCO
+   * `audio/l16;rate=8000|16000`); the stream then runs at it, the actor too. Default: only
+   * `format`'s rate, and `start` may only switch to another codec of the same frame size.
+   */
+  readonly sampleRatesHz?: readonly number[];
   /**
    * Whether the carrier echoes `mark`s. Without marks the transport emulates them (a mark is
    * "heard" when the audio queued before it has been played out in real time).
@@ -67,9 +74,15 @@ export interface CarrierProtocol {
   readonly framesPerMessage?: number;
   /**
    * Parses and validates one text frame into the normalized frame; never throws. `start` may name
-   * a media format (`start.format`) of the protocol's sample rate.
+   * a media format (`start.format`): one the protocol takes (`sampleRatesHz`), else the stream is closed.
    */
   parse(text: string): CarrierParse;
+  /**
+   * The keys of this carrier's JSON `media` message when it has Twilio's shape (`media.track`,
+   * `chunk`, `timestamp`, `payload`): such messages are then read from the bytes without `parse`
+   * (json-media-scan.ts); anything else still goes to `parse`.
+   */
+  readonly jsonMedia?: JsonMediaDialect;
   /** A binary frame (only carriers whose audio is binary, Vonage); absent: binary frames are invalid. */
   parseBinary?(bytes: Uint8Array): CarrierParse;
   /** The outgoing media frame template of stream `streamId` for 20 ms of `fmt`. */

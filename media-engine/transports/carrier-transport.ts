@@ -29,6 +29,7 @@ import { TokenBucket } from '../session/token-bucket.js';
 import { endSocket } from './socket-end.js';
 import { base64Into } from './twilio-media-frame.js';
 import type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
+import { JsonMediaScanner, newScannedMedia, type JsonMediaDialect, type ScannedMedia } from './json-media-scan.js';
 
 export type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
 
@@ -41,6 +42,37 @@ const MAX_FRAME_BYTES = 640;
  */
 const MAX_MESSAGE_BYTES = 8000;
 const MAX_FRAMES_PER_MESSAGE = 25;
+
+/**
+ * Inbound scratch shared by every stream of the process (it was 8 kB per call): a payload is
+ * decoded into it and copied into its stream's jitter buffer before the message handler returns,
+ * and one event loop runs one handler at a time.
+ */
+const inboundScratch = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_MESSAGE_BYTES));
+/** Whole-frame views into inboundScratch per frame size, made once: no view is allocated per frame. */
+const scratchFramesBySize = new Map<number, readonly Uint8Array[]>();
+
+function scratchFrames(size: number): readonly Uint8Array[] {
+  let views = scratchFramesBySize.get(size);
+  if (!views) {
+    const list: Uint8Array[] = [];
+    for (let i = 0; i < MAX_FRAMES_PER_MESSAGE && (i + 1) * size <= inboundScratch.length; i++) list.push(inboundScratch.subarray(i * size, (i + 1) * size));
+    views = list;
+    // Keyed by a protocol format's frame size: a handful of entries for the whole process.
+    scratchFramesBySize.set(size, views);
+  }
+  return views;
+}
+/** One scanner per JSON media dialect for the whole process (a scan runs to its end before the next). */
+const scanners = new Map<JsonMediaDialect, JsonMediaScanner>();
+function scannerFor(d: JsonMediaDialect): JsonMediaScanner {
+  let s = scanners.get(d);
+  if (!s) scanners.set(d, (s = new JsonMediaScanner(d)));
+  return s;
+}
+/** The last scanned media message's fields: read before the next message is scanned, like the scratch. */
+const scanned: ScannedMedia = newScannedMedia();
+
 /** Longest run of concealed frames handed over for one gap (a restart after a long stall): 1 s. */
 const MAX_CONCEALED_RUN = 50;
 /** Past this much unsent data we drop audio frames instead of growing memory (rule 10). */
@@ -70,28 +102,40 @@ export class CarrierTransport implements CallTransport {
   /** Every carrier stream is `twilio` to the actor (a carrier socket: no JSON events, marks). */
   readonly kind = 'twilio' as const;
   readonly carrier: string;
-  readonly inRateHz: number;
-  readonly outRateHz: number;
+  /**
+   * The stream's rates: the protocol's format until `start` names another (Vonage: 8 or 16 kHz, per
+   * stream). Fixed from `start` on; the actor is only built after it (the claim), so it sees these.
+   */
+  inRateHz: number;
+  outRateHz: number;
   readonly leadMs: number;
   streamSid = '';
   callSid = '';
-  /** The media of this stream: the protocol's until `start` names another of the same size. */
+  /** The media of this stream: the protocol's until `start` names another it takes. */
   format: CarrierMediaFormat;
-  private readonly frameBytes: number;
+  private frameBytes: number;
   private closed = false;
   private sink?: CarrierAudioSink;
   private passRaw: boolean;
-  private readonly jb: JitterBuffer;
+  /** Built by useFormat (the constructor's call, then `start`'s if it names another format). */
+  private jb!: JitterBuffer;
+  private readonly jitterOpts: CarrierTransportOptions['jitter'];
   private readonly frameBudget: TokenBucket;
-  /** Inbound scratch: payload bytes, previous frame (concealment), 8 kHz PCM. */
-  private readonly inBytes = Buffer.alloc(Math.max(MAX_MEDIA_PAYLOAD_BYTES, MAX_MESSAGE_BYTES));
+  /** The byte-level `media` reader of JSON carriers (json-media-scan.ts); other frames take the full parser. */
+  private readonly scanner?: JsonMediaScanner;
+  /** The stream id as bytes, compared with a scanned frame's without making a string. */
+  private streamSidBytes = new Uint8Array(0);
+  /** Views of whole frames into the shared inbound scratch, for this stream's frame size. */
+  private scratchViews: readonly Uint8Array[] = [];
+  /** Encoder slots of a batched outbound message (outBatch > 1), one per frame. */
+  private outSlots: Uint8Array[] = [];
   /** Binary media frames carry no counter (Vonage): numbered here, in arrival order. */
   private binaryChunks = 0;
-  private readonly lastFrame: Uint8Array;
-  private readonly concealed: Uint8Array;
+  private lastFrame: Uint8Array;
+  private concealed: Uint8Array;
   private concealRun = 0;
   /** Decoded PCM of one frame at the stream's rate. */
-  private readonly pcm: Int16Array;
+  private pcm: Int16Array;
   /** A-law frames transcoded to mu-law for a sink that takes mu-law. */
   private readonly rawMulaw = new Uint8Array(160);
   private nextPopMs = -1;
@@ -101,7 +145,7 @@ export class CarrierTransport implements CallTransport {
   private outFrame = new Uint8Array(0);
   private outBinary = false;
   private payloadOffset = 0;
-  private readonly outBytes: Uint8Array;
+  private outBytes: Uint8Array;
   /** Frames per outgoing media message (Exotel: 5) and how many of the current one are filled. */
   private readonly outBatch: number;
   private outFill = 0;
@@ -125,21 +169,52 @@ export class CarrierTransport implements CallTransport {
     opts: CarrierTransportOptions = {},
   ) {
     this.carrier = protocol.carrier;
-    this.format = { ...protocol.format };
-    this.inRateHz = this.outRateHz = protocol.format.sampleRateHz;
-    this.frameBytes = frameBytes(protocol.format);
-    this.lastFrame = new Uint8Array(this.frameBytes).fill(silenceByte(protocol.format.codec));
-    this.concealed = new Uint8Array(this.frameBytes);
     this.outBatch = Math.max(1, protocol.framesPerMessage ?? 1);
-    this.outBytes = new Uint8Array(this.frameBytes * this.outBatch);
-    this.pcm = new Int16Array(this.frameBytes / (protocol.format.codec === 'l16' ? 2 : 1));
+    this.jitterOpts = opts.jitter;
+    // Placeholders, sized by useFormat (the protocol's format now, `start`'s once it names one).
+    this.format = protocol.format;
+    this.inRateHz = this.outRateHz = this.frameBytes = 0;
+    this.lastFrame = this.concealed = this.outBytes = new Uint8Array(0);
+    this.pcm = new Int16Array(0);
+    this.useFormat(protocol.format);
     // A batched message leaves when its last frame is there: the lead covers the batch too.
     this.leadMs = opts.leadMs ?? 100 + (this.outBatch - 1) * FRAME_MS;
     this.passRaw = opts.passRawMulaw ?? false;
     this.frameBudget = new TokenBucket(clock, FRAME_BUDGET.burst, FRAME_BUDGET.perSecond);
-    this.jb = new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: protocol.maxDepthMs ?? 120, frameBytes: this.frameBytes, fillByte: silenceByte(protocol.format.codec), clock, ...opts.jitter });
+    if (protocol.jsonMedia) this.scanner = scannerFor(protocol.jsonMedia);
     // sequenceNumber counts from the first message of the socket.
     this.sequenceWindow.anchor(clock.monotonicMs());
+  }
+
+  /**
+   * Sizes everything per-frame for `fmt`: the rates the actor will run at, the scratch buffers and
+   * the jitter buffer. Only before media flows (construction, `start`): nothing buffered is lost.
+   */
+  private useFormat(fmt: CarrierMediaFormat): void {
+    const sizeChanged = frameBytes(fmt) !== this.frameBytes || fmt.codec !== this.format.codec;
+    this.format = { ...fmt };
+    this.inRateHz = this.outRateHz = fmt.sampleRateHz;
+    if (!sizeChanged && this.pcm.length > 0) return;
+    this.frameBytes = frameBytes(fmt);
+    this.lastFrame = new Uint8Array(this.frameBytes).fill(silenceByte(fmt.codec));
+    this.concealed = new Uint8Array(this.frameBytes);
+    this.outBytes = new Uint8Array(this.frameBytes * this.outBatch);
+    this.outSlots = [];
+    for (let i = 0; i < this.outBatch && this.outBatch > 1; i++) this.outSlots.push(this.outBytes.subarray(i * this.frameBytes, (i + 1) * this.frameBytes));
+    this.scratchViews = this.frameBytes > 0 ? scratchFrames(this.frameBytes) : [];
+    this.pcm = new Int16Array((fmt.sampleRateHz / 1000) * FRAME_MS);
+    this.jb = this.newJitterBuffer();
+  }
+
+  private newJitterBuffer(): JitterBuffer {
+    return new JitterBuffer({ frameMs: FRAME_MS, minDepthMs: 20, maxDepthMs: this.protocol.maxDepthMs ?? 120, frameBytes: Math.max(1, this.frameBytes), fillByte: silenceByte(this.format.codec), clock: this.clock, ...this.jitterOpts });
+  }
+
+  /** Whether `start` may switch this stream to `fmt`: a rate the protocol takes, same frame size unless the protocol lists several rates. */
+  private accepts(fmt: CarrierMediaFormat): boolean {
+    const rates = this.protocol.sampleRatesHz ?? [this.protocol.format.sampleRateHz];
+    if (!rates.includes(fmt.sampleRateHz)) return false;
+    return rates.length > 1 ? fmt.codec === this.protocol.format.codec : frameBytes(fmt) === frameBytes(this.protocol.format);
   }
 
   get isClosed(): boolean {
@@ -186,7 +261,7 @@ export class CarrierTransport implements CallTransport {
       if (sent === 2) this.counters.outFramesDropped++;
       else this.counters.outFrames++;
     } else {
-      encodeFrame(this.format.codec, frame, this.outBytes.subarray(this.outFill * this.frameBytes, (this.outFill + 1) * this.frameBytes));
+      encodeFrame(this.format.codec, frame, this.outSlots[this.outFill]!);
       if (++this.outFill === this.outBatch) this.flushBatch();
     }
     // Real-time play-out position at the carrier, for emulated marks.
@@ -253,7 +328,20 @@ export class CarrierTransport implements CallTransport {
       }
       return this.receiveParsed(parsed);
     }
-    return isBinary ? this.receiveBinary() : this.receiveText(Buffer.from(message).toString('utf8'));
+    if (isBinary) return this.receiveBinary();
+    if (this.scanner) {
+      const bytes = new Uint8Array(message);
+      if (this.scanner.scan(bytes, scanned, inboundScratch)) return this.receiveScanned(bytes);
+    }
+    return this.receiveText(Buffer.from(message).toString('utf8'));
+  }
+
+  /** A `media` message read by the scanner (payload already in the scratch): the checks of receiveParsed, in its order. */
+  private receiveScanned(bytes: Uint8Array): CarrierEvent | undefined {
+    const now = this.clock.monotonicMs();
+    if (scanned.sequenceNumber >= 0 && !this.sequenceWindow.accept(scanned.sequenceNumber, now)) return this.invalid('sequence_out_of_window');
+    if (this.streamSid && scanned.streamStart >= 0 && !sameBytes(bytes, scanned.streamStart, scanned.streamEnd, this.streamSidBytes)) return this.invalid('stream_sid_mismatch');
+    return this.acceptMedia(scanned.chunk, scanned.timestampMs, scanned.track, scanned.payloadBytes, now);
   }
 
   receiveBinary(): CarrierEvent {
@@ -294,9 +382,10 @@ export class CarrierTransport implements CallTransport {
         if (this.streamSid) return this.invalid('duplicate_start');
         this.garbage.record(false);
         if (f.format) {
-          // Only another codec of the same frame size (PCMU <-> PCMA): the buffers are sized already.
-          if (frameBytes(f.format) !== this.frameBytes || f.format.sampleRateHz !== this.inRateHz) return this.invalid('bad_media_format');
-          this.format = { ...f.format };
+          // Another codec of the same frame size (Telnyx PCMU <-> PCMA), or a rate the protocol
+          // lists (Vonage 8 or 16 kHz, as its NCCO asked): the stream runs at it from here on.
+          if (!this.accepts(f.format)) return this.invalid('bad_media_format');
+          this.useFormat(f.format);
         }
         this.setStreamSid(f.streamSid);
         this.callSid = f.callSid;
@@ -324,26 +413,32 @@ export class CarrierTransport implements CallTransport {
   }
 
   private onMedia(m: Extract<CarrierFrame, { event: 'media' }>, now: number): CarrierEvent | undefined {
+    return this.acceptMedia(m.chunk, m.timestampMs, m.track, m.payload, now);
+  }
+
+  /** `payload`: base64 text, the raw bytes, or the number of bytes already decoded into the scratch (scanned). */
+  private acceptMedia(chunk: number, timestampMs: number, track: 'inbound' | 'outbound', payload: string | Uint8Array | number, now: number): CarrierEvent | undefined {
     // No media before `start` (protocol violation) ...
     if (!this.streamSid) return this.invalid('media_before_start');
     // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
-    if (!this.chunkWindow.accept(m.chunk, now)) return this.invalid('chunk_out_of_window');
-    if (!this.timestampWindow.accept(m.timestampMs, now)) return this.invalid('timestamp_out_of_window');
+    if (!this.chunkWindow.accept(chunk, now)) return this.invalid('chunk_out_of_window');
+    if (!this.timestampWindow.accept(timestampMs, now)) return this.invalid('timestamp_out_of_window');
     this.garbage.record(false);
-    if (m.track !== 'inbound') return undefined;
+    if (track !== 'inbound') return undefined;
     // ... nor before the session is claimed (the claim is a registry round trip): dropped and
     // counted, not buffered, so an unclaimed socket holds no audio and costs no jitter-buffer work.
     if (!this.sink) {
       this.counters.mediaBeforeClaim++;
       return undefined;
     }
-    const n = typeof m.payload === 'string' ? this.inBytes.write(m.payload, 0, 'base64') : copyInto(m.payload, this.inBytes);
+    const n = typeof payload === 'number' ? payload : typeof payload === 'string' ? inboundScratch.write(payload, 0, 'base64') : copyInto(payload, inboundScratch);
     // Payload size is not promised: a shorter frame is padded (by the buffer), a longer one cut to
     // 20 ms, except on carriers sending k whole frames per message (Exotel's 100 ms): k consecutive chunks.
     const frames = this.protocol.multiFrameMedia ? Math.min(MAX_FRAMES_PER_MESSAGE, Math.max(1, Math.floor(n / this.frameBytes))) : 1;
-    let pushed = this.jb.push(m.chunk, m.timestampMs, this.inBytes.subarray(0, Math.min(n, this.frameBytes)), now);
+    const views = this.scratchViews;
+    let pushed = this.jb.push(chunk, timestampMs, n >= this.frameBytes ? views[0]! : inboundScratch.subarray(0, n), now);
     for (let i = 1; i < frames; i++) {
-      if (this.jb.push(m.chunk + i, m.timestampMs + i * FRAME_MS, this.inBytes.subarray(i * this.frameBytes, (i + 1) * this.frameBytes), now) === 'accepted') pushed = 'accepted';
+      if (this.jb.push(chunk + i, timestampMs + i * FRAME_MS, views[i]!, now) === 'accepted') pushed = 'accepted';
     }
     // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
     // between one and two frames (each flip would conceal or trim a frame: a time warp).
@@ -382,7 +477,16 @@ export class CarrierTransport implements CallTransport {
   private invalid(reason: CarrierInvalidReason): CarrierEvent {
     this.counters.invalidFrames++;
     this.invalidReasons[reason] = (this.invalidReasons[reason] ?? 0) + 1;
-    return { event: 'invalid', reason, close: this.garbage.record(true) };
+    const close = this.garbage.record(true);
+    // A start naming media we cannot take: nothing the stream sends can be used, so it is closed
+    // at once with a reason that says why (not left to the start deadline).
+    if (reason === 'bad_media_format' && !this.streamSid) return { event: 'invalid', reason, close: true, message: `unsupported media format (${this.carrier} streams here: ${this.formatsAccepted()})` };
+    return { event: 'invalid', reason, close };
+  }
+
+  private formatsAccepted(): string {
+    const rates = this.protocol.sampleRatesHz ?? [this.protocol.format.sampleRateHz];
+    return `${this.protocol.format.codec} at ${rates.join(' or ')} Hz`;
   }
 
   /** Node tick: pops the frames due on this call's own 20 ms schedule. */
@@ -473,10 +577,17 @@ export class CarrierTransport implements CallTransport {
 
   private setStreamSid(sid: string): void {
     this.streamSid = sid;
+    this.streamSidBytes = Buffer.from(sid, 'utf8');
     const t = this.protocol.mediaTemplate(sid, this.format);
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
+}
+
+function sameBytes(b: Uint8Array, start: number, end: number, want: Uint8Array): boolean {
+  if (end - start !== want.length) return false;
+  for (let i = 0; i < want.length; i++) if (b[start + i] !== want[i]) return false;
+  return true;
 }
 
 function trim(set: Set<string>): void {

@@ -26,8 +26,11 @@ export type CarrierEvent =
   | { event: 'mark'; name: string; cleared: boolean }
   | { event: 'dtmf'; digit: string }
   | { event: 'stop' }
-  /** A dropped frame; `close`: the stream keeps sending garbage and should be closed. */
-  | { event: 'invalid'; reason: CarrierInvalidReason; close: boolean };
+  /**
+   * A dropped frame; `close`: the stream should be closed (it keeps sending garbage, or its start
+   * names media we cannot take), with `message` as the close reason when there is one.
+   */
+  | { event: 'invalid'; reason: CarrierInvalidReason; close: boolean; message?: string };
 
 export interface CarrierTransportOptions {
   /** Audio sent ahead of real time. Default 100 ms (a `clear` drops it anyway). */

@@ -27,6 +27,7 @@ import {
 } from '../../shared/protocol/twilio-media.js';
 import { isRecord, parseObject } from '../../shared/protocol/stream-frames.js';
 import { jsonMediaTemplate, type CarrierProtocol } from './carrier-protocol.js';
+import { telnyxMediaDialect } from './json-media-scan.js';
 
 const KNOWN = new Set(['connected', 'start', 'media', 'mark', 'dtmf', 'stop']);
 /** Telnyx stream ids are UUIDs, call control ids `v2:` + base64url: bounded, no quotes or spaces. */
@@ -117,6 +118,7 @@ export const telnyxProtocol: CarrierProtocol = {
   marks: true,
   sessionParams: 'query',
   parse: parseTelnyxFrame,
+  jsonMedia: telnyxMediaDialect,
   // Bidirectional RTP mode: the stream is implied by the socket, so no stream id in outgoing frames.
   mediaTemplate: (_sid, fmt) => jsonMediaTemplate('{"event":"media","media":{"payload":"', '"}}', fmt.codec === 'l16' ? 320 : 160),
   clearFrame: () => '{"event":"clear"}',

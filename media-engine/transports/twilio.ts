@@ -11,6 +11,7 @@ import type { CarrierProtocol } from './carrier-protocol.js';
 import { CarrierTransport } from './carrier-transport.js';
 import type { CarrierSocket, CarrierTransportOptions } from './carrier-types.js';
 import { mediaFrameTemplate } from './twilio-media-frame.js';
+import { twilioMediaDialect } from './json-media-scan.js';
 
 // Re-exported so callers keep one import: the public shapes and the tested payload encoder.
 export type { TwilioAudioSink, TwilioEvent, TwilioSocket, TwilioTransportOptions, TwilioTransportStats } from './twilio-types.js';
@@ -25,6 +26,7 @@ export function twilioCompatibleProtocol(carrier: string): CarrierProtocol {
     marks: true,
     sessionParams: 'start',
     parse: parseCarrierFrame,
+    jsonMedia: twilioMediaDialect,
     mediaTemplate: (sid) => ({ kind: 'json', ...mediaFrameTemplate(sid) }),
     clearFrame: (sid) => JSON.stringify({ event: 'clear', streamSid: sid }),
     markFrame: (sid, name) => JSON.stringify({ event: 'mark', streamSid: sid, mark: { name } }),

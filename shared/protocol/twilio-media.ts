@@ -7,8 +7,9 @@
  * transport's (media-engine/transports/twilio.ts); this module is pure.
  */
 
-/** Largest text frame we parse; uWS closes the socket above its own maxPayloadLength before this. */
 import { isRecord, parseObject } from './stream-frames.js';
+
+/** Largest text frame we parse; uWS closes the socket above its own maxPayloadLength before this. */
 export const MAX_CARRIER_FRAME_CHARS = 16 * 1024;
 /** A 20 ms mu-law frame is 160 bytes; we accept up to 1 KiB (cut to 20 ms by the transport). */
 export const MAX_MEDIA_PAYLOAD_BYTES = 1024;

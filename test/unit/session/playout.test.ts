@@ -57,9 +57,12 @@ describe('PlayoutQueue', () => {
 
 describe('PlayoutQueue growth', () => {
   it('starts small, grows on demand with the queued audio intact across the wrap, and stops at the cap', () => {
-    const q = new PlayoutQueue(8000, 10); // starts at 2 s = 16000 samples, cap 80000
+    const q = new PlayoutQueue(8000, 10); // nothing until the first audio, then 2 s = 16000 samples, cap 80000
     const f = new Int16Array(160);
+    expect(q.allocatedSamples).toBe(0);
+    expect(q.takeFrame(f)).toBe(false);
     q.enqueue(Int16Array.from({ length: 15000 }, (_, i) => i % 30000));
+    expect(q.allocatedSamples).toBe(16000);
     for (let i = 0; i < 50; i++) q.takeFrame(f); // read 8000: the next write wraps
     q.enqueue(Int16Array.from({ length: 8000 }, (_, i) => (15000 + i) % 30000)); // wraps around the small ring
     q.enqueue(Int16Array.from({ length: 20000 }, (_, i) => (23000 + i) % 30000)); // forces growth

@@ -126,11 +126,33 @@ describe('Vonage', () => {
     expect(t.stats().invalidFrames).toBe(0);
   });
 
-  it('refuses an 8 kHz stream (the NCCO asks for 16 kHz) and media before websocket:connected', () => {
+  it('runs at 8 kHz when websocket:connected says so (the default NCCO): 320-byte frames both ways, the narrowband rates', () => {
+    const { ws, t, ev, frames, tick } = setup(vonageProtocol, { ...START, 'content-type': 'audio/l16;rate=8000' });
+    expect(ev).toMatchObject({ event: 'start', customParameters: { session_id: 's-1' } });
+    expect([t.inRateHz, t.outRateHz, t.format]).toEqual([8000, 8000, { codec: 'l16', sampleRateHz: 8000 }]);
+    const out = Int16Array.from({ length: 160 }, (_, i) => i * 90 - 7000);
+    t.sendAudio(out);
+    expect(ws.sent[0]!.binary).toBe(true);
+    expect(fromLe(ws.sent[0]!.msg as Uint8Array)).toEqual(out);
+    // A 16 kHz frame is not this stream's size.
+    expect(() => t.sendAudio(new Int16Array(320))).toThrow(RangeError);
+    for (let i = 1; i <= 3; i++) {
+      const b = le(new Int16Array(160).fill(i * 700));
+      t.receiveFrame(b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer, true);
+      tick(1);
+    }
+    expect(frames.map((f) => [f.length, f[0], f[159]])).toEqual([[160, 700, 700], [160, 1400, 1400], [160, 2100, 2100]]);
+    expect(t.stats()).toMatchObject({ invalidFrames: 0, jitter: { received: 3 } });
+  });
+
+  it('closes a stream at any other rate at once, with the reason; media before websocket:connected is invalid', () => {
     const ws = new FakeSocket();
     const t = new CarrierTransport(ws, new SimulatedClock(), vonageProtocol);
-    expect(t.receiveFrame(new ArrayBuffer(640), true)).toMatchObject({ event: 'invalid', reason: 'media_before_start' });
-    expect(t.receiveFrame(enc({ ...START, 'content-type': 'audio/l16;rate=8000' }), false)).toMatchObject({ event: 'invalid', reason: 'bad_media_format' });
+    expect(t.receiveFrame(new ArrayBuffer(640), true)).toMatchObject({ event: 'invalid', reason: 'media_before_start', close: false });
+    const refused = t.receiveFrame(enc({ ...START, 'content-type': 'audio/l16;rate=24000' }), false);
+    expect(refused).toEqual({ event: 'invalid', reason: 'bad_media_format', close: true, message: 'unsupported media format (vonage streams here: l16 at 8000 or 16000 Hz)' });
+    expect(t.receiveFrame(enc({ ...START, 'content-type': 'audio/pcmu;rate=8000' }), false)).toMatchObject({ reason: 'bad_media_format', close: true });
+    expect(t.streamSid).toBe('');
   });
 });
 
