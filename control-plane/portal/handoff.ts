@@ -1,22 +1,28 @@
 /**
  * Hand-off of a carrier call to a person (issue 21; docs/portal.md "Hand-off").
  *
- * Audio: a carrier conference, not PCM through the control plane. On accept the carrier call gets
- * `<Dial><Client>human-<agent id></Client></Dial>` (telephony `dialClient`; the agent's portal
- * registers that carrier client identity), which stops the AI's media stream; the AI drops off
- * (engine `end` command, reason `transferred`) and the carrier bridges caller and person.
+ * Audio: a carrier conference, not PCM through the control plane. On accept the carrier dials the
+ * person `human-<agent id>` (telephony `dialClient`: Twilio `<Dial><Client>`, a SIP endpoint on
+ * SignalWire, Telnyx and Plivo, a Vonage app user: docs/telephony.md "Hand-off to a person"), which
+ * stops the AI's media stream; the AI drops off (engine `end` command, reason `transferred`) and
+ * the carrier bridges caller and person. A carrier that cannot (Exotel, or an account without an
+ * address for people) is found out before anyone is offered the call: the caller hears the
+ * fallback and the AI stays (`carrierRefusal`); a dial the carrier refuses at accept does the same.
  *
  * - `request`: the AI agent's PUBLISHED config must allow it (`allow_human_transfer` and telephony
- *   `human_transfer_mode: panel`). The longest-idle `available` human agent of the workspace with
- *   a fresh heartbeat (and not one who already declined this call) is picked under `skip locked`
- *   and gets an `offered` row (OFFER_TTL_MS). Nobody free: a `no_agent` row and the spoken
+ *   `human_transfer_mode: panel`). A free human agent of the workspace with a fresh heartbeat (and
+ *   not one who already declined this call) is picked under a per-workspace advisory lock: fewer open offers and
+ *   calls than its `max_concurrent_calls`, `available` or `on_call` with our calls, least loaded
+ *   then longest in that status. It gets an `offered` row (OFFER_TTL_MS). Nobody free: a `no_agent` row and the spoken
  *   fallback text for the caller.
  * - The offer reaches the agent's presence socket through the registry's invalidation bus (every
  *   replica hears it; the one holding the socket sends it) and, because that bus is best effort,
  *   again on the agent's next heartbeat while it is still open (`pendingFor`).
  * - `accept` (socket `offer.accept`): the row becomes `accepted`, the agent `on_call`, and a human
  *   segment starts: a conversation row with the call's `call_id`, `segment_kind: human` and
- *   `metadata.human_agent_id/name` (what the folded list and `call.completed` read).
+ *   `metadata.human_agent_id/name` (what the folded list and `call.completed` read). With the AI
+ *   agent's `transcribe_human_segment` on, the row is marked `transcription_status: pending`
+ *   before the dial (transcribe.ts takes it from there).
  * - `decline` or expiry (the sweep): the next free agent is tried. `end` (socket `call.end`):
  *   the segment is completed (which queues the call's post-call work and webhook through the
  *   conversations trigger) and the agent goes to `wrap_up`.
@@ -72,8 +78,10 @@ export interface HandoffDeps {
   heartbeatTimeoutS: number;
   /** The AI agent's published configuration. */
   liveConfig(agentId: string): Promise<LiveAgentConfig>;
-  /** The carrier dials client `identity`; the AI drops off. False: the call cannot be handed over. */
-  dialClient(callId: string, identity: string): Promise<boolean>;
+  /** The carrier dials person `identity`; the AI drops off. The carrier that dialed; undefined: the call cannot be handed over. */
+  dialClient(callId: string, identity: string): Promise<string | undefined>;
+  /** Whether the call's carrier (and account) can hand it to a person at all. */
+  canHandOff(callId: string): Promise<boolean>;
   /** The live session says `text` to the caller now (engine `say` command; the spoken fallback). */
   say(sessionId: string, text: string): Promise<void>;
 }
@@ -97,18 +105,40 @@ export function createHandoff(deps: HandoffDeps) {
     return offerNext(r);
   }
 
+  /** Undefined when the call's carrier can hand it to a person; else why not (nobody is offered it then). */
+  async function carrierRefusal(callId: string): Promise<string | undefined> {
+    if (await deps.canHandOff(callId)) return undefined;
+    return "the call's carrier cannot hand it to a person (Exotel, or no person_uri on the carrier account: docs/telephony.md)";
+  }
+
+  /** The caller hears that nobody can take the call; the AI stays on it. */
+  async function fallback(callId: string, sessionId: string): Promise<void> {
+    await deps.say(sessionId, FALLBACK_MESSAGE).catch((err: Error) => logger.warn({ err, callId }, 'fallback not spoken'));
+  }
+
   /** Offers the call to the next free agent (one that has not declined or let it expire). */
   async function offerNext(r: HandoffRequest): Promise<HandoffResult> {
     const at = now();
     const res = await sql.begin(async (tx) => {
+      // One pick at a time per workspace: a person takes up to N calls, so a row lock with `skip
+      // locked` would hide a person another request is offering to (they may have room for both),
+      // and `for update` alone would let both count the same load. The lock ends with the
+      // transaction; under read committed the next pick's query sees the offer this one inserts.
+      await tx`select pg_advisory_xact_lock(hashtextextended(${`handoff:${r.workspaceId}`}, 0))`;
+      // `max_concurrent_calls`: a person holds up to N calls. Free: `available`, or `on_call` with
+      // calls we connected (their own `on_call` without one is not free); fewer open offers and
+      // calls than N. The least loaded first, then the longest in that status.
       const [human] = await tx<{ id: string }[]>`
-        select id from human_agents h
-        where h.workspace_id = ${r.workspaceId} and h.is_active and h.status = 'available'
+        select h.id from human_agents h
+        cross join lateral (select count(*)::int as open, count(*) filter (where o.status = 'accepted')::int as connected
+          from human_handoffs o where o.human_agent_id = h.id and o.status in ('offered', 'accepted')) load
+        where h.workspace_id = ${r.workspaceId} and h.is_active
+          and (h.status = 'available' or (h.status = 'on_call' and load.connected > 0))
+          and load.open < h.max_concurrent_calls
           and h.last_heartbeat_at >= ${new Date(at.getTime() - deps.heartbeatTimeoutS * 1000)}
           and not exists (select 1 from human_handoffs o where o.call_id = ${r.callId} and o.human_agent_id = h.id)
-          and not exists (select 1 from human_handoffs o where o.human_agent_id = h.id and o.status in ('offered', 'accepted'))
-        order by h.status_changed_at, h.id
-        limit 1 for update skip locked`;
+        order by load.open, h.status_changed_at, h.id
+        limit 1`;
       const id = newId();
       if (!human) {
         await tx`insert into human_handoffs (id, workspace_id, call_id, session_id, ai_agent_id, status, offered_at)
@@ -121,7 +151,7 @@ export function createHandoff(deps: HandoffDeps) {
     });
     if (res.status === 'offered') await deps.bus.publish(OFFER_TOPIC, res.handoffId);
     // Nobody free: the AI says so and stays on the call.
-    else await deps.say(r.sessionId, FALLBACK_MESSAGE).catch((err: Error) => logger.warn({ err, callId: r.callId }, 'fallback not spoken'));
+    else await fallback(r.callId, r.sessionId);
     logger.info({ callId: r.callId, status: res.status }, 'human hand-off');
     return res;
   }
@@ -136,6 +166,8 @@ export function createHandoff(deps: HandoffDeps) {
   return {
     request,
     refusal,
+    carrierRefusal,
+    fallback,
 
     /** An offer is out or a person is connected for this call. */
     async isOpen(callId: string): Promise<boolean> {
@@ -156,24 +188,38 @@ export function createHandoff(deps: HandoffDeps) {
 
     async accept(handoffId: string, humanAgentId: string, presenceSessionId: string): Promise<{ conversationId: string; callId: string } | { error: string } | undefined> {
       const at = now();
+      const [offered] = await sql<HandoffRow[]>`select * from human_handoffs where id = ${handoffId} and human_agent_id = ${humanAgentId} and status = 'offered'`;
+      if (!offered) return undefined;
+      // Asked before the dial: the leg (and its recording) can end as soon as the carrier connects it (transcribe.ts).
+      const transcribe = (await deps.liveConfig(offered.ai_agent_id).catch(() => undefined))?.telephony?.transcribe_human_segment === true;
       const [h] = await sql<HandoffRow[]>`
-        update human_handoffs set status = 'accepted', answered_at = ${at}
+        update human_handoffs set status = 'accepted', answered_at = ${at}, transcription_status = ${transcribe ? 'pending' : null}
         where id = ${handoffId} and human_agent_id = ${humanAgentId} and status = 'offered' and expires_at > ${at} returning *`;
       if (!h) return undefined;
       // The carrier first: a segment exists only once the person is really being connected.
-      if (!(await deps.dialClient(h.call_id, clientIdentity(humanAgentId)))) {
-        await sql`update human_handoffs set status = 'ended', ended_at = ${now()} where id = ${h.id}`;
+      const carrier = await deps.dialClient(h.call_id, clientIdentity(humanAgentId));
+      if (!carrier) {
+        await sql`update human_handoffs set status = 'ended', ended_at = ${now()}, transcription_status = null where id = ${h.id}`;
+        // The AI is still on the call (it only drops off once the carrier dials): the caller hears why nobody comes.
+        await fallback(h.call_id, h.session_id);
         return { error: 'the call could not be handed over (it ended or the carrier refused)' };
       }
       const [human] = await sql<{ display_name: string }[]>`select display_name from human_agents where id = ${humanAgentId}`;
       const conversationId = newId();
       const started = now();
       await sql.begin(async (tx) => {
+        // The transcription may already have failed (a leg that ended at once): the row says.
+        const [t] = await tx<{ transcription_status: string | null; transcription_error: string | null }[]>`
+          select transcription_status, transcription_error from human_handoffs where id = ${h.id} for update`;
+        const meta: Record<string, unknown> = { human_agent_id: humanAgentId, human_agent_name: human?.display_name ?? '', handoff_id: h.id };
+        if (t?.transcription_status) meta.transcription_status = t.transcription_status;
+        if (t?.transcription_error && t.transcription_status === 'failed') meta.transcription_error = t.transcription_error;
         await tx`
           insert into conversations (id, session_id, agent_id, workspace_id, call_id, segment_kind, status, metadata, started_at, created_at, updated_at)
           values (${conversationId}, ${`human:${h.id}`}, ${h.ai_agent_id}, ${h.workspace_id}, ${h.call_id}, 'human', 'active',
-            ${tx.json({ human_agent_id: humanAgentId, human_agent_name: human?.display_name ?? '', handoff_id: h.id } as never)}, ${started}, ${started}, ${started})`;
-        await tx`update human_handoffs set conversation_id = ${conversationId} where id = ${h.id}`;
+            ${tx.json(meta as never)}, ${started}, ${started}, ${started})`;
+        // The carrier: which carrier's callback may name the person's leg's recording (transcribe.ts `awaiting`).
+        await tx`update human_handoffs set conversation_id = ${conversationId}, carrier = coalesce(carrier, ${carrier}) where id = ${h.id}`;
       });
       await deps.presence.setStatus(humanAgentId, presenceSessionId, 'on_call', 'handoff', { call_id: h.call_id });
       return { conversationId, callId: h.call_id };
@@ -202,8 +248,11 @@ export function createHandoff(deps: HandoffDeps) {
             total_duration_ms = greatest(0, (extract(epoch from ${at}::timestamptz - started_at) * 1000)::bigint),
             metadata = metadata || ${sql.json({ end_reason: humanAgentId ? 'human_ended' : 'call_ended' } as never)}
           where id = ${h.conversation_id} and status = 'active'`;
-        const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${h.human_agent_id}`;
-        if (a?.presence_session_id) await deps.presence.setStatus(h.human_agent_id!, a.presence_session_id, 'wrap_up', 'handoff', { call_id: callId });
+        const [a] = await sql<{ presence_session_id: string | null; still: number }[]>`
+          select presence_session_id, (select count(*)::int from human_handoffs o where o.human_agent_id = ${h.human_agent_id} and o.status = 'accepted') as still
+          from human_agents where id = ${h.human_agent_id}`;
+        // Still connected to another call (max_concurrent_calls > 1): stays `on_call`.
+        if (a?.presence_session_id && a.still === 0) await deps.presence.setStatus(h.human_agent_id!, a.presence_session_id, 'wrap_up', 'handoff', { call_id: callId });
       }
       return rows.length > 0;
     },

@@ -29,6 +29,9 @@ import { createSweep, type Sweep } from './sweep.js';
 import { createHandoff, OFFER_TOPIC, type Handoff } from './handoff.js';
 import { HANDOFF_TOPIC } from '../../shared/voice/handoff.js';
 import { isUuid } from '../../shared/ids.js';
+import type { OutboundClient } from '../../shared/outbound/index.js';
+import type { RecordingRef } from '../telephony/index.js';
+import { createTranscriber, type Transcriber } from './transcribe.js';
 
 export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'registry'> & {
   auth: Auth;
@@ -37,9 +40,18 @@ export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 
   liveConfig(agentId: string): Promise<LiveAgentConfig>;
   /** Live carrier calls (telephony's registry records). */
   liveCall(callId: string): Promise<CallRecord | undefined>;
-  /** Telephony's hand-off dial (the carrier dials the person's client identity; the AI drops off). */
-  dialClient(callId: string, identity: string): Promise<boolean>;
+  /** Telephony's hand-off dial (the carrier dials the person; the AI drops off): the carrier that dialed. */
+  dialClient(callId: string, identity: string): Promise<string | undefined>;
+  /** Telephony's download of a carrier recording (the human segment's transcript). */
+  fetchRecording(ref: RecordingRef, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Tenant provider `base_url`s (the transcription ASR) go through it. */
+  outbound: OutboundClient;
+  /** Whether the call's carrier (and account) can hand it to a person at all (Exotel cannot). */
+  canHandOff(callId: string): Promise<boolean>;
 };
+
+/** A stored hand-off request older than this is dropped by the sweep. */
+const LOST_REQUEST_MAX_AGE_S = 600;
 
 /** Registry command timeout when telling a live session something. */
 const COMMAND_TIMEOUT_MS = 3000;
@@ -61,6 +73,8 @@ export interface PortalDomain extends Domain {
   sweep: Sweep;
   /** Calls handed to people (handoff.ts). */
   handoff: Handoff;
+  /** Transcripts of human segments (transcribe.ts). */
+  transcriber: Transcriber;
   /** Telephony hook: a carrier call that ended ends its human segment. */
   onCallEvent(ev: CallEvent): void;
   /** For the server's `upgrade` event. */
@@ -83,11 +97,13 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
     liveConfig: deps.liveConfig,
     dialClient: deps.dialClient,
+    canHandOff: deps.canHandOff,
     async say(sessionId, text) {
       const owner = await deps.registry.sessions.sessionOwner(sessionId);
       if (owner) await deps.registry.commands.sendCommand(owner, { kind: 'say', sessionId, payload: { text } }, COMMAND_TIMEOUT_MS);
     },
   });
+  const transcriber = createTranscriber({ sql, jobs, clock: deps.clock, logger, outbound: deps.outbound, liveConfig: deps.liveConfig, fetchRecording: deps.fetchRecording });
   const sweep = createSweep({
     sql,
     jobs,
@@ -98,18 +114,41 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
     longBreakMin: config.portalLongBreakMin,
     expireOffers: () => handoff.expireOffers(),
+    abandonTranscripts: () => transcriber.abandonStale(),
+    async retryLostRequests() {
+      // Requests of calls already handed (or asked for) otherwise, or too old to matter (the call
+      // is over, or the caller has long been served by the AI), are dropped.
+      await sql`delete from human_handoff_requests r where r.requested_at < now() - make_interval(secs => ${LOST_REQUEST_MAX_AGE_S})
+        or exists (select 1 from human_handoffs h where h.call_id = r.call_id)`;
+      const rows = await sql<{ call_id: string }[]>`select call_id from human_handoff_requests order by requested_at limit 100`;
+      for (const r of rows) await jobs.enqueue('portal.handoff', { call_id: r.call_id }, { singletonKey: r.call_id });
+      return rows.length;
+    },
   });
   await jobs.work('portal.presence-sweep', (job) => sweep.run(job), { concurrency: 1 });
   await sweep.kick();
+  await jobs.work('portal.transcribe', (job) => transcriber.run(job), { concurrency: 1 });
   const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS, handoff });
   // Engines ask for a person (tool or flow node): every replica hears it, one job per call acts.
-  await jobs.work('portal.handoff', async (job) => {
-    const call = await deps.liveCall(job.data.call_id);
+  async function handleRequest(callId: string): Promise<void> {
+    const call = await deps.liveCall(callId);
     if (!call || call.transferred_to || !call.provider_call_sid) return;
     const refused = await handoff.refusal(call.agent_id);
     if (refused) return void logger.warn({ callId: call.call_id, refused }, 'hand-off refused');
     if (await handoff.isOpen(call.call_id)) return;
+    // A carrier that cannot dial a person: the caller hears the fallback and the AI stays.
+    const noCarrier = await handoff.carrierRefusal(call.call_id);
+    if (noCarrier) {
+      logger.warn({ callId: call.call_id, carrier: call.telephony_provider, refused: noCarrier }, 'hand-off refused');
+      return handoff.fallback(call.call_id, call.session_id);
+    }
     await handoff.request({ workspaceId: call.workspace_id, callId: call.call_id, sessionId: call.session_id, aiAgentId: call.agent_id });
+  }
+  await jobs.work('portal.handoff', async (job) => {
+    await handleRequest(job.data.call_id);
+    // Handled (or nothing to do): a stored request of this call is done too. A throw (the
+    // registry unreachable) keeps it for the next sweep.
+    await sql`delete from human_handoff_requests where call_id = ${job.data.call_id}`;
   }, { concurrency: 2 });
   // Offers reach the replica that holds the agent's socket (best effort; heartbeats repeat them).
   const unsubscribe = await deps.registry.invalidations.subscribe((topic, key) => {
@@ -139,9 +178,11 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     sockets,
     sweep,
     handoff,
+    transcriber,
     onCallEvent(ev) {
       if (ev.type !== 'ended') return;
       handoff.end(ev.call.call_id).catch((err: Error) => logger.warn({ err, callId: ev.call.call_id }, 'human segment not closed (the sweep of stale sessions does not cover it)'));
+      transcriber.onCallEnded(ev).catch((err: Error) => logger.warn({ err, callId: ev.call.call_id }, 'human segment recording not queued for transcription'));
     },
     upgrade: (req, socket, head) => sockets.handleUpgrade(req, socket, head),
     async close() {

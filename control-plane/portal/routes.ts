@@ -10,10 +10,11 @@ const S = PortalService;
 const A = '/api/v1/agent-portal/admin';
 const C = '/api/v1/call-center/agents';
 const list = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [] });
+const paged = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [], meta: json.meta });
 
 export const portalRoutes: RestRoute[] = [
   { method: 'POST', path: C, service: S, rpc: 'createHumanAgent', status: 201 },
-  { method: 'GET', path: C, service: S, rpc: 'listHumanAgents', response: list('agents') },
+  { method: 'GET', path: C, service: S, rpc: 'listHumanAgents', response: paged('agents') },
   { method: 'GET', path: `${C}/:agent_id`, service: S, rpc: 'getHumanAgent' },
   { method: 'PATCH', path: `${C}/:agent_id`, service: S, rpc: 'updateHumanAgent' },
   { method: 'DELETE', path: `${C}/:agent_id`, service: S, rpc: 'deactivateHumanAgent' },

@@ -7,6 +7,7 @@
  * portal). Writes need `admin`, reads any member. Every portal route takes a token from the
  * caller IP's bucket first (rate-limit.ts), so even a flood of bad requests is limited.
  */
+import { pageMeta, pageOf } from '../http/pagination.js';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { Sql } from '../../shared/db/client.js';
@@ -127,11 +128,16 @@ export function createRosterService(deps: {
     },
 
     async listHumanAgents(req, ctx) {
+      // Validated before access: a bad page is a 400 whoever asks.
+      const page = pageOf(req);
       const ws = await access.workspace(ctx, req.workspaceId, 'member');
-      const rows = await sql<AgentRow[]>`
-        select * from human_agents where workspace_id = ${ws} and (is_active or ${req.includeInactive ?? false})
-        order by lower(agent_code) limit 1000`;
-      return { agents: rows.map(agentView) };
+      const inactive = req.includeInactive ?? false;
+      const rows = await sql<(AgentRow & { total: number })[]>`
+        select *, count(*) over ()::int as total from human_agents where workspace_id = ${ws} and (is_active or ${inactive})
+        order by lower(agent_code), id limit ${page.limit} offset ${page.offset}`;
+      // An offset past the end has no row to carry the count.
+      const total = rows[0]?.total ?? (page.offset > 0 ? (await sql<{ n: number }[]>`select count(*)::int as n from human_agents where workspace_id = ${ws} and (is_active or ${inactive})`)[0]!.n : 0);
+      return { agents: rows.map(agentView), meta: pageMeta(page, total) };
     },
 
     async getHumanAgent(req, ctx) {
@@ -209,6 +215,8 @@ export function createRosterService(deps: {
       const refused = await deps.handoff.refusal(call.agent_id);
       if (refused) throw conflict(refused);
       if (await deps.handoff.isOpen(call.call_id)) throw conflict('the call is already offered to or connected with a person');
+      const noCarrier = await deps.handoff.carrierRefusal(call.call_id);
+      if (noCarrier) throw conflict(noCarrier);
       const r = await deps.handoff.request({ workspaceId: call.workspace_id, callId: call.call_id, sessionId: call.session_id, aiAgentId: call.agent_id });
       return r.status === 'offered'
         ? { status: r.status, handoffId: r.handoffId, humanAgentId: r.humanAgentId, fallbackMessage: '' }

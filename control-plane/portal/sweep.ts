@@ -9,7 +9,10 @@
  * 1. stale presence: status not offline and no heartbeat for PORTAL_HEARTBEAT_TIMEOUT_S -> offline
  *    (`heartbeat_timeout`), session closed at the last heartbeat;
  * 2. `missed_shift`: a shift window that ended in the last 24 h with no session overlapping it;
- * 3. `long_break`: an open `break` span older than PORTAL_LONG_BREAK_MIN.
+ * 3. `long_break`: an open `break` span older than PORTAL_LONG_BREAK_MIN;
+ * 4. hand-off offers past their time, and engine hand-off requests stored while the registry bus
+ *    was unreachable (`human_handoff_requests`: each gets its `portal.handoff` job);
+ * 5. human-segment transcripts still `pending` that can no longer arrive end `failed`.
  * Alerts carry a dedupe key, so a repeated pass never raises one twice.
  */
 import type { Clock } from '../../shared/clock.js';
@@ -31,6 +34,10 @@ export interface SweepDeps {
   longBreakMin: number;
   /** Offers past their time go to the next free agent. */
   expireOffers?: () => Promise<number>;
+  /** Engine hand-off requests whose bus notice was lost get their job. */
+  retryLostRequests?: () => Promise<number>;
+  /** Human-segment transcripts that can no longer arrive end `failed` (transcribe.ts). */
+  abandonTranscripts?: () => Promise<number>;
 }
 
 export interface SweepResult {
@@ -115,6 +122,8 @@ export function createSweep(deps: SweepDeps): Sweep {
       alerts++;
     }
     await deps.expireOffers?.();
+    await deps.retryLostRequests?.();
+    await deps.abandonTranscripts?.();
     if (timedOut || alerts) logger.info({ timedOut, alerts }, 'presence sweep');
     return { timedOut, alerts };
   }

@@ -6,10 +6,12 @@
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { verdictFromAnsweredBy } from '../../shared/voice/amd.js';
-import type { CarrierAdapter, CarrierCallEvent, WebhookRequest } from './carriers/index.js';
+import type { CarrierAdapter, CarrierCallEvent, CarrierRecording, WebhookRequest } from './carriers/index.js';
 import { adapterOf, type Ctx, emit, inBackground, resolveAccount, verifyWebhook, webhookOf } from './context.js';
 import { advances, type CallRecord, mapCarrierStatus } from './live-calls.js';
 import { endSession } from './manage.js';
+import { recordingRef } from './carriers/recording.js';
+import { isUuid } from '../../shared/ids.js';
 
 const RECEIVED = { received: true } as const;
 
@@ -19,14 +21,26 @@ const RECEIVED = { received: true } as const;
  * when they carry its header). `adapter`: the carrier whose route was called (events/{carrier}).
  */
 async function callFor(ctx: Ctx, hc: HandlerContext, callId: string, req: WebhookRequest, adapter?: CarrierAdapter): Promise<CallRecord | undefined> {
+  return (await verifiedCall(ctx, hc, callId, req, adapter)).call;
+}
+
+/**
+ * `callFor`, and for an events route whose call has ended: `late`, the AI agent of that call when
+ * the person's leg's recording is still awaited from this carrier (`lateRecordings`), the callback
+ * then verified with that agent's account.
+ */
+async function verifiedCall(ctx: Ctx, hc: HandlerContext, callId: string, req: WebhookRequest, adapter?: CarrierAdapter): Promise<{ call?: CallRecord; late?: { agentId: string } }> {
   const c = callId && callId.length <= 64 ? await ctx.calls.get(callId) : undefined;
+  const awaited = !c && adapter && isUuid(callId) ? await ctx.deps.lateRecordings?.awaiting(callId) : undefined;
+  const late = awaited?.carrier === adapter?.id ? awaited : undefined;
   const byHeader = hc.requestHeader.get('x-signalwire-signature') ? 'signalwire' : 'twilio';
   const a = adapter ?? adapterOf(ctx, c?.telephony_provider || byHeader) ?? adapterOf(ctx, 'twilio')!;
-  const agent = c ? await ctx.deps.liveConfig(c.agent_id, hc.signal).catch(() => undefined) : undefined;
+  const agentId = c?.agent_id ?? late?.agentId;
+  const agent = agentId ? await ctx.deps.liveConfig(agentId, hc.signal).catch(() => undefined) : undefined;
   verifyWebhook(ctx, hc, a, req, await resolveAccount(ctx, agent, a.id, hc.signal));
   // A call of another carrier posting to this carrier's route is not this call's.
-  if (c && adapter && c.telephony_provider !== adapter.id) return undefined;
-  return c;
+  if (c && adapter && c.telephony_provider !== adapter.id) return {};
+  return { call: c, late };
 }
 
 const formHook = (ctx: Ctx, hc: HandlerContext, params: Record<string, string>) => webhookOf(ctx, hc, new URLSearchParams(params).toString(), params);
@@ -36,7 +50,11 @@ const formHook = (ctx: Ctx, hc: HandlerContext, params: Record<string, string>) 
  * for every event): verified and parsed by the adapter, applied like the Twilio form callbacks.
  */
 export async function onCarrierEvents(ctx: Ctx, hc: HandlerContext, adapter: CarrierAdapter, callId: string, req: WebhookRequest): Promise<string> {
-  const c = await callFor(ctx, hc, callId, req, adapter);
+  const { call: c, late } = await verifiedCall(ctx, hc, callId, req, adapter);
+  if (late) {
+    // The call is over; only the person's leg's recording still matters.
+    for (const ev of adapter.parseEvents(req)) if (ev.kind === 'leg_recording') await ctx.deps.lateRecordings!.arrived(callId, adapter.id, ev.recording);
+  }
   if (c) {
     for (const ev of adapter.parseEvents(req)) {
       // Carriers that name the call only once it is answered (Plivo: request_uuid at dial, then
@@ -65,7 +83,9 @@ async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter
     case 'recording':
       return applyRecording(ctx, c, ev.url, ev.sid);
     case 'dial_complete':
-      return applyDialComplete(ctx, c, ev.status);
+      return applyDialComplete(ctx, c, ev.status, ev.recording);
+    case 'leg_recording':
+      return applyLegRecording(ctx, c, ev.recording);
     default:
       return;
   }
@@ -154,14 +174,23 @@ async function routeVerdict(ctx: Ctx, sessionId: string, verdict: string): Promi
   }
 }
 
+/**
+ * The person's leg's recording, named before the call ended: kept on the record for the `ended`
+ * event (emit). A call that ended meanwhile (the patch finds no record) hands it on as a late one.
+ */
+async function applyLegRecording(ctx: Ctx, c: CallRecord, recording: CarrierRecording): Promise<void> {
+  const saved = await ctx.calls.patch(c.call_id, { leg_recording_url: recording.url, leg_recording_sid: recording.sid });
+  if (!saved) await ctx.deps.lateRecordings?.arrived(c.call_id, c.telephony_provider, recording);
+}
+
 /** The transferred leg ended: the call is over (`<Hangup/>` ends it at the carrier). */
 export async function onDialComplete(ctx: Ctx, hc: HandlerContext, req: { callId: string; dialCallStatus: string; params: Record<string, string> }): Promise<string> {
   const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
-  if (c) await applyDialComplete(ctx, c, req.dialCallStatus);
+  if (c) await applyDialComplete(ctx, c, req.dialCallStatus, recordingRef(req.params.RecordingUrl, req.params.RecordingSid));
   return (adapterOf(ctx, c?.telephony_provider ?? 'twilio') ?? adapterOf(ctx, 'twilio')!).documents.hangup();
 }
 
-async function applyDialComplete(ctx: Ctx, c: CallRecord, status: string): Promise<void> {
+async function applyDialComplete(ctx: Ctx, c: CallRecord, status: string, dialRecording?: { url: string; sid: string }): Promise<void> {
   const gone = await ctx.calls.remove(c.call_id);
-  if (gone) emit(ctx, { type: 'ended', call: gone, detail: `transfer_${status || 'completed'}`, durationS: ctx.calls.durationS(gone) });
+  if (gone) emit(ctx, { type: 'ended', call: gone, detail: `transfer_${status || 'completed'}`, durationS: ctx.calls.durationS(gone), dialRecording });
 }

@@ -21,7 +21,7 @@ const MEDIA: Record<CarrierName, { encoding: string; sampleRateHz: number }> = {
   twilio: { encoding: 'mulaw', sampleRateHz: 8000 },
   telnyx: { encoding: 'mulaw', sampleRateHz: 8000 },
   plivo: { encoding: 'mulaw', sampleRateHz: 8000 },
-  vonage: { encoding: 'pcm_s16le', sampleRateHz: 16000 },
+  vonage: { encoding: 'pcm_s16le', sampleRateHz: 8000 },
   signalwire: { encoding: 'mulaw', sampleRateHz: 8000 },
   exotel: { encoding: 'pcm_s16le', sampleRateHz: 8000 },
 };

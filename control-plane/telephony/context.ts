@@ -8,11 +8,13 @@ import type { Config } from '../../shared/config.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Registry } from '../../shared/registry/index.js';
+import type { OutboundClient } from '../../shared/outbound/index.js';
+import type { Jobs } from '../jobs/index.js';
 import type { LiveAgentConfig } from '../agents/index.js';
 import type { Auth } from '../http/auth.js';
 import type { VoiceDomain } from '../voice/index.js';
 import { type CallEvent, LiveCalls } from './live-calls.js';
-import { type CarrierAccount, type CarrierAdapter, type CarrierAdapters, type CarrierName, type WebhookRequest } from './carriers/index.js';
+import { type CarrierAccount, type CarrierAdapter, type CarrierAdapters, type CarrierName, type CarrierRecording, type WebhookRequest } from './carriers/index.js';
 
 export interface TelephonyOptions {
   /** Seconds an outbound call rings before `no-answer`. Default 30. */
@@ -25,6 +27,12 @@ export interface TelephonyOptions {
   amdRouteWaitMs?: number;
   /** Registry command timeout (end, transfer, amd). Default 3000 ms. */
   commandTimeoutMs?: number;
+  /**
+   * Event carriers (Telnyx): how long past a spoken step's longest play (a refusal, a hold round)
+   * its end event may take before the step's deadline job hangs the call up (inbound-deadline.ts).
+   * Covers the speech itself and the carrier's event retries (60 s). Default 90 s.
+   */
+  stepGraceS?: number;
 }
 
 export interface TelephonyDeps {
@@ -49,7 +57,24 @@ export interface TelephonyDeps {
    * update its record here (it exports no function for that yet; see docs/telephony.md).
    */
   onCallEvent?: (ev: CallEvent) => void;
+  /**
+   * Ended calls whose person's leg's recording is still awaited (the portal's pending hand-off
+   * transcripts): carriers that name it in a callback of its own (Telnyx, Plivo, Vonage) may do
+   * so after the call has left the registry. Absent: such a late callback is dropped.
+   */
+  lateRecordings?: LateRecordings;
+  /** Carrier recording downloads (URLs named in webhooks) go through it; absent: none is downloaded. */
+  outbound?: OutboundClient;
+  /** The durable job queue, for event carriers' step deadlines (inbound-deadline.ts); absent: no deadline. */
+  jobs?: Pick<Jobs, 'enqueue'>;
   options?: TelephonyOptions;
+}
+
+export interface LateRecordings {
+  /** The AI agent and carrier of an ended call whose person's leg's recording is still awaited. */
+  awaiting(callId: string): Promise<{ agentId: string; carrier: string } | undefined>;
+  /** That recording, named by the carrier's (verified) callback. */
+  arrived(callId: string, carrier: string, recording: CarrierRecording): Promise<void>;
 }
 
 export interface Ctx {
@@ -73,6 +98,7 @@ export function createCtx(deps: TelephonyDeps): Ctx {
       maxHoldRounds: o.maxHoldRounds ?? 60,
       amdRouteWaitMs: o.amdRouteWaitMs ?? 5000,
       commandTimeoutMs: o.commandTimeoutMs ?? 3000,
+      stepGraceS: o.stepGraceS ?? 90,
     },
     background: new Set(),
   };
@@ -161,7 +187,17 @@ export function inBackground(ctx: Ctx, fn: () => Promise<void>): void {
   ctx.background.add(p);
 }
 
+/**
+ * Hands a call event to the hook. Every `ended` of a call handed to a person says what is known of
+ * that leg's recording: `dialRecording` (named at the leg's end, or earlier in a callback of its
+ * own and kept on the record), else `recordingFollows` when its carrier names it later.
+ */
 export function emit(ctx: Ctx, ev: CallEvent): void {
+  if (ev.type === 'ended' && ev.call.transferred_to && !ev.dialRecording) {
+    const kept = ev.call.leg_recording_url ? { url: ev.call.leg_recording_url, sid: ev.call.leg_recording_sid ?? '' } : undefined;
+    if (kept) ev = { ...ev, dialRecording: kept };
+    else if (adapterOf(ctx, ev.call.telephony_provider)?.handoff?.recordingInCallback) ev = { ...ev, recordingFollows: true };
+  }
   try {
     ctx.deps.onCallEvent?.(ev);
   } catch (err) {

@@ -8,6 +8,12 @@
  *    and `<Redirect>` back here (`?hold=n`) until one frees, for at most `maxHoldRounds`.
  * 4. A voice session (with `call_id`) on the engine node chosen for it, and TwiML connecting the
  *    call to that node's carrier socket with `session_id`, `agent_id` and `call_id` parameters.
+ *
+ * Event carriers (Telnyx) do the same by REST (`answerInbound`): a refusal or a hold round is a
+ * spoken step whose end event comes back here (`InboundCall.step`: the hold round, or "refused":
+ * hang up), and each step is bounded by a deadline job (inbound-deadline.ts). A call connected
+ * after hold keeps posting its events here (its answer could not name the call's events URL):
+ * they are handed to the call's event handler.
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../shared/errors.js';
@@ -15,8 +21,10 @@ import { newId } from '../../shared/ids.js';
 import type { LiveAgentConfig } from '../agents/index.js';
 import type { StartedSession, StartRequest } from '../voice/index.js';
 import { toE164 } from '../agents/telephony/phone.js';
-import type { CarrierAdapter, WebhookRequest } from './carriers/index.js';
+import { onCarrierEvents } from './callbacks.js';
+import { CarrierError, type CarrierAccount, type CarrierAdapter, type HoldRound, type InboundAction, type InboundCall, type WebhookRequest } from './carriers/index.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount, verifyWebhook } from './context.js';
+import { scheduleStepDeadline } from './inbound-deadline.js';
 import { newCallRecord } from './live-calls.js';
 
 export const MESSAGES = {
@@ -41,6 +49,10 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
   const { deps, log } = ctx;
   const docs = adapter.documents;
   const call = adapter.parseInbound(req.webhook);
+  if (!call && adapter.answerInbound) {
+    const live = await liveCallOf(ctx, adapter, req.webhook);
+    if (live) return onCarrierEvents(ctx, hc, adapter, live, req.webhook);
+  }
   const to = toE164(call?.to ?? '');
   const agent = to ? await deps.findAgentByNumber(to, hc.signal) : undefined;
   const account = await resolveAccount(ctx, agent, adapter.id, hc.signal);
@@ -49,12 +61,16 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
   const base = publicBase(ctx, hc);
   const callSid = call.callSid.trim();
   // Event carriers act by REST on the call: with no account there is nothing to act with.
-  const act = adapter.answerInbound && account ? (a: Parameters<NonNullable<CarrierAdapter['answerInbound']>>[2]) => adapter.answerInbound!(account, callSid, a) : undefined;
+  const act = adapter.answerInbound && account ? (a: InboundAction) => eventStep(ctx, adapter, account, call, agent, a) : undefined;
   const refuse = async (text: string): Promise<string> => {
     if (!adapter.answerInbound) return docs.sayAndHangup(text);
-    await act?.({ sayAndHangup: text }).catch((err: unknown) => log.warn({ err, carrier: adapter.id }, 'carrier refusal failed'));
+    await act?.({ sayAndHangup: text });
     return docs.empty();
   };
+  if (call.step?.kind === 'refused') {
+    await act?.({ hangup: true });
+    return docs.empty();
+  }
   if (!agent || !callSid) {
     log.info({ to: maskNumber(to ?? ''), hasSid: Boolean(callSid), carrier: adapter.id }, 'inbound call to an unbound number refused');
     return refuse(MESSAGES.notInService);
@@ -73,7 +89,7 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
   const existing = await ctx.calls.bySid(callSid);
   if (existing?.stream_url) {
     if (adapter.answerInbound) return docs.empty();
-    return docs.connect(existing.stream_url, { session_id: existing.session_id, agent_id: existing.agent_id, call_id: existing.call_id });
+    return docs.connect(existing.stream_url, { session_id: existing.session_id, agent_id: existing.agent_id, call_id: existing.call_id }, account);
   }
 
   const callId = newId();
@@ -92,8 +108,15 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
     answered_at_ms: deps.clock.now(),
   });
   const limit = seatLimit(agent);
-  // Hold is a document loop (<Redirect> back here): event carriers get a refusal instead.
-  const hold = () => (adapter.answerInbound ? refuse(MESSAGES.unavailable) : holdDocument(ctx, adapter, base, req.hold, agent));
+  // Document carriers name the round in the URL (`?hold=n`); event carriers in the step's state.
+  const round = call.step?.kind === 'hold' ? call.step.round : adapter.answerInbound ? 0 : req.hold;
+  const hold = async (): Promise<string> => {
+    if (round >= ctx.opts.maxHoldRounds) return refuse(MESSAGES.holdTimeout);
+    const sound = holdRound(ctx, agent, round, call.step?.kind === 'hold' && call.step.pauseOnly);
+    if (!adapter.answerInbound) return docs.hold({ ...sound, redirectUrl: `${base}${inboundPath(adapter)}?hold=${round + 1}` });
+    await act?.({ hold: { ...sound, nextRound: round + 1 } });
+    return docs.empty();
+  };
   if (!(await takeSeat(ctx, rec, limit))) return hold();
 
   let session;
@@ -124,16 +147,45 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
   const params = { session_id: session.session_id, agent_id: agent.agent_id, call_id: callId };
   const saved = await ctx.calls.patch(callId, { session_id: session.session_id, stream_url: streamUrl });
   if (saved) emit(ctx, { type: 'status', call: saved, detail: 'in_progress' });
-  log.info({ callId, agentId: agent.agent_id, nodeId: session.node_id, from: maskNumber(rec.from_number), carrier: adapter.id }, 'inbound call connected to the engine');
-  if (!act) return docs.connect(streamUrl, params);
+  log.info({ callId, agentId: agent.agent_id, nodeId: session.node_id, from: maskNumber(rec.from_number), carrier: adapter.id, heldRounds: round }, 'inbound call connected to the engine');
+  if (!adapter.answerInbound) return docs.connect(streamUrl, params, account);
   try {
-    await act({ connect: { streamUrl, params, callbackBase: `${base}/api/v1/telephony/calls/${callId}` } });
+    if (!account) throw new CarrierError(0, 'no carrier account to answer with');
+    await adapter.answerInbound(account, call, { connect: { streamUrl, params, callbackBase: `${base}/api/v1/telephony/calls/${callId}` } });
   } catch (err) {
     log.warn({ err, callId, carrier: adapter.id }, 'carrier answer failed');
     const gone = await ctx.calls.remove(callId);
     if (gone) await deps.voice.sessions.end(session.session_id).catch(() => {});
   }
   return docs.empty();
+}
+
+/**
+ * A spoken step of an event carrier (refusal, hold round, the hang-up after a refusal), with a
+ * deadline job for the step it starts. A failure is logged; on a call we already answered (the
+ * carrier posted a step's end event) a transient one answers 503, so the carrier retries the event
+ * (every command carries an id: a retry repeats nothing that went through), and the last step's
+ * deadline still bounds the call if no retry gets through.
+ */
+async function eventStep(ctx: Ctx, adapter: CarrierAdapter, account: CarrierAccount, call: InboundCall, agent: LiveAgentConfig | undefined, a: InboundAction): Promise<void> {
+  try {
+    const pending = await adapter.answerInbound!(account, call, a);
+    if (pending) await scheduleStepDeadline(ctx, adapter.id, call.callSid.trim(), agent?.agent_id ?? '', pending);
+  } catch (err) {
+    ctx.log.warn({ err, carrier: adapter.id, step: Object.keys(a)[0] }, 'carrier step of an inbound call failed');
+    if (call.step && err instanceof CarrierError && (err.status === 0 || err.status === 429 || err.status >= 500)) {
+      throw new AppError('SERVICE_UNAVAILABLE', 'the carrier could not be reached', { retryAfterS: 1 });
+    }
+  }
+}
+
+/** The live call an event carrier's event names, when that call is ours (connected after hold). */
+async function liveCallOf(ctx: Ctx, adapter: CarrierAdapter, webhook: WebhookRequest): Promise<string | undefined> {
+  for (const ev of adapter.parseEvents(webhook)) {
+    const sid = 'callSid' in ev ? ev.callSid.trim() : '';
+    if (sid && sid.length <= 256) return (await ctx.calls.bySid(sid))?.call_id;
+  }
+  return undefined;
 }
 
 /**
@@ -171,16 +223,18 @@ export async function startCallSession(ctx: Ctx, req: StartRequest & { call_id: 
   }
 }
 
-function holdDocument(ctx: Ctx, adapter: CarrierAdapter, base: string, round: number, agent: LiveAgentConfig): string {
-  if (round >= ctx.opts.maxHoldRounds) return adapter.documents.sayAndHangup(MESSAGES.holdTimeout);
+/** How hold round `round` sounds: the announcement on the first round, the agent's hold audio unless `pauseOnly`, else a pause. */
+function holdRound(ctx: Ctx, agent: LiveAgentConfig, round: number, pauseOnly: boolean): HoldRound {
   const holdUrl = (agent.metadata ?? {}).hold_audio_url;
   ctx.log.info({ agentId: agent.agent_id, round }, 'no free voice seat: caller on hold');
-  // Twilio's route is `/calls/inbound`; every other carrier's `/calls/inbound/{carrier}`.
-  const path = adapter.id === 'twilio' ? '/api/v1/telephony/calls/inbound' : `/api/v1/telephony/calls/inbound/${adapter.id}`;
-  return adapter.documents.hold({
-    announce: round === 0 ? MESSAGES.hold : undefined,
-    holdAudioUrl: typeof holdUrl === 'string' && /^https?:\/\//.test(holdUrl) ? holdUrl : undefined,
-    pauseS: ctx.opts.holdPauseS,
-    redirectUrl: `${base}${path}?hold=${round + 1}`,
-  });
+  const usable = !pauseOnly && typeof holdUrl === 'string' && holdUrl.length <= MAX_HOLD_URL_CHARS && /^https?:\/\/\S+$/.test(holdUrl);
+  return { announce: round === 0 ? MESSAGES.hold : undefined, holdAudioUrl: usable ? holdUrl : undefined, pauseS: ctx.opts.holdPauseS };
+}
+
+/** Longest hold audio URL handed to a carrier. */
+const MAX_HOLD_URL_CHARS = 2048;
+
+/** Twilio's route is `/calls/inbound`; every other carrier's `/calls/inbound/{carrier}`. */
+function inboundPath(adapter: CarrierAdapter): string {
+  return adapter.id === 'twilio' ? '/api/v1/telephony/calls/inbound' : `/api/v1/telephony/calls/inbound/${adapter.id}`;
 }

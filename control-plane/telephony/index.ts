@@ -12,15 +12,19 @@ import type { Domain } from '../domain.js';
 import { createCtx, type TelephonyDeps } from './context.js';
 import { telephonyRoutes } from './routes.js';
 import { createTelephonyService } from './service.js';
-import { createCarrierAdapters } from './carriers/index.js';
+import { createCarrierAdapters, type CarrierName } from './carriers/index.js';
 import type { LiveCalls } from './live-calls.js';
 import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
-import { dialClient, endLostCall } from './manage.js';
+import { canHandOff, dialClient, endLostCall } from './manage.js';
+import { fetchRecording, type RecordingRef } from './recordings.js';
+import { runStepDeadline, type StepDeadline } from './inbound-deadline.js';
 
-export type { TelephonyDeps, TelephonyOptions } from './context.js';
+export type { LateRecordings, TelephonyDeps, TelephonyOptions } from './context.js';
+export type { CarrierName, CarrierRecording } from './carriers/index.js';
 export type { CallEvent, CallRecord } from './live-calls.js';
 export type { DialAs, OutboundInput, OutboundResult } from './outbound.js';
 export { computeSignature, verifySignature } from './signature.js';
+export { RecordingFetchError, type RecordingRef } from './recordings.js';
 
 export interface TelephonyDomain extends Domain {
   calls: LiveCalls;
@@ -28,8 +32,17 @@ export interface TelephonyDomain extends Domain {
   dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
   /** Ends a live call whose engine node is gone (carrier hangup, seat freed, `ended` event once); false: not live. */
   endLostCall(callId: string, reason: string): Promise<boolean>;
-  /** Hand-off to a portal agent: the carrier dials client `identity`, the AI drops off (issue 21). `base`: carrier callback base URL. */
-  dialClient(callId: string, identity: string, base: string): Promise<boolean>;
+  /**
+   * Hand-off to a portal agent: the carrier dials person `identity`, the AI drops off (issue 21).
+   * `base`: carrier callback base URL. The carrier that dialed, undefined when it could not.
+   */
+  dialClient(callId: string, identity: string, base: string): Promise<CarrierName | undefined>;
+  /** Downloads a recording a carrier callback named, with the agent's carrier account (RecordingFetchError says if a retry can help). */
+  fetchRecording(ref: RecordingRef, signal?: AbortSignal): Promise<Uint8Array>;
+  /** Whether the call's carrier (and account) can hand it to a person at all. */
+  canHandOff(callId: string): Promise<boolean>;
+  /** The `telephony.step-deadline` job: hangs up an inbound call whose spoken step never ended (inbound-deadline.ts). */
+  runStepDeadline(data: StepDeadline): Promise<'hung_up' | 'moved_on'>;
 }
 
 export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Partial<Pick<TelephonyDeps, 'carriers'>>): TelephonyDomain {
@@ -42,6 +55,9 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     dial: (req, as) => dialOutbound(ctx, req, as),
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
     dialClient: (callId, identity, base) => dialClient(ctx, callId, identity, base),
+    fetchRecording: (ref, signal) => fetchRecording(ctx, ref, signal),
+    canHandOff: (callId) => canHandOff(ctx, callId),
+    runStepDeadline: (data) => runStepDeadline(ctx, data),
     async close() {
       if (closed) return;
       closed = true;

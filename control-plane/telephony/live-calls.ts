@@ -35,6 +35,12 @@ export interface CallRecord {
   transferred_to: string;
   recording_url: string;
   recording_sid: string;
+  /**
+   * The person's leg's recording when its carrier named it in a callback of its own before the
+   * call ended (`leg_recording`; the `ended` event carries it as `dialRecording`).
+   */
+  leg_recording_url: string;
+  leg_recording_sid: string;
   /** Highest carrier SequenceNumber applied (status callbacks may arrive out of order). */
   last_sequence: number;
   /** The engine socket the TwiML points at (a redirected inbound webhook answers the same). */
@@ -51,6 +57,17 @@ export interface CallEvent {
   detail?: string;
   /** Seconds, on `ended` when the carrier reported it. */
   durationS?: number;
+  /**
+   * On the `ended` event of a transferred call: the recording of the dialed leg (Twilio passes
+   * `RecordingUrl` / `RecordingSid` to the `<Dial action>` when `record` is set; Telnyx, Plivo
+   * and Vonage name it in a callback of its own, kept on the record if it came first).
+   */
+  dialRecording?: { url: string; sid: string };
+  /**
+   * On the `ended` event of a call handed to a person without `dialRecording`: its carrier names
+   * that recording in a callback of its own, still to come (`TelephonyDeps.lateRecordings`).
+   */
+  recordingFollows?: boolean;
 }
 
 /** Longest a call record lives if nobody ends it (crashed engine and no carrier callback). */
@@ -72,6 +89,8 @@ export function newCallRecord(fields: Partial<CallRecord> & Pick<CallRecord, 'ca
     transferred_to: '',
     recording_url: '',
     recording_sid: '',
+    leg_recording_url: '',
+    leg_recording_sid: '',
     last_sequence: -1,
     stream_url: '',
     campaign_id: '',

@@ -11,6 +11,7 @@ import type { CarrierName } from './carriers/index.js';
 import type { CallRecord } from './live-calls.js';
 import { carrierFailure } from './outbound.js';
 import { pageMeta, type Page } from '../http/pagination.js';
+import { purgeUnclaimed } from '../voice/purge.js';
 
 export interface LiveCallView {
   call_id: string;
@@ -160,33 +161,57 @@ async function carrierHangup(ctx: Ctx, c: CallRecord, failure: string): Promise<
 
 /**
  * Hand-off to a person on the agent portal (issue 21, docs/portal.md): like a cold transfer, but
- * the carrier dials the human agent's client identity (the carrier bridges the audio). No request
- * context: the accepting agent's presence socket triggers it. False when the call is gone, not
- * yet answered, already transferred, or the carrier refused.
+ * the carrier dials the person (carriers/person.ts: a Twilio client identity, a SIP endpoint, a
+ * Vonage app user) and bridges the audio. No request context: the accepting agent's presence
+ * socket triggers it. The carrier that dialed; undefined when the call is gone, not yet answered,
+ * already transferred, its carrier cannot hand off (Exotel, or no address for the person on this
+ * account), or the carrier refused: the AI is still on the call then.
  */
-export async function dialClient(ctx: Ctx, callId: string, identity: string, base: string): Promise<boolean> {
+export async function dialClient(ctx: Ctx, callId: string, identity: string, base: string): Promise<CarrierName | undefined> {
   const c = await ctx.calls.get(callId);
-  if (!c || !c.provider_call_sid || c.transferred_to) return false;
-  // Only carriers with client identities (Twilio-compatible `<Dial><Client>`) can hand off.
-  const adapter = adapterOf(ctx, c.telephony_provider);
-  if (!adapter?.dialClient) return false;
-  const live = await ctx.deps.liveConfig(c.agent_id);
-  const account = await resolveAccount(ctx, live, adapter.id);
-  if (!account) return false;
+  if (!c || !c.provider_call_sid || c.transferred_to) return undefined;
+  const target = await personTarget(ctx, c, identity);
+  if (!target) return undefined;
+  const { adapter, account, address, live } = target;
   const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
-  const target = `client:${identity}`;
-  await ctx.calls.patch(c.call_id, { transferred_to: target, status: 'in_progress' });
+  await ctx.calls.patch(c.call_id, { transferred_to: address, status: 'in_progress' });
   try {
-    await adapter.dialClient(account, c.provider_call_sid, { identity, callerId, actionUrl: `${base}/api/v1/telephony/calls/${c.call_id}/dial-complete` });
+    await adapter.handoff!.dial(account, c.provider_call_sid, { address, callerId, actionUrl: `${base}/api/v1/telephony/calls/${c.call_id}/dial-complete`, callbackBase: `${base}/api/v1/telephony/calls/${c.call_id}` });
   } catch (err) {
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
-    ctx.log.warn({ err, callId }, 'hand-off dial refused by the carrier');
-    return false;
+    ctx.log.warn({ err, callId, carrier: adapter.id }, 'hand-off dial refused by the carrier');
+    return undefined;
   }
   await endSession(ctx, c.session_id, 'transferred');
   const saved = await ctx.calls.get(c.call_id);
-  if (saved) emit(ctx, { type: 'transferred', call: saved, detail: target });
-  return true;
+  if (saved) emit(ctx, { type: 'transferred', call: saved, detail: address });
+  return adapter.id;
+}
+
+/**
+ * Whether a live call can be handed to a person at all (asked before anyone is offered it): its
+ * carrier has a hand-off and this account an address for a person (the identity only fills the
+ * template, so any one answers for all).
+ */
+export async function canHandOff(ctx: Ctx, callId: string): Promise<boolean> {
+  const c = await ctx.calls.get(callId);
+  return Boolean(c && (await personTarget(ctx, c, 'human-0')));
+}
+
+async function personTarget(ctx: Ctx, c: CallRecord, identity: string) {
+  const adapter = adapterOf(ctx, c.telephony_provider);
+  if (!adapter?.handoff) {
+    ctx.log.info({ callId: c.call_id, carrier: c.telephony_provider }, 'hand-off impossible: the carrier cannot dial a person');
+    return undefined;
+  }
+  const live = await ctx.deps.liveConfig(c.agent_id);
+  const account = await resolveAccount(ctx, live, adapter.id);
+  const address = account ? adapter.handoff.address(account, identity) : '';
+  if (!account || !address) {
+    ctx.log.info({ callId: c.call_id, carrier: adapter.id }, 'hand-off impossible: no address for the person on this carrier account (person_uri)');
+    return undefined;
+  }
+  return { adapter, account, address, live };
 }
 
 /** Ends the engine side of a call (whichever node owns it); a session never connected is purged. */
@@ -196,7 +221,11 @@ export async function endSession(ctx: Ctx, sessionId: string, reason: 'ended_by_
   try {
     const owner = await registry.sessions.sessionOwner(sessionId);
     if (owner) await registry.commands.sendCommand(owner, { kind: 'end', sessionId, payload: { reason } }, ctx.opts.commandTimeoutMs);
-    else await registry.sessions.deleteSession(sessionId);
+    else {
+      // Never connected (an unanswered call): its node also drops what it pre-warmed for it.
+      const stored = await registry.sessions.getSession(sessionId);
+      if (stored) await purgeUnclaimed(registry, stored, reason, { commandTimeoutMs: ctx.opts.commandTimeoutMs, log: ctx.log });
+    }
   } catch (err) {
     if (!(err instanceof RegistryTimeoutError) && (err as { code?: string }).code !== 'NOT_FOUND') {
       ctx.log.warn({ err }, 'ending the voice session failed');

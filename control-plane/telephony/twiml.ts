@@ -61,10 +61,21 @@ export function dialTransfer(opts: { toNumber: string; callerId: string; actionU
   );
 }
 
-/** Hand-off to a person on the agent portal (issue 21): dial the agent's carrier client identity, recording the new leg. */
+/**
+ * Hand-off to a person on the agent portal (issue 21): dial the agent's carrier client identity,
+ * recording the new leg in two channels (first the caller's leg, then the person's), so the human
+ * segment's transcript can tell the two speakers apart.
+ */
 export function dialClient(opts: { identity: string; callerId: string; actionUrl: string; timeoutS?: number }): string {
   return response(
-    `<Dial${attrs({ callerId: opts.callerId, record: 'record-from-answer', timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><Client>${xmlEscape(opts.identity)}</Client></Dial>`,
+    `<Dial${attrs({ callerId: opts.callerId, record: 'record-from-answer-dual', timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><Client>${xmlEscape(opts.identity)}</Client></Dial>`,
+  );
+}
+
+/** Hand-off to a person's SIP endpoint (SignalWire LaML has `<Sip>`, not `<Client>`), recording the new leg in two channels as `dialClient` does. */
+export function dialSip(opts: { uri: string; callerId: string; actionUrl: string; timeoutS?: number }): string {
+  return response(
+    `<Dial${attrs({ callerId: opts.callerId, record: 'record-from-answer-dual', timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><Sip>${xmlEscape(opts.uri)}</Sip></Dial>`,
   );
 }
 

@@ -5,7 +5,8 @@
  *   get no event). The post-call relay queues `webhook.call-completed` for the call when one of
  *   its stints ends; the job builds the event once the call has settled and stores it as a
  *   delivery (unique per workspace and call), so a second trigger is a no-op.
- * - Analysis hold: the event waits while a stint is still active (a transfer to a person) or a
+ * - Analysis hold: the event waits while a stint is still active (a transfer to a person), a human
+ *   segment's transcript is `pending` (issue 21, `transcribe_human_segment`), or a
  *   configured summary, QA score or analysis result is still running, at most `ANALYSIS_HOLD_MS`
  *   (4 min) after the last stint ended, then ships what exists: `qa_score` and `analysis_status`
  *   by the rules of ./analysis-status.ts (`skipped` for failed and abandoned calls). The hold is
@@ -95,7 +96,9 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
     const now = clock.now();
     const lastEnd = Math.max(...stints.map((s) => s.ended_at?.getTime() ?? 0));
     const holdOver = lastEnd > 0 && now - lastEnd >= ANALYSIS_HOLD_MS;
-    const active = stints.some((s) => s.status === 'active');
+    // A human segment whose transcript is still being made holds the event like an active stint
+    // (control-plane/portal/transcribe.ts): its messages are part of the call's transcript.
+    const active = stints.some((s) => s.status === 'active' || (s.metadata ?? {}).transcription_status === 'pending');
     const analysis = await loadCallAnalysis(sql, stints);
     if (mustHold(analysis.pieces, active, holdOver)) {
       await jobs.enqueue('webhook.call-completed', job.data, { singletonKey: job.data.call_key, delaySeconds: HOLD_RECHECK_S });

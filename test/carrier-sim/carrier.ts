@@ -14,12 +14,13 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { computeSignature } from '../../control-plane/telephony/signature.js';
 import type { LinkOptions } from './link.js';
 import { MediaStreamCall } from './media-call.js';
 import type { Ticker } from './ticker.js';
 import { parseTwiml, streamOf, type TwimlNode } from './twiml.js';
+import { SimRecordings } from './recordings.js';
 
 export type SimCallStatus = 'queued' | 'ringing' | 'in-progress' | 'completed' | 'busy' | 'no-answer' | 'failed' | 'canceled';
 const FINAL: ReadonlySet<SimCallStatus> = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
@@ -42,6 +43,17 @@ export interface CalleeBehaviour {
   dialDurationMs?: number;
   /** `DialCallStatus` of a transferred leg. Default `completed`. */
   dialStatus?: string;
+  /**
+   * The recording of the dialed leg (a transfer or a portal hand-off), two channels (the caller's
+   * leg first): the WAV served at the URL the carrier names, behind that carrier's auth, as the
+   * dial asked for it (mixed to mono without its dual-channel option, not a WAV when another
+   * format was asked for: `recordingAs`). Absent: the URL is still named, and answers 404.
+   */
+  dialRecording?: Uint8Array;
+  /** The recording answers 404 to this many downloads first (a carrier still finishing the file). Default 0. */
+  dialRecordingNotReadyGets?: number;
+  /** Carriers that name the recording in a callback of its own: that long after the leg ended. Default 100 ms. */
+  dialRecordingDelayMs?: number;
 }
 
 export interface CarrierSimOptions {
@@ -55,10 +67,20 @@ export interface CarrierSimOptions {
   ticker?: Ticker;
   /**
    * A Twilio-compatible carrier other than Twilio: SignalWire's LaML is `{ pathPrefix:
-   * '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys }` (webhooks signed with
-   * the project's signing key instead of the API token). Default: Twilio.
+   * '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys, lamlRecordings: true }`
+   * (webhooks signed with the project's signing key instead of the API token). Default: Twilio.
    */
-  flavor?: { pathPrefix: string; signatureHeader: string; signingKeys?: Record<string, string> };
+  flavor?: {
+    pathPrefix: string;
+    signatureHeader: string;
+    signingKeys?: Record<string, string>;
+    /**
+     * SignalWire's recordings: UUID ids, named in the `<Dial action>` by `RecordingUrl` only (its
+     * documented parameters have no `RecordingSid`), media without an extension or with `.wav`,
+     * served without auth ("Retrieve a Recording": public, long random URLs).
+     */
+    lamlRecordings?: boolean;
+  };
 }
 
 export interface SentCallback {
@@ -117,6 +139,8 @@ const E164 = /^\+[1-9]\d{6,14}$/;
 export class CarrierSim {
   readonly calls = new Map<string, SimCall>();
   readonly requests: Array<{ method: string; path: string; params: URLSearchParams; status: number }> = [];
+  /** Recording media by RecordingSid (`<Dial record>` legs with `dialRecording`). */
+  readonly recordings = new SimRecordings();
   /** Set to make the next create / update fail with this carrier error (then cleared). */
   failNextCreate?: SimError;
   failNextUpdate?: SimError;
@@ -190,6 +214,18 @@ export class CarrierSim {
     };
     const fail = (e: SimError) => answer(e.status, { code: e.code, message: e.message, more_info: `https://www.twilio.com/docs/errors/${e.code}`, status: e.status });
     const prefix = this.o.flavor?.pathPrefix ?? '';
+    const laml = this.o.flavor?.lamlRecordings === true;
+    const recordingPath = laml ? /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/([0-9a-f-]{36})(?:\.wav)?$/ : /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.wav$/;
+    const rec = req.method === 'GET' && path.startsWith(prefix) ? recordingPath.exec(path.slice(prefix.length)) : null;
+    if (rec) {
+      if (!laml && !this.authorized(req, decodeURIComponent(rec[1]!))) return fail({ status: 401, code: 20003, message: 'Authenticate' });
+      const media = this.recordings.take(rec[2]!);
+      if (!media) return fail({ status: 404, code: 20404, message: `The requested resource /Recordings/${rec[2]}.wav was not found` });
+      this.requests.push({ method: 'GET', path, params, status: 200 });
+      res.writeHead(200, { 'content-type': 'audio/x-wav', 'content-length': String(media.byteLength) });
+      res.end(media);
+      return;
+    }
     const m = path.startsWith(prefix) ? /^\/2010-04-01\/Accounts\/([^/]+)\/Calls(?:\/([^/]+))?\.json$/.exec(path.slice(prefix.length)) : null;
     if (!m || req.method !== 'POST') return fail({ status: 404, code: 20404, message: 'The requested resource was not found' });
     const accountSid = decodeURIComponent(m[1]!);
@@ -354,11 +390,21 @@ export class CarrierSim {
           await sleep(call.behaviour.dialDurationMs ?? 300);
           if (call.gen !== gen || call.isFinal) return;
           if (verb.attrs.action) {
+            const durationS = String(Math.round((call.behaviour.dialDurationMs ?? 300) / 1000));
+            // Twilio names a recorded leg's recording in the action request (`record` on `<Dial>`).
+            const recording: Record<string, string> = {};
+            if (verb.attrs.record?.startsWith('record-from')) {
+              const laml = this.o.flavor?.lamlRecordings === true;
+              const rsid = laml ? randomUUID() : `RE${randomBytes(16).toString('hex')}`;
+              this.recordings.record(rsid, call.behaviour, { channels: verb.attrs.record.endsWith('-dual') ? 2 : 1, format: 'wav' });
+              Object.assign(recording, { RecordingUrl: `${this.baseUrl}${this.o.flavor?.pathPrefix ?? ''}/2010-04-01/Accounts/${call.accountSid}/Recordings/${rsid}`, ...(laml ? {} : { RecordingSid: rsid, RecordingDuration: durationS }) });
+            }
             const res = await this.post(call, 'dial_action', verb.attrs.action, {
               ...this.callParams(call),
               DialCallStatus: call.behaviour.dialStatus ?? 'completed',
               DialCallSid: `CA${randomBytes(16).toString('hex')}`,
-              DialCallDuration: String(Math.round((call.behaviour.dialDurationMs ?? 300) / 1000)),
+              DialCallDuration: durationS,
+              ...recording,
             });
             if (call.gen !== gen) return;
             return this.execute(call, res.body, gen, token);

@@ -63,6 +63,8 @@ export interface AgentSpec {
   direction?: 'inbound' | 'outbound' | 'both';
   metadata?: Record<string, unknown>;
   welcome?: string;
+  /** Caller silence before an idle nudge. Default 20 000 ms. */
+  silenceTimeoutMs?: number;
   /** Store the carrier account on the agent (default true). */
   withAccount?: boolean;
   token?: string;
@@ -80,6 +82,8 @@ export async function startTelephonyHarness(
     carrier?: HarnessCarrier;
     /** Telnyx: the streams' codec. */
     codec?: 'pcmu' | 'pcma';
+    /** Telnyx: the fraction of real time its audio (speech, hold rounds) plays in (default 0.01). */
+    mediaScale?: number;
     /** Also configure the account as the deployment's (environment variables): e.g. for refusals of unbound numbers on event carriers. */
     envAccount?: boolean;
   } = {},
@@ -93,10 +97,10 @@ export async function startTelephonyHarness(
   const sim = new CarrierSim({
     accounts: { [accountSid]: authToken },
     callee: (to) => callees.get(to) ?? {},
-    flavor: carrier === 'signalwire' ? { pathPrefix: '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys: { [accountSid]: signingKey! } } : undefined,
+    flavor: carrier === 'signalwire' ? { pathPrefix: '/api/laml', signatureHeader: 'x-signalwire-signature', signingKeys: { [accountSid]: signingKey! }, lamlRecordings: true } : undefined,
   });
   await sim.start();
-  const telnyx = carrier === 'telnyx' ? new TelnyxSim({ apiKeys: [authToken], callee: (to) => callees.get(to) ?? {}, codec: o.codec }) : undefined;
+  const telnyx = carrier === 'telnyx' ? new TelnyxSim({ apiKeys: [authToken], callee: (to) => callees.get(to) ?? {}, codec: o.codec, mediaScale: o.mediaScale }) : undefined;
   await telnyx?.start();
   const carrierEnv: Record<string, string> =
     carrier === 'signalwire'
@@ -156,7 +160,7 @@ export async function startTelephonyHarness(
       const owner = spec.owner ?? user;
       const call = (method: string, path: string, body?: unknown) => api(app, method, `/api/v1${path}`, { token: owner.token, body });
       const created = await must(
-        call('POST', '/agents', { workspace_id: owner.workspaceId, name: `tel-${randomBytes(3).toString('hex')}`, system_prompt: 'You answer phone calls.', welcome_message: spec.welcome ?? 'hello caller', metadata: spec.metadata ?? {}, silence_timeout_ms: 20_000 }),
+        call('POST', '/agents', { workspace_id: owner.workspaceId, name: `tel-${randomBytes(3).toString('hex')}`, system_prompt: 'You answer phone calls.', welcome_message: spec.welcome ?? 'hello caller', metadata: spec.metadata ?? {}, silence_timeout_ms: spec.silenceTimeoutMs ?? 20_000 }),
         'create agent',
       );
       const id = created.body.data.id as string;

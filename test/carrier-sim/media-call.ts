@@ -47,6 +47,8 @@ export class MediaStreamCall {
   readonly mediaBytes: Uint8Array[] = [];
   readonly events: MediaCallEvent[] = [];
   readonly link: ImpairedLink;
+  /** Every engine media message: performance.now() on arrival and its payload bytes (timing analysis). */
+  readonly mediaArrivals: Array<[atMs: number, bytes: number]> = [];
   /** Frames of engine audio received / played; binary frames (a protocol violation) received. */
   mediaReceived = 0;
   framesPlayed = 0;
@@ -216,6 +218,7 @@ export class MediaStreamCall {
     if (msg.event === 'media' && msg.media) {
       this.mediaReceived++;
       const bytes = new Uint8Array(Buffer.from(msg.media.payload, 'base64'));
+      this.mediaArrivals.push([performance.now(), bytes.length]);
       if (this.o.keepMedia) this.mediaBytes.push(bytes);
       this.playout.push(bytes);
     } else if (msg.event === 'mark' && msg.mark) {

@@ -6,8 +6,8 @@
  *   epoch-ms timestamp); plays `playAudio`, echoes `checkpoint` as `playedStream` once the audio
  *   before it has played, `clearAudio` drops queued audio (pending checkpoints are dropped, not
  *   echoed) and answers `clearedAudio`; `dtmf` on demand; `stop` on hang-up.
- * - vonage: `websocket:connected` (content-type audio/l16;rate=16000 and the NCCO's headers), then
- *   binary 640-byte frames every 20 ms; plays binary audio, echoes `notify` as `websocket:notify`,
+ * - vonage: `websocket:connected` (content-type audio/l16 at the rate the NCCO asked for, 8000 or
+ *   16000, and the NCCO's headers), then binary frames every 20 ms (320 or 640 bytes); plays binary audio, echoes `notify` as `websocket:notify`,
  *   `clear` drops queued audio and answers `websocket:cleared`; `websocket:dtmf`; hang-up closes.
  * - exotel: `connected`, `start` (custom_parameters), `media` every 100 ms (5 frames of 8 kHz
  *   16-bit PCM, base64), plays `media`, echoes `mark`s, `clear` drops queued audio and echoes the
@@ -32,6 +32,8 @@ export interface StreamCallOptions {
   callId: string;
   /** Plivo extraHeaders / Vonage headers / Exotel custom parameters. */
   params: Record<string, string>;
+  /** Vonage: the rate of the NCCO's content-type (default 8000); the others are 8 kHz. */
+  rate?: 8000 | 16000;
   link?: LinkOptions;
   ticker?: Ticker;
 }
@@ -76,7 +78,7 @@ export class CarrierStreamCall {
   private waiters: Array<{ pred: () => boolean; resolve: () => void }> = [];
 
   constructor(readonly o: StreamCallOptions) {
-    this.rate = o.wire === 'vonage' ? 16000 : 8000;
+    this.rate = o.wire === 'vonage' ? (o.rate ?? 8000) : 8000;
     this.samples = (this.rate * FRAME_MS) / 1000;
     this.frame = new Int16Array(this.samples);
     this.decoder = new SimDecoder(this.rate);
@@ -107,7 +109,7 @@ export class CarrierStreamCall {
       const extra = Object.entries(this.o.params).map(([k, v]) => `${k}=${v}`).join(',');
       this.send({ event: 'start', sequenceNumber: this.seq++, start: { callId: this.o.callId, streamId: this.streamId, accountId: 'MA0000000000000000', tracks: ['inbound'], mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000 } }, extra_headers: extra });
     } else if (wire === 'vonage') {
-      this.send({ event: 'websocket:connected', 'content-type': 'audio/l16;rate=16000', ...this.o.params });
+      this.send({ event: 'websocket:connected', 'content-type': `audio/l16;rate=${this.rate}`, ...this.o.params });
     } else {
       this.send({ event: 'connected' });
       this.send({ event: 'start', sequence_number: String(++this.seq), stream_sid: this.streamId, start: { stream_sid: this.streamId, call_sid: this.o.callId, account_sid: 'exo', from: '+919800000000', to: '+918000000000', custom_parameters: this.o.params, media_format: { encoding: 'base64', sample_rate: '8000', bit_rate: '128kbps' } } });

@@ -2,10 +2,15 @@
  * The call-control documents of the stream carrier simulator (stream-carrier.ts), run verb by verb,
  * and its signed requests to our service:
  *
- * - Plivo XML: `<Speak>`, `<Play>`, `<Wait>`, `<Redirect>`, `<Record recordSession>`, `<Stream>`
- *   (extraHeaders -> the start frame), `<Dial><Number>` (the action URL gets DialStatus), `<Hangup>`;
- * - NCCO: `talk`, `stream`, `input` (waits, then fetches the next NCCO from its eventUrl), `record`,
- *   `connect` to a `websocket` (headers -> websocket:connected) or a `phone` (transfer);
+ * - Plivo XML: `<Speak>`, `<Play>`, `<Wait>`, `<Redirect>`, `<Record recordSession>` and
+ *   `<Record startOnDialAnswer>` (the next `<Dial>`'s conversation: its callback when that leg
+ *   ends), `<Stream>` (extraHeaders -> the start frame), `<Dial><Number>` or `<Dial><User>` (a SIP
+ *   endpoint: the hand-off's person; the action URL gets DialStatus), `<Hangup>`;
+ * - NCCO: `talk`, `stream`, `input` (waits, then fetches the next NCCO from its eventUrl), `record`
+ *   (the whole call, or, before a `connect` to a person or number, that conversation: its event
+ *   once the call is over), `connect` to a `websocket` (`audio/l16;rate=8000|16000`, headers ->
+ *   websocket:connected), a `phone` (transfer) or a person: an `app` user or a `sip` URI (portal
+ *   hand-off), the leg's progress posted to the action's eventUrl;
  * - Exotel: `{"url": "wss://..."}` from the applet endpoint (no url: the applet fails).
  */
 import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
@@ -19,8 +24,9 @@ export interface DocHost {
   readonly wire: StreamWireName;
   post(call: StreamSimCall, kind: string, url: string, body: Record<string, unknown>): Promise<{ status: number; answer: string }>;
   complete(call: StreamSimCall, status: SimCallStatus): void;
-  openStream(call: StreamSimCall, url: string, params: Record<string, string>): CarrierStreamCall;
+  openStream(call: StreamSimCall, url: string, params: Record<string, string>, rate?: 8000 | 16000): CarrierStreamCall;
   plivoParams(call: StreamSimCall): Record<string, string>;
+  dialRecorded(call: StreamSimCall, startedAtMs: number): Promise<void>;
 }
 
 /** Pauses (`<Wait>`, `input` timeouts) run at this fraction of their length. */
@@ -40,8 +46,8 @@ export async function runDocument(host: DocHost, call: StreamSimCall, doc: strin
   if (call.gen === gen) host.complete(call, 'completed');
 }
 
-async function stream(host: DocHost, call: StreamSimCall, url: string, params: Record<string, string>): Promise<void> {
-  const media = host.openStream(call, url, params);
+async function stream(host: DocHost, call: StreamSimCall, url: string, params: Record<string, string>, rate?: 8000 | 16000): Promise<void> {
+  const media = host.openStream(call, url, params, rate);
   try {
     await media.connect();
   } catch {
@@ -62,8 +68,12 @@ async function runPlivo(host: DocHost, call: StreamSimCall, xml: string, gen: nu
         await sleep(Number(verb.attrs.length ?? 1) * 1000 * PAUSE_SCALE);
         break;
       case 'Record':
-        call.recording = true;
-        call.recordingUrl = verb.attrs.callbackUrl ?? '';
+        // startOnDialAnswer: the next <Dial>'s conversation, stereo unless asked for mono, mp3 unless wav.
+        if (verb.attrs.startOnDialAnswer === 'true') call.dialRecording = { callbackUrl: verb.attrs.callbackUrl ?? '', channels: verb.attrs.recordChannelType === 'mono' ? 1 : 2, format: verb.attrs.fileFormat ?? 'mp3' };
+        else {
+          call.recording = true;
+          call.recordingUrl = verb.attrs.callbackUrl ?? '';
+        }
         break;
       case 'Redirect': {
         const res = await host.post(call, 'redirect', verb.text, host.plivoParams(call));
@@ -80,9 +90,14 @@ async function runPlivo(host: DocHost, call: StreamSimCall, xml: string, gen: nu
         break;
       }
       case 'Dial': {
-        call.transferredTo = `+${verb.children.find((c) => c.name === 'Number')?.text ?? ''}`;
+        const user = verb.children.find((c) => c.name === 'User')?.text;
+        call.transferredTo = user ?? `+${verb.children.find((c) => c.name === 'Number')?.text ?? ''}`;
+        const answeredAtMs = Date.now();
         await sleep(call.behaviour.dialDurationMs ?? 300);
         if (call.gen !== gen || call.isFinal) return;
+        // The recording callback runs on its own (the file is ready when it is), the action goes on.
+        const recorded = host.dialRecorded(call, answeredAtMs);
+        if ((call.behaviour.dialRecordingDelayMs ?? 100) === 0) await recorded;
         if (verb.attrs.action) {
           const res = await host.post(call, 'dial_action', verb.attrs.action, { ...host.plivoParams(call), DialStatus: call.behaviour.dialStatus ?? 'completed', DialAction: 'hangup', DialALegUUID: call.sid, DialBLegUUID: randomUUID() });
           if (call.gen === gen) return runPlivo(host, call, res.answer, gen);
@@ -106,8 +121,13 @@ async function runNcco(host: DocHost, call: StreamSimCall, ncco: Array<Record<st
         call.said.push(String(a.text));
         break;
       case 'record':
-        call.recording = true;
-        call.recordingUrl = a.eventUrl?.[0] ?? '';
+        // Before a connect to a person or number: that conversation's recording (stereo when split).
+        if (ncco.some((b) => b.action === 'connect' && ['phone', 'app', 'sip'].includes(b.endpoint?.[0]?.type))) {
+          call.dialRecording = { callbackUrl: a.eventUrl?.[0] ?? '', channels: a.split === 'conversation' ? 2 : 1, format: a.format ?? 'mp3' };
+        } else {
+          call.recording = true;
+          call.recordingUrl = a.eventUrl?.[0] ?? '';
+        }
         break;
       case 'input': {
         await sleep(Number(a.dtmf?.timeOut ?? 3) * 1000 * PAUSE_SCALE);
@@ -119,14 +139,19 @@ async function runNcco(host: DocHost, call: StreamSimCall, ncco: Array<Record<st
       case 'connect': {
         const ep = a.endpoint?.[0] ?? {};
         if (ep.type === 'websocket') {
-          if (ep['content-type'] !== 'audio/l16;rate=16000') throw new Error('NCCO: unexpected content-type');
-          await stream(host, call, ep.uri, ep.headers ?? {});
-        } else if (ep.type === 'phone') {
-          call.transferredTo = `+${ep.number}`;
+          // Vonage offers these two (docs: "audio/l16;rate=16000 or audio/l16;rate=8000").
+          const m = /^audio\/l16;rate=(8000|16000)$/.exec(String(ep['content-type']));
+          if (!m) throw new Error('NCCO: unexpected content-type');
+          await stream(host, call, ep.uri, ep.headers ?? {}, Number(m[1]) as 8000 | 16000);
+        } else if (ep.type === 'phone' || ep.type === 'app' || ep.type === 'sip') {
+          call.transferredTo = ep.type === 'phone' ? `+${ep.number}` : ep.type === 'app' ? `app:${ep.user}` : String(ep.uri);
           const ev = a.eventUrl?.[0] as string | undefined;
           if (ev) await host.post(call, 'transfer_leg', ev, { uuid: randomUUID(), status: 'answered' });
+          const answeredAtMs = Date.now();
           await sleep(call.behaviour.dialDurationMs ?? 300);
           if (ev && call.gen === gen) await host.post(call, 'transfer_leg', ev, { uuid: randomUUID(), status: call.behaviour.dialStatus ?? 'completed', duration: '1' });
+          // Vonage posts the recording once the call has ended (this NCCO is done: the call ends).
+          void host.dialRecorded(call, answeredAtMs);
         }
         break;
       }

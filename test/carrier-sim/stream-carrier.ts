@@ -14,6 +14,7 @@ import { importSPKI, jwtVerify } from 'jose';
 import type { CalleeBehaviour, SimCallStatus } from './carrier.js';
 import { CarrierStreamCall, type StreamWireName } from './stream-call.js';
 import { runDocument, signedPost, type DocHost } from './stream-carrier-docs.js';
+import { SimRecordings } from './recordings.js';
 import type { Ticker } from './ticker.js';
 
 export interface StreamSimAccount {
@@ -53,6 +54,12 @@ export class StreamSimCall {
   transferredTo?: string;
   recording = false;
   recordingUrl = '';
+  /**
+   * A recording of the dialed leg asked for in the document (Plivo `<Record startOnDialAnswer>`
+   * before a `<Dial>`, a Vonage `record` before a `connect` to a person or number): where it is
+   * announced, and what was asked (channels, format). Made when that leg ends.
+   */
+  dialRecording?: { callbackUrl: string; channels: 1 | 2; format: string };
   answeredAtMs = 0;
   gen = 0;
   /** Plivo: the request id dial answered with (the CallUUID is `sid`). */
@@ -82,6 +89,8 @@ export class StreamSimCall {
 export class StreamCarrierSim implements DocHost {
   readonly calls = new Map<string, StreamSimCall>();
   readonly requests: Array<{ method: string; path: string; status: number; body: unknown }> = [];
+  /** Dialed legs' recordings (Plivo `/v1/Account/{id}/Recording/{rid}.wav`, Vonage `/v1/files/{uuid}`), behind the carrier's auth. */
+  readonly recordings = new SimRecordings();
   failNextCreate?: { status: number; body: unknown };
   private server?: Server;
   private baseUrl = '';
@@ -166,6 +175,14 @@ export class StreamCarrierSim implements DocHost {
     const w = this.o.wire;
     const id = encodeURIComponent(this.o.account.id);
     let m: RegExpExecArray | null;
+    const rec = method === 'GET' ? (w === 'plivo' ? new RegExp(`^/v1/Account/${id}/Recording/([0-9a-f-]{36})\\.(wav|mp3)$`) : /^\/v1\/files\/([0-9a-f-]{36})$/).exec(path) : null;
+    if (rec) {
+      const media = this.recordings.take(rec[1]!);
+      if (!media) return answer(404, { error: 'not found' });
+      this.requests.push({ method, path, status: 200, body: {} });
+      res.writeHead(200, { 'content-type': rec[2] === 'mp3' ? 'audio/mpeg' : 'audio/wav', 'content-length': String(media.byteLength) });
+      return void res.end(media);
+    }
     if (w === 'plivo' && method === 'POST' && path === `/v1/Account/${id}/Call/`) return this.dialPlivo(body, answer);
     if (w === 'plivo' && (m = /^\/v1\/Account\/[^/]+\/(Call|Request)\/([^/]+)\/$/.exec(path))) {
       const call = [...this.calls.values()].find((c) => (m![1] === 'Call' ? c.sid === m![2] && c.status === 'in-progress' : c.requestUuid === m![2]));
@@ -320,6 +337,29 @@ export class StreamCarrierSim implements DocHost {
     }
   }
 
+  /**
+   * The dialed leg ended: its recording is stored as asked and announced the carrier's way (Plivo's
+   * `<Record>` callback form, Vonage's `record` event), `dialRecordingDelayMs` later (0: now, so
+   * Plivo's comes before the leg's end is reported, as a file that was ready first).
+   */
+  async dialRecorded(call: StreamSimCall, startedAtMs: number): Promise<void> {
+    const asked = call.dialRecording;
+    if (!asked) return;
+    call.dialRecording = undefined;
+    const delayMs = call.behaviour.dialRecordingDelayMs ?? 100;
+    if (delayMs > 0) await sleep(delayMs);
+    const rid = randomUUID();
+    this.recordings.record(rid, call.behaviour, asked);
+    const durationMs = Date.now() - startedAtMs;
+    if (this.o.wire === 'plivo') {
+      const url = `${this.baseUrl}/v1/Account/${encodeURIComponent(this.o.account.id)}/Recording/${rid}.${asked.format}`;
+      await this.post(call, 'dial_recording', asked.callbackUrl, { CallUUID: call.sid, RecordUrl: url, RecordingID: rid, RecordingDuration: String(Math.round(durationMs / 1000)), RecordingDurationMs: String(durationMs), RecordingStartMs: String(startedAtMs), RecordingEndMs: String(startedAtMs + durationMs) });
+    } else {
+      const end = new Date();
+      await this.post(call, 'dial_recording', asked.callbackUrl, { start_time: new Date(startedAtMs).toISOString(), recording_url: `${this.baseUrl}/v1/files/${rid}`, size: 1, recording_uuid: randomUUID(), end_time: end.toISOString(), conversation_uuid: `CON-${randomUUID()}`, timestamp: end.toISOString() });
+    }
+  }
+
   plivoParams(call: StreamSimCall): Record<string, string> {
     return { CallUUID: call.sid, RequestUUID: call.requestUuid, From: call.from.slice(1), To: call.to.slice(1), Direction: call.direction, CallStatus: call.status };
   }
@@ -331,8 +371,8 @@ export class StreamCarrierSim implements DocHost {
     return res;
   }
 
-  openStream(call: StreamSimCall, url: string, params: Record<string, string>): CarrierStreamCall {
-    const media = new CarrierStreamCall({ wire: this.o.wire, url, callId: call.sid, params, link: call.behaviour.link, ticker: this.o.ticker });
+  openStream(call: StreamSimCall, url: string, params: Record<string, string>, rate?: 8000 | 16000): CarrierStreamCall {
+    const media = new CarrierStreamCall({ wire: this.o.wire, url, callId: call.sid, params, rate, link: call.behaviour.link, ticker: this.o.ticker });
     call.media = media;
     return media;
   }

@@ -24,7 +24,7 @@ async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, 
   }
 }
 
-function accountFor(wire: StreamWireName): { account: StreamSimAccount & { privateKey?: string }; env: (url: string) => Record<string, string> } {
+export function accountFor(wire: StreamWireName): { account: StreamSimAccount & { privateKey?: string }; env: (url: string) => Record<string, string> } {
   if (wire === 'plivo') {
     const account = { id: `MA${randomBytes(9).toString('hex').toUpperCase()}`, secret: randomBytes(16).toString('hex') };
     return { account, env: (url) => ({ PLIVO_API_BASE_URL: url, PLIVO_AUTH_ID: account.id, PLIVO_AUTH_TOKEN: account.secret }) };
@@ -97,15 +97,21 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
       await media.waitUntil(() => media.heard.includes('you said: stop.'), 15_000, 'turn 3 reply');
 
       media.pressDigit('5');
-      await sleep(300);
+      // The key press is a turn of its own: its reply first, so the next phrase is not taken into
+      // the same turn (a loaded machine can delay the press's turn past the phrase's start).
+      await media.waitUntil(() => media.heard.some((t) => t.includes('caller pressed 5')), 15_000, 'reply to the key press');
       await media.say('thanks');
       await media.waitUntil(() => media.heard.includes('you said: thanks.'), 15_000, 'turn after the key press');
 
-      const sessionId = [...h.captured.values()].find((c) => c.turns.some((t) => t.user_text === 'what time do you open'))!.sessionId;
+      // The newest such call: a retried attempt's first call may still be captured.
+      const sessionId = [...h.captured.values()].reverse().find((c) => c.turns.some((t) => t.user_text === 'what time do you open'))!.sessionId;
       media.hangup();
       await until(() => !h.engine.calls.has(sessionId), 5000, 'engine call closed');
       const cap = h.captured.get(sessionId)!;
       expect(cap.turns.map((t) => t.user_text).filter((t) => !t.includes('pressed'))).toEqual(['what time do you open', 'give me the long version', 'stop', 'thanks']);
+      // Narrowband end to end (Vonage too, by default): the stream and the actor at 8 kHz.
+      expect(media.rate).toBe(8000);
+      expect(cap.turns[0]!.user_audio_rate_hz).toBe(8000);
       const stats = (cap.turns.at(-1)!.metadata as { transport: { dtmf: number; clears: number; invalidFrames: number } }).transport;
       expect(stats.dtmf).toBe(1);
       expect(stats.invalidFrames).toBe(0);
@@ -229,6 +235,27 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
       await call.mediaReady;
       await h.call('POST', `/telephony/calls/${res.body.call_id}/end`, undefined, owner.token);
       expect(await call.ended).toBe('completed');
+
+      // Wideband for this workspace: the NCCO asks for 16 kHz, the stream and the actor run at it.
+      expect((await h.call('PUT', '/call-center/settings', { carriers: { vonage: { sample_rate_hz: '24000' } } }, owner.token)).status).toBe(400);
+      const wide = await h.call('PUT', '/call-center/settings', { carriers: { vonage: { sample_rate_hz: '16000' } } }, owner.token);
+      expect(wide.status).toBe(200);
+      expect(wide.body.data.carriers.vonage).toMatchObject({ sample_rate_hz: '16000', application_id: account.key });
+      const to16 = callee();
+      const res16 = await h.call('POST', '/telephony/calls/outbound', { agent_id: agent, to_number: to16 }, owner.token);
+      expect(res16.status).toBe(200);
+      const call16 = await sim.waitForCall((c) => c.to === to16);
+      expect(JSON.stringify(call16.request.ncco)).toContain('audio/l16;rate=16000');
+      const media16 = await call16.mediaReady;
+      expect(media16.rate).toBe(16000);
+      await media16.waitUntil(() => media16.heard.includes('hello caller'), 10_000, 'greeting at 16 kHz');
+      await media16.say('is this wideband');
+      await media16.waitUntil(() => media16.heard.includes('you said: is this wideband.'), 15_000, 'reply at 16 kHz');
+      const turn = [...h.captured.values()].flatMap((c) => c.turns).find((t) => t.user_text === 'is this wideband')!;
+      expect(turn.user_audio_rate_hz).toBe(16000);
+      expect((turn.metadata as { transport: { invalidFrames: number } }).transport.invalidFrames).toBe(0);
+      await h.call('POST', `/telephony/calls/${res16.body.call_id}/end`, undefined, owner.token);
+      expect(await call16.ended).toBe('completed');
     });
   });
 

@@ -4,7 +4,28 @@
  */
 import { expect } from 'vitest';
 import type { TelephonyHarness } from '../carrier-sim/harness.js';
-import { parseTwiml, streamOf } from '../carrier-sim/index.js';
+import { parseTwiml, streamOf, type CarrierSim, type MediaStreamCall, type SimCall } from '../carrier-sim/index.js';
+
+export interface PlacedInbound {
+  call: SimCall;
+  media: MediaStreamCall;
+  sessionId: string;
+  callId: string;
+  /** Port of the engine node the stream went to. */
+  port: number;
+}
+
+/**
+ * An inbound call through the simulator to `webhookUrl` (the control plane's inbound route, or a
+ * load balancer in front of several), resolved once its media stream to the engine is up.
+ */
+export async function placeInbound(sim: CarrierSim, o: { webhookUrl: string; from: string; to: string; accountSid: string }): Promise<PlacedInbound> {
+  const call = await sim.placeInboundCall(o);
+  const connect = call.twiml[0] ? parseTwiml(call.twiml[0]).children.find((c) => c.name === 'Connect') : undefined;
+  const stream = connect && streamOf(connect);
+  if (!stream) throw new Error(`inbound call not connected to a stream: ${call.status} ${call.twiml[0] ?? ''}`);
+  return { call, media: await call.mediaReady, sessionId: stream.parameters.session_id!, callId: stream.parameters.call_id!, port: Number(new URL(stream.url).port) };
+}
 
 export async function inboundCallOnce(h: TelephonyHarness, o: { to: string; from: string; welcome: string; words: string }): Promise<{ callId: string; sessionId: string }> {
   const call = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from: o.from, to: o.to, accountSid: h.accountSid });

@@ -6,7 +6,7 @@
  * `tries` times) and counted, so suites that assert "no call dropped" during a restart only
  * count calls that were established, and the count shows if it comes back.
  */
-import { api } from './accounts.js';
+import { api, type ApiResponse } from './accounts.js';
 import { VoiceClient } from './voice-client.js';
 
 export interface EstablishedCall {
@@ -43,4 +43,17 @@ export async function answersTurn(call: EstablishedCall, cpPort: number, text = 
   if (r.status !== 200) return false;
   await call.client.waitFor((e) => e.type === 'llm_end', 20_000, from);
   return call.client.closeCode === undefined;
+}
+
+/**
+ * POST `/text` for a session through `cpPort`. A 503 (`Retry-After`: Redis restarting, the
+ * engine's command subscription reconnecting) is retried the way a client does, waiting the
+ * advertised seconds, at most `retries` times; `retried` counts those 503s.
+ */
+export async function postText(cpPort: number, sessionId: string, text: string, retries = 10): Promise<ApiResponse & { retried: number }> {
+  for (let retried = 0; ; retried++) {
+    const r = await api({ port: cpPort }, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text } });
+    if (r.status !== 503 || retried >= retries) return { ...r, retried };
+    await new Promise((resolve) => setTimeout(resolve, Number(r.headers['retry-after'] ?? 1) * 1000));
+  }
 }

@@ -8,6 +8,8 @@
  * 0 or 0xFFFFFFFF in size fields.
  */
 
+import { encodeWav, parseWavChannels } from '../../shared/providers/audio/wav.js';
+
 export type WavFormat = 'pcm16' | 'mulaw' | 'alaw';
 
 export interface ParsedWav {
@@ -177,4 +179,36 @@ export function pcm16FromBytes(bytes: Uint8Array): Int16Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let i = 0; i < sampleCount; i++) out[i] = view.getInt16(i * 2, true);
   return out;
+}
+
+/** Encodes 1 or 2 channels of equal length as an interleaved 16-bit PCM WAV (recordings the carrier simulators serve). */
+export function encodeWavChannels(channels: Int16Array[], sampleRateHz: number): Uint8Array {
+  const n = channels[0]?.length ?? 0;
+  const ch = channels.length;
+  const dataBytes = n * ch * 2;
+  const out = new Uint8Array(44 + dataBytes);
+  const v = new DataView(out.buffer);
+  out.set(encodeWav(new Int16Array(0), sampleRateHz).subarray(0, 44));
+  v.setUint32(4, 36 + dataBytes, true);
+  v.setUint16(22, ch, true);
+  v.setUint32(28, sampleRateHz * 2 * ch, true);
+  v.setUint16(32, 2 * ch, true);
+  v.setUint32(40, dataBytes, true);
+  for (let i = 0; i < n; i++) for (let c = 0; c < ch; c++) v.setInt16(44 + (i * ch + c) * 2, channels[c]![i] ?? 0, true);
+  return out;
+}
+
+/**
+ * A carrier simulator's recording as the dial asked for it: the test's dual-channel WAV as is, its
+ * two channels mixed into one when mono was asked for (what a carrier records without its
+ * dual-channel option), or MP3 bytes (not a WAV: what the transcript cannot read) when the format
+ * asked for is not WAV.
+ */
+export function recordingAs(wav: Uint8Array, o: { channels: 1 | 2; format: string }): Uint8Array {
+  if (o.format !== 'wav') return Uint8Array.from([0x49, 0x44, 0x33, 0x04, 0, 0, 0, 0, 0, 0, 0xff, 0xfb, 0x90, 0x64]);
+  const { channels, sampleRateHz } = parseWavChannels(wav);
+  if (o.channels === 2 || channels.length === 1) return wav;
+  const mixed = new Int16Array(channels[0]!.length);
+  for (let i = 0; i < mixed.length; i++) mixed[i] = Math.round(channels.reduce((sum, c) => sum + (c[i] ?? 0), 0) / channels.length);
+  return encodeWavChannels([mixed], sampleRateHz);
 }

@@ -7,11 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import WebSocket from 'ws';
 import { parseTwiml } from '../carrier-sim/index.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import { api } from '../helpers/accounts.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { presenceClient, type PresenceClient } from '../helpers/presence-client.js';
 
 let h: TelephonyHarness;
 let receiver: WebhookReceiver;
@@ -60,24 +60,6 @@ async function liveCall(agentId: string) {
   const media = await sim.mediaReady;
   await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'greeting');
   return { body: res.body, sim, media };
-}
-
-function presenceClient(port: number) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/sessions/ws`);
-  const queue: any[] = [];
-  const waiters: Array<(m: any) => void> = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(String(d));
-    const w = waiters.shift();
-    if (w) w(m);
-    else queue.push(m);
-  });
-  return {
-    ws,
-    open: () => new Promise<void>((resolve, reject) => (ws.once('open', () => resolve()), ws.once('error', reject))),
-    send: (m: unknown) => ws.send(JSON.stringify(m)),
-    next: (): Promise<any> => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
-  };
 }
 
 describe('hand-off to a human agent', () => {

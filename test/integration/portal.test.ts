@@ -7,7 +7,6 @@
  * sweep (not by the socket's own process).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { realClock, type Clock } from '../../shared/clock.js';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +15,7 @@ import { newId } from '../../shared/ids.js';
 const rnd = () => randomBytes(5).toString('hex');
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
+import { presenceClient, type PresenceClient } from '../helpers/presence-client.js';
 
 const C = '/api/v1/call-center/agents';
 const A = '/api/v1/agent-portal/admin';
@@ -59,26 +59,6 @@ async function attendance(query: string) {
 }
 
 /** A socket client that queues messages so each `next()` awaits the following one. */
-function presenceClient(port: number) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/sessions/ws`);
-  const queue: any[] = [];
-  const waiters: Array<(m: any) => void> = [];
-  ws.on('message', (d) => {
-    const m = JSON.parse(String(d));
-    const w = waiters.shift();
-    if (w) w(m);
-    else queue.push(m);
-  });
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  return {
-    ws,
-    closed,
-    open: () => new Promise<void>((resolve, reject) => (ws.readyState === ws.OPEN ? resolve() : (ws.once('open', () => resolve()), ws.once('error', reject)))),
-    send: (m: unknown) => ws.send(JSON.stringify(m)),
-    next: (): Promise<any> => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve) => waiters.push(resolve))),
-  };
-}
-
 describe('roster', () => {
   it('creates, lists, updates and deactivates human agents; codes are unique per workspace', async () => {
     const code = `desk-${rnd()}`;

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
-import { parseTwiml, streamOf } from '../carrier-sim/index.js';
+import { placeInbound } from '../helpers/carrier-calls.js';
 import { buildChild } from '../helpers/child-build.js';
 import { until } from '../helpers/campaigns.js';
 import { startEngineChild, type EngineChild } from '../helpers/engine-child.js';
@@ -50,12 +50,8 @@ afterAll(async () => {
 
 describe('an engine node dies during a carrier call', () => {
   it('finalizes the call with node_lost: carrier hangup, seat freed, call.completed once', { timeout: 90_000 }, async () => {
-    const call = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from: CALLER, to: NUMBER, accountSid: h.accountSid });
-    const stream = streamOf(parseTwiml(call.twiml[0]!).children.find((c) => c.name === 'Connect')!)!;
-    const callId = stream.parameters.call_id!;
-    const sessionId = stream.parameters.session_id!;
-    expect(new URL(stream.url).port).toBe(String(child!.port));
-    const media = await call.mediaReady;
+    const { call, media, callId, sessionId, port } = await placeInbound(h.sim, { webhookUrl: h.inboundUrl(), from: CALLER, to: NUMBER, accountSid: h.accountSid });
+    expect(port).toBe(child!.port);
     await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'welcome');
     await until(async () => (await h.infra.sql`select id from conversations where session_id = ${sessionId}`).length === 1, 10_000, 'conversation row');
     expect((await h.call('GET', '/telephony/calls')).body.count).toBe(1);

@@ -17,8 +17,7 @@ export interface CarrierRequest {
 
 /** Sends the request; the parsed JSON body of a 2xx (or `{}`). */
 export async function carrierRequest(r: CarrierRequest): Promise<Record<string, unknown>> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  headers.authorization = 'basic' in r.auth ? `Basic ${Buffer.from(`${r.auth.basic[0]}:${r.auth.basic[1]}`).toString('base64')}` : `Bearer ${r.auth.bearer}`;
+  const headers: Record<string, string> = { accept: 'application/json', authorization: authorization(r.auth) };
   let body: string | undefined;
   if (r.body instanceof URLSearchParams) {
     headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -51,6 +50,11 @@ export async function carrierRequest(r: CarrierRequest): Promise<Record<string, 
   return json;
 }
 
+/** The `Authorization` header value of carrier credentials (also for recording downloads). */
+export function authorization(auth: CarrierRequest['auth']): string {
+  return 'basic' in auth ? `Basic ${Buffer.from(`${auth.basic[0]}:${auth.basic[1]}`).toString('base64')}` : `Bearer ${auth.bearer}`;
+}
+
 function str(v: unknown): string {
   return typeof v === 'string' ? v : '';
 }
@@ -58,4 +62,13 @@ function str(v: unknown): string {
 /** A configured base URL without its trailing slashes. */
 export function trimBase(url: string): string {
   return url.replace(/\/+$/, '');
+}
+
+/** A URL's origin, '' when it is not a URL (a misconfigured base matches nothing). */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '';
+  }
 }

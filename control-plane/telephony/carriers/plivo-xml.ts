@@ -50,11 +50,26 @@ export function dialTransfer(opts: { toNumber: string; callerId: string; actionU
   return response(`<Dial${attrs({ callerId: opts.callerId.replace(/^\+/, ''), timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><Number>${xmlEscape(opts.toNumber.replace(/^\+/, ''))}</Number></Dial>`);
 }
 
+/**
+ * Portal hand-off: dial the person's SIP endpoint (`<User>`); `action` gets the outcome. The
+ * `<Record>` before it records the dialed conversation from the person's answer (`startOnDialAnswer`,
+ * in the background, no beep) as a stereo WAV (`recordChannelType`, one party per channel) and
+ * announces the file to `recordingCallbackUrl` when it is ready; `redirect="false"`: the document
+ * goes on to the `<Dial>` at once.
+ */
+export function dialUser(opts: { uri: string; callerId: string; actionUrl: string; recordingCallbackUrl: string; timeoutS?: number }): string {
+  const record = `<Record${attrs({ startOnDialAnswer: 'true', redirect: 'false', fileFormat: 'wav', recordChannelType: 'stereo', maxLength: MAX_RECORDING_S, callbackUrl: opts.recordingCallbackUrl, callbackMethod: 'POST' })}/>`;
+  return response(record, `<Dial${attrs({ callerId: opts.callerId.replace(/^\+/, ''), timeout: opts.timeoutS ?? 30, action: opts.actionUrl, method: 'POST' })}><User>${xmlEscape(opts.uri)}</User></Dial>`);
+}
+
 export function hangup(): string {
   return response('<Hangup/>');
 }
 
 /** Records the whole call in the background (`recordSession`), the file announced to `callbackUrl`. */
 export function recordSession(callbackUrl: string): string {
-  return `<Record${attrs({ recordSession: 'true', redirect: 'false', maxLength: 14400, fileFormat: 'mp3', callbackUrl, callbackMethod: 'POST' })}/>`;
+  return `<Record${attrs({ recordSession: 'true', redirect: 'false', maxLength: MAX_RECORDING_S, fileFormat: 'mp3', callbackUrl, callbackMethod: 'POST' })}/>`;
 }
+
+/** `<Record maxLength>`: Plivo's default is 60 s; a call is recorded up to 4 hours. */
+const MAX_RECORDING_S = 14400;

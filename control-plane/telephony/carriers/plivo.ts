@@ -9,15 +9,20 @@
  * exists once it is answered: dial returns the `request_uuid`, and the answer callback's CallUUID
  * replaces it on the record (events carry it); a hang-up before that cancels the request.
  *
- * Credentials: `account_sid` = Auth ID (`MA`/`SA` + 18), `auth_token`. Environment fallback:
- * PLIVO_AUTH_ID, PLIVO_AUTH_TOKEN; PLIVO_API_BASE_URL (default https://api.plivo.com),
- * PLIVO_VERIFY_SIGNATURE (default true).
+ * Portal hand-off (`?doc=person`): `<Dial><User>` to the person's SIP endpoint (`person_uri`,
+ * default `sip:{identity}@phone.plivo.com`).
+ *
+ * Credentials: `account_sid` = Auth ID (`MA`/`SA` + 18), `auth_token`, `person_uri`. Environment
+ * fallback: PLIVO_AUTH_ID, PLIVO_AUTH_TOKEN, PLIVO_PERSON_URI; PLIVO_API_BASE_URL (default
+ * https://api.plivo.com), PLIVO_VERIFY_SIGNATURE (default true).
  */
 import type { Config } from '../../../shared/config.js';
 import * as xml from './plivo-xml.js';
 import { verifyPlivoSignature } from './plivo-signature.js';
-import { carrierRequest, trimBase } from './http.js';
+import { authorization, carrierRequest, originOf, trimBase } from './http.js';
 import { withSessionQuery } from './stream-url.js';
+import { personAddress, personUriField } from './person.js';
+import { fetchableUrl, isPersonLeg, personLegUrl, recordingRef } from './recording.js';
 import { CarrierError, type CarrierAccount, type CarrierAdapter, type CarrierCallEvent, type WebhookRequest } from './types.js';
 
 export const PLIVO_AUTH_ID = /^(MA|SA)[A-Z0-9]{18}$/;
@@ -35,6 +40,9 @@ const STATUS: Record<string, string> = {
   canceled: 'canceled',
 };
 
+/** Where Plivo serves recordings (`RecordUrl`). */
+const PLIVO_MEDIA_ORIGIN = 'https://media.plivo.com';
+
 function query(url: string): URLSearchParams {
   try {
     return new URL(url).searchParams;
@@ -48,6 +56,14 @@ export function createPlivoAdapter(config: () => Config): CarrierAdapter {
   const call = (a: CarrierAccount, method: 'POST' | 'DELETE', path: string, body?: Record<string, unknown>) =>
     carrierRequest({ method, url: `${base()}/v1/Account/${encodeURIComponent(a.accountSid)}${path}`, auth: { basic: [a.accountSid, a.authToken] }, body });
   const digits = (n: string) => n.replace(/^\+/, '');
+  /** Transfer and hand-off alike: the A leg fetches our `?doc=` document (answerEvent), which dials `to` and stops the stream. */
+  const redirectALeg = (a: CarrierAccount, sid: string, callbackBase: string, doc: 'transfer' | 'person', to: string, callerId: string) => {
+    const u = new URL(`${callbackBase}/events/plivo`);
+    u.searchParams.set('doc', doc);
+    u.searchParams.set('to', to);
+    u.searchParams.set('caller_id', callerId);
+    return call(a, 'POST', `/Call/${encodeURIComponent(sid)}/`, { legs: 'aleg', aleg_url: u.toString(), aleg_method: 'POST' });
+  };
   const documents: CarrierAdapter['documents'] = {
     contentType: 'text/xml',
     connect: (streamUrl, params) => xml.connectStream(withSessionQuery(streamUrl, params), params),
@@ -65,11 +81,12 @@ export function createPlivoAdapter(config: () => Config): CarrierAdapter {
     credentialFields: [
       { name: 'account_sid', secret: false, required: true, pattern: PLIVO_AUTH_ID },
       { name: 'auth_token', secret: true, required: true },
+      personUriField({ app: false }),
     ],
     detect: (sid) => PLIVO_AUTH_ID.test(sid),
     envAccount: (c) => {
       const e = c.carrierEnv;
-      return e.PLIVO_AUTH_ID && e.PLIVO_AUTH_TOKEN ? { carrier: 'plivo', accountSid: e.PLIVO_AUTH_ID, authToken: e.PLIVO_AUTH_TOKEN, extra: {} } : undefined;
+      return e.PLIVO_AUTH_ID && e.PLIVO_AUTH_TOKEN ? { carrier: 'plivo', accountSid: e.PLIVO_AUTH_ID, authToken: e.PLIVO_AUTH_TOKEN, extra: { person_uri: e.PLIVO_PERSON_URI ?? '' } } : undefined;
     },
     documents,
 
@@ -115,11 +132,32 @@ export function createPlivoAdapter(config: () => Config): CarrierAdapter {
     },
 
     async transfer(account, sid, req) {
-      const u = new URL(`${req.callbackBase}/events/plivo`);
-      u.searchParams.set('doc', 'transfer');
-      u.searchParams.set('to', req.toNumber);
-      u.searchParams.set('caller_id', req.callerId);
-      await call(account, 'POST', `/Call/${encodeURIComponent(sid)}/`, { legs: 'aleg', aleg_url: u.toString(), aleg_method: 'POST' });
+      await redirectALeg(account, sid, req.callbackBase, 'transfer', req.toNumber, req.callerId);
+    },
+
+    // Like a transfer: the A leg fetches `?doc=person` (signed URL, answered by answerEvent) and
+    // runs `<Record startOnDialAnswer>` + `<Dial><User>`, which stops the stream; the Dial action
+    // reports the end of the leg, the `<Record>` callback (marked `?leg=person`) its recording.
+    handoff: {
+      address: (account, identity) => personAddress(account, identity, 'sip:{identity}@phone.plivo.com'),
+      async dial(account, sid, req) {
+        await redirectALeg(account, sid, req.callbackBase, 'person', req.address, req.callerId);
+      },
+      recordingInCallback: true,
+    },
+
+    // Plivo's recording URLs (`RecordUrl`) are on its media host (`media.plivo.com/v1/Account/
+    // {auth_id}/Recording/...`, which asks for the account's basic auth when recording URL
+    // authentication is on) or, for older accounts, a public storage link. The Auth ID and token
+    // go only to Plivo's media host or the configured API base, and only for this account's path;
+    // any other link is fetched without credentials.
+    recordingRequest(account, url) {
+      const u = fetchableUrl(url);
+      if (!u) return undefined;
+      const plivoHost = u.origin === PLIVO_MEDIA_ORIGIN || u.origin === originOf(base());
+      const own = u.pathname.startsWith(`/v1/Account/${encodeURIComponent(account.accountSid)}/`);
+      const headers: Record<string, string> = plivoHost && own ? { authorization: authorization({ basic: [account.accountSid, account.authToken] }) } : {};
+      return { url: u.toString(), headers };
     },
 
     async startRecording(account, sid, callbackUrl) {
@@ -141,9 +179,13 @@ export function createPlivoAdapter(config: () => Config): CarrierAdapter {
       const p = req.params;
       const sid = p.CallUUID ?? '';
       const q = query(req.url);
-      if (q.get('doc') === 'transfer') return [{ kind: 'ignored', type: 'transfer_answer' }];
+      if (q.get('doc') === 'transfer' || q.get('doc') === 'person') return [{ kind: 'ignored', type: 'transfer_answer' }];
       if (p.DialStatus || p.DialAction) return p.DialAction === 'answer' ? [{ kind: 'ignored', type: 'dial_answer' }] : [{ kind: 'dial_complete', status: p.DialStatus || 'completed' }];
       if (p.Machine !== undefined) return [{ kind: 'amd', callSid: sid, answeredBy: p.Machine === 'true' ? 'machine_start' : 'human' }];
+      if (p.RecordUrl && isPersonLeg(req.url)) {
+        const ref = recordingRef(p.RecordUrl, p.RecordingID);
+        return ref ? [{ kind: 'leg_recording', recording: ref }] : [{ kind: 'ignored', type: 'recording' }];
+      }
       if (p.RecordUrl) return [{ kind: 'recording', callSid: sid, url: p.RecordUrl, sid: p.RecordingID ?? '' }];
       const status = STATUS[p.CallStatus ?? ''];
       if (status) {
@@ -166,6 +208,11 @@ export function createPlivoAdapter(config: () => Config): CarrierAdapter {
         return doc.replace('<Response>', `<Response>${xml.recordSession(events)}`);
       }
       if (q.get('doc') === 'transfer') return xml.dialTransfer({ toNumber: q.get('to') ?? '', callerId: q.get('caller_id') ?? '', actionUrl: req.url.split('?')[0]! });
+      if (q.get('doc') === 'person') {
+        const to = q.get('to') ?? '';
+        const events = req.url.split('?')[0]!;
+        return /^sips?:/.test(to) ? xml.dialUser({ uri: to, callerId: q.get('caller_id') ?? '', actionUrl: events, recordingCallbackUrl: personLegUrl(events) }) : xml.hangup();
+      }
       return undefined;
     },
   };

@@ -7,7 +7,9 @@
 import type { Config } from '../../../shared/config.js';
 import { verifySignature } from '../signature.js';
 import * as twiml from '../twiml.js';
-import { carrierRequest } from './http.js';
+import { authorization, carrierRequest, originOf } from './http.js';
+import { personAddress } from './person.js';
+import { fetchableUrl, recordingRef } from './recording.js';
 import { CarrierError, type CarrierAccount, type CarrierAdapter, type CarrierCallEvent, type CarrierCapabilities, type CarrierName, type CredentialField, type DialRequest, type WebhookRequest } from './types.js';
 
 export const TWIML_DOCUMENTS: CarrierAdapter['documents'] = {
@@ -45,8 +47,12 @@ export interface TwilioCompatibleOptions {
   signingKey(account: CarrierAccount | undefined, config: Config): string;
   /** Whether verification is on in this deployment. */
   verifyEnabled(config: Config): boolean;
-  /** `<Dial><Client>` to a person's client identity (portal hand-off): Twilio only. */
-  clientIdentities: boolean;
+  /**
+   * Who a portal hand-off dials (person.ts): `client`, the person's Voice SDK identity
+   * (`<Dial><Client>`, Twilio); `sip`, a SIP endpoint from the account's `person_uri` template or
+   * `sipDefault` (`<Dial><Sip>`, SignalWire's LaML, which has no `<Client>`).
+   */
+  person: { kind: 'client' } | { kind: 'sip'; sipDefault(account: CarrierAccount): string };
 }
 
 /** Twilio's REST API, TwiML and signatures, parameterized by base URL and signing key. */
@@ -105,9 +111,40 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
     transfer: (account, callSid, req) =>
       update(account, callSid, new URLSearchParams({ Twiml: twiml.dialTransfer({ toNumber: req.toNumber, callerId: req.callerId, actionUrl: req.actionUrl }) })),
 
-    dialClient: o.clientIdentities
-      ? (account, callSid, req) => update(account, callSid, new URLSearchParams({ Twiml: twiml.dialClient({ identity: req.identity, callerId: req.callerId, actionUrl: req.actionUrl }) }))
-      : undefined,
+    handoff: {
+      address: (account, identity) => {
+        const p = o.person;
+        return p.kind === 'client' ? `client:${identity}` : personAddress(account, identity, p.sipDefault(account));
+      },
+      // The new document stops the stream (the AI drops off) and bridges the person; the <Dial>
+      // action reports the end of that leg, as for a cold transfer.
+      dial: (account, callSid, req) => {
+        const doc = req.address.startsWith('client:')
+          ? twiml.dialClient({ identity: req.address.slice('client:'.length), callerId: req.callerId, actionUrl: req.actionUrl })
+          : twiml.dialSip({ uri: req.address, callerId: req.callerId, actionUrl: req.actionUrl });
+        return update(account, callSid, new URLSearchParams({ Twiml: doc }));
+      },
+      // `record-from-answer-dual` on the <Dial>: the <Dial action> names the recording (RecordingUrl).
+      recordingInCallback: false,
+    },
+
+    // Credentials only to the account's API host (Twilio's, or the SignalWire space): a URL
+    // elsewhere is not this account's recording. SignalWire serves recordings without auth too
+    // (long random URLs); the basic auth it gets is for its own host either way.
+    recordingRequest(account, url) {
+      const u = fetchableUrl(url);
+      let api: string;
+      try {
+        api = o.apiRoot(account, config());
+      } catch {
+        return undefined;
+      }
+      if (!u || u.origin !== originOf(api)) return undefined;
+      // The Recording resource answers metadata on Twilio without an extension (WAV on SignalWire);
+      // `.wav` is the audio on both (one channel per leg for a dual-channel recording).
+      if (!/\.(wav|mp3)$/i.test(u.pathname)) u.pathname += '.wav';
+      return { url: u.toString(), headers: { authorization: authorization({ basic: [account.accountSid, account.authToken] }) } };
+    },
 
     async startRecording(account, callSid, callbackUrl) {
       await post(account, `/Calls/${encodeURIComponent(callSid)}/Recordings.json`, new URLSearchParams({ RecordingStatusCallback: callbackUrl, RecordingStatusCallbackMethod: 'POST' }));
@@ -129,8 +166,9 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
       const p = req.params;
       const sid = p.CallSid ?? '';
       if (p.AnsweredBy) return [{ kind: 'amd', callSid: sid, answeredBy: p.AnsweredBy }];
+      // A `<Dial action>` carries the leg's recording too: it is the end of the leg first.
+      if (p.DialCallStatus) return [{ kind: 'dial_complete', status: p.DialCallStatus, recording: recordingRef(p.RecordingUrl, p.RecordingSid) }];
       if (p.RecordingUrl) return [{ kind: 'recording', callSid: sid, url: p.RecordingUrl, sid: p.RecordingSid ?? '' }];
-      if (p.DialCallStatus) return [{ kind: 'dial_complete', status: p.DialCallStatus }];
       if (p.CallStatus) {
         const d = Number(p.CallDuration);
         const s = Number(p.SequenceNumber);
@@ -158,7 +196,7 @@ export function createTwilioAdapter(config: () => Config): CarrierAdapter {
       signatureHeaders: ['x-twilio-signature'],
       signingKey: (a, c) => a?.authToken || c.twilioAuthToken || '',
       verifyEnabled: (c) => c.twilioVerifySignature,
-      clientIdentities: true,
+      person: { kind: 'client' },
     },
     config,
   );

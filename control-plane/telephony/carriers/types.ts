@@ -77,6 +77,40 @@ export interface TransferRequest {
   callbackBase: string;
 }
 
+/** What the person's leg is dialled with (the AI's stream stops when the carrier runs it). */
+export interface PersonDialRequest {
+  /** `PersonHandoff.address` of the person. */
+  address: string;
+  /** The agent's number (the person sees it). */
+  callerId: string;
+  /** `.../dial-complete` (document carriers' `<Dial action>`: the person's leg ended). */
+  actionUrl: string;
+  /** `${publicBase}/api/v1/telephony/calls/${callId}`: event carriers report the leg there. */
+  callbackBase: string;
+}
+
+/**
+ * How a carrier connects a live call to a person (issue 21's hand-off): the person's address on
+ * this account (`identity` is `human-<human agent id>`, the name the agent's softphone registers),
+ * then the dial that replaces the AI's stream with that leg.
+ */
+export interface PersonHandoff {
+  /**
+   * The person's address: the account's `person_uri` template (`{identity}` replaced), else the
+   * carrier's default; '' when this account has neither (the hand-off then fails cleanly).
+   */
+  address(account: CarrierAccount, identity: string): string;
+  dial(account: CarrierAccount, callSid: string, req: PersonDialRequest): Promise<void>;
+  /**
+   * Where the carrier names the recording of the person's leg (recorded in two channels, the
+   * caller's leg first): false, with the end of the leg (`dial_complete`'s `recording`: Twilio's
+   * and SignalWire's `<Dial action>`); true, in a callback of its own (`leg_recording`: Telnyx
+   * `call.recording.saved`, Plivo's `<Record>` callback, Vonage's `record` event), which may come
+   * after the call has left the registry.
+   */
+  readonly recordingInCallback: boolean;
+}
+
 /** A carrier webhook as received: verification needs the exact URL, headers and body. */
 export interface WebhookRequest {
   /** The URL the carrier requested (public base + path + query). */
@@ -96,6 +130,59 @@ export interface InboundCall {
   from: string;
   to: string;
   accountSid: string;
+  /**
+   * Event carriers only: this event ends a step of a call we answered without a stream
+   * (`answerInbound`'s `sayAndHangup` or `hold`) and came back to the inbound route. `hold`: a hold
+   * round's audio ended, the caller tries for a seat again as round `round` (the document
+   * carriers' `?hold=n`); `pauseOnly`: pause from now on (the hold audio could not be played, or
+   * was not used). `refused`: a refusal's message was spoken, the call is hung up. Absent: the
+   * call's first webhook (document carriers: every webhook).
+   */
+  step?: { kind: 'hold'; round: number; pauseOnly: boolean } | { kind: 'refused' };
+}
+
+/** How one hold round sounds (document carriers: `documents.hold`; event carriers: `answerInbound`). */
+export interface HoldRound {
+  /** Spoken first (the first round only). */
+  announce?: string;
+  /** The agent's hold audio (http(s), at most 2,048 characters), played once; absent: a pause. */
+  holdAudioUrl?: string;
+  /** The pause without hold audio. */
+  pauseS: number;
+}
+
+/** What an event carrier is asked to do with an inbound call (`answerInbound`). */
+export type InboundAction =
+  /** Answer with the stream (a call answered for hold: start the stream on it). */
+  | { connect: { streamUrl: string; params: DialRequest['streamParams']; callbackBase: string } }
+  /** Answer (unless answered), speak, and hang up once the speech has ended (`step: refused`). */
+  | { sayAndHangup: string }
+  /** Answer (unless answered) and play a hold round; its end comes back as `step: hold` with `nextRound`. */
+  | { hold: HoldRound & { nextRound: number } }
+  /** Hang up (a refusal's message has been spoken). */
+  | { hangup: true };
+
+/**
+ * A spoken step an event carrier is playing (a refusal or a hold round): the next step waits for
+ * the event at its end, which carries `state` (the carrier-held state the step set, as
+ * `callState` reads it back). `playS`: the longest its audio plays, when known (a pause: its
+ * length; speech: 0, the grace covers it); absent for hold audio of unknown length.
+ */
+export interface PendingStep {
+  state: string;
+  playS?: number;
+}
+
+/** A recording a carrier callback named: its URL (at most 2,048 characters) and id (at most 64). */
+export interface CarrierRecording {
+  url: string;
+  sid: string;
+}
+
+/** How a recording is downloaded: the media URL and the headers (credentials) it needs. */
+export interface RecordingRequest {
+  url: string;
+  headers: Record<string, string>;
 }
 
 /** Carrier callbacks normalized to ours (each handled like the Twilio form callbacks). */
@@ -103,7 +190,10 @@ export type CarrierCallEvent =
   | { kind: 'status'; callSid: string; status: string; durationS?: number; sequence?: number }
   | { kind: 'amd'; callSid: string; answeredBy: string }
   | { kind: 'recording'; callSid: string; url: string; sid: string }
-  | { kind: 'dial_complete'; status: string }
+  /** `recording`: the dialed leg's recording, when the carrier names it with the leg's end. */
+  | { kind: 'dial_complete'; status: string; recording?: CarrierRecording }
+  /** The person's leg's recording, named in a callback of its own (`PersonHandoff.recordingInCallback`). */
+  | { kind: 'leg_recording'; recording: CarrierRecording }
   /**
    * The media stream ended while the call goes on (event carriers: closing our socket does not end
    * the call as `<Hangup/>` after `<Connect>` does): the call is hung up unless it was transferred.
@@ -120,9 +210,10 @@ export type CarrierCallEvent =
  */
 export interface CallDocuments {
   contentType: string;
-  connect(streamUrl: string, params: DialRequest['streamParams']): string;
+  /** `account`: the call's resolved account, for carrier settings of the stream (Vonage's sample rate). */
+  connect(streamUrl: string, params: DialRequest['streamParams'], account?: CarrierAccount): string;
   sayAndHangup(text: string): string;
-  hold(opts: { announce?: string; holdAudioUrl?: string; pauseS: number; redirectUrl: string }): string;
+  hold(opts: HoldRound & { redirectUrl: string }): string;
   hangup(): string;
   /** The answer to a callback that expects no document. */
   empty(): string;
@@ -149,10 +240,18 @@ export interface CarrierAdapter {
   hangup(account: CarrierAccount, callSid: string): Promise<void>;
   transfer(account: CarrierAccount, callSid: string, req: TransferRequest): Promise<void>;
   /**
-   * Hands the call to a person's client identity (issue 21 hand-off: Twilio-compatible
-   * `<Dial><Client>`); absent: the carrier cannot, and hand-off is refused for its calls.
+   * Hand-off to a person on the agent portal (issue 21, on every carrier that can: person.ts);
+   * absent: the carrier cannot (Exotel), and hand-off fails cleanly for its calls.
    */
-  dialClient?(account: CarrierAccount, callSid: string, req: { identity: string; callerId: string; actionUrl: string }): Promise<void>;
+  readonly handoff?: PersonHandoff;
+  /**
+   * How to download a recording this carrier named in a callback: the media URL and the headers.
+   * The carrier's credentials go only to a host of that carrier that serves this account's
+   * recordings (each adapter writes its rule down; docs/portal.md "Transcript of the human
+   * segment"); undefined when `url` is one this carrier's recordings cannot be at (no request is
+   * made) or the carrier has no recording download here.
+   */
+  recordingRequest?(account: CarrierAccount, url: string): RecordingRequest | undefined | Promise<RecordingRequest | undefined>;
   /** Starts recording a live call (carriers where recording is not a dial option). */
   startRecording?(account: CarrierAccount, callSid: string, callbackUrl: string): Promise<void>;
   /**
@@ -174,10 +273,19 @@ export interface CarrierAdapter {
   /** Document carriers: their documents. */
   readonly documents: CallDocuments;
   /**
-   * Event carriers: answers an inbound call and starts its stream by REST (the webhook itself is
-   * answered with `documents.empty()`); refusals speak and hang up by REST too.
+   * Event carriers: acts on an inbound call by REST (the webhook itself is answered with
+   * `documents.empty()`): answers it with its stream, or answers it to speak a refusal or play a
+   * hold round, whose end comes back to the inbound route as an event (`parseInbound`'s `step`).
+   * A call with a `step` was answered by an earlier action. Answers the spoken step it started,
+   * if any (the inbound handler bounds its wait for the end event with a deadline job).
    */
-  answerInbound?(account: CarrierAccount, callSid: string, action: { connect: { streamUrl: string; params: DialRequest['streamParams']; callbackBase: string } } | { sayAndHangup: string }): Promise<void>;
+  answerInbound?(account: CarrierAccount, call: InboundCall, action: InboundAction): Promise<PendingStep | undefined>;
+  /**
+   * Event carriers with `answerInbound`: whether the call is still up and the state it holds (a
+   * `PendingStep.state` while that step has not moved on); undefined when the carrier no longer
+   * knows the call. Read by the step deadline (inbound-deadline.ts).
+   */
+  callState?(account: CarrierAccount, callSid: string): Promise<{ alive: boolean; state: string } | undefined>;
 }
 
 /** The carrier refused (`status` = its HTTP status, `code` its error code) or was unreachable (`status` 0). */

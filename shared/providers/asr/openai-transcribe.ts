@@ -17,6 +17,7 @@ import { encodeWav } from '../audio/wav.js';
 import { ProviderError } from '../errors.js';
 import { MULAW_DECODE_TABLE } from '../tts/pcm-bytes.js';
 import type { AsrEvent, AsrProvider, AsrStream, AsrStreamOptions } from '../types.js';
+import { DEFAULT_VOICED_RMS, rms } from '../audio/level.js';
 
 export interface OpenAiTranscribeOptions extends HttpAdapterOptions {
   /** Empty: no Authorization header (self-hosted servers). */
@@ -99,7 +100,7 @@ class TranscribeStream implements AsrStream {
     if (frame instanceof Int16Array) pcm = frame.slice();
     else if (this.mulaw) pcm = Int16Array.from(frame, (b) => MULAW_DECODE_TABLE[b]!);
     else pcm = new Int16Array(frame.buffer.slice(frame.byteOffset, frame.byteOffset + (frame.byteLength & ~1)));
-    if (!this.voiced && rms(pcm) >= (this.o.voicedRms ?? 300)) this.voiced = true;
+    if (!this.voiced && rms(pcm) >= (this.o.voicedRms ?? DEFAULT_VOICED_RMS)) this.voiced = true;
     this.frames.push(pcm);
     this.samples += pcm.length;
     // Overflow policy: drop the oldest audio (the pre-roll before speech; the start of a very long utterance).
@@ -242,10 +243,4 @@ class TranscribeStream implements AsrStream {
     if (!this.done()) return;
     for (const w of this.waiters.splice(0)) w({ value: undefined, done: true });
   }
-}
-
-function rms(pcm: Int16Array): number {
-  let acc = 0;
-  for (let i = 0; i < pcm.length; i++) acc += pcm[i]! * pcm[i]!;
-  return Math.sqrt(acc / Math.max(1, pcm.length));
 }

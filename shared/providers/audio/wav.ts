@@ -1,8 +1,10 @@
 /**
  * RIFF/WAVE for 16-bit PCM mono: what Flite writes and what OpenAI-compatible transcription
  * servers read. Parsing walks the chunk list (a `LIST` chunk may sit before `data`), so a header
- * longer than the canonical 44 bytes is read correctly.
+ * longer than the canonical 44 bytes is read correctly. `parseWavChannels` also reads what carriers
+ * serve as call recordings: 16-bit PCM or G.711 mu-law, mono or dual-channel (one channel per leg).
  */
+import { MULAW_DECODE_TABLE } from '../tts/pcm-bytes.js';
 
 export interface WavPcm {
   samples: Int16Array;
@@ -34,34 +36,62 @@ export function encodeWav(samples: Int16Array, sampleRateHz: number): Uint8Array
   return out;
 }
 
-/** Parses a 16-bit PCM mono WAV; throws a RangeError naming what is wrong otherwise. */
+/** Parses a mono WAV (16-bit PCM or mu-law); throws a RangeError naming what is wrong otherwise. */
 export function parseWav(bytes: Uint8Array): WavPcm {
+  const { channels, sampleRateHz } = parseWavChannels(bytes);
+  if (channels.length !== 1) throw new RangeError(`unsupported WAV: ${channels.length} channels (want mono)`);
+  return { samples: channels[0]!, sampleRateHz };
+}
+
+export interface WavChannels {
+  /** One PCM array per channel, de-interleaved (channel 1 first). */
+  channels: Int16Array[];
+  sampleRateHz: number;
+}
+
+const WAVE_PCM = 1;
+const WAVE_MULAW = 7;
+const WAVE_EXTENSIBLE = 0xfffe;
+
+/**
+ * Parses a 16-bit PCM or 8-bit mu-law WAV of 1 or 2 channels into PCM per channel (mu-law through
+ * the shared G.711 table). Throws a RangeError naming what is wrong otherwise.
+ */
+export function parseWavChannels(bytes: Uint8Array): WavChannels {
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const tag = (at: number) => String.fromCharCode(bytes[at]!, bytes[at + 1]!, bytes[at + 2]!, bytes[at + 3]!);
   if (bytes.byteLength < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new RangeError('not a RIFF/WAVE file');
   let at = 12;
-  let rate = 0;
+  let fmt: { format: number; channels: number; rate: number; bits: number } | undefined;
   while (at + 8 <= bytes.byteLength) {
     const id = tag(at);
     const size = v.getUint32(at + 4, true);
     const body = at + 8;
     if (id === 'fmt ') {
       if (size < 16 || body + 16 > bytes.byteLength) throw new RangeError('short fmt chunk');
-      const format = v.getUint16(body, true);
-      const channels = v.getUint16(body + 2, true);
-      const bits = v.getUint16(body + 14, true);
-      if (format !== 1 || channels !== 1 || bits !== 16) throw new RangeError(`unsupported WAV format ${format}/${channels}ch/${bits}bit (want PCM mono 16-bit)`);
-      rate = v.getUint32(body + 4, true);
+      let format = v.getUint16(body, true);
+      // WAVE_FORMAT_EXTENSIBLE: the real format is the first two bytes of the sub-format GUID.
+      if (format === WAVE_EXTENSIBLE && size >= 40 && body + 26 <= bytes.byteLength) format = v.getUint16(body + 24, true);
+      fmt = { format, channels: v.getUint16(body + 2, true), rate: v.getUint32(body + 4, true), bits: v.getUint16(body + 14, true) };
+      const ok = (fmt.format === WAVE_PCM && fmt.bits === 16) || (fmt.format === WAVE_MULAW && fmt.bits === 8);
+      if (!ok || fmt.channels < 1 || fmt.channels > 2 || !fmt.rate) {
+        throw new RangeError(`unsupported WAV format ${fmt.format}/${fmt.channels}ch/${fmt.bits}bit (want 16-bit PCM or mu-law, 1 or 2 channels)`);
+      }
     } else if (id === 'data') {
-      if (!rate) throw new RangeError('data chunk before fmt chunk');
-      // Some writers leave the size at 0 or 0xffffffff when streaming: take what is there.
+      if (!fmt) throw new RangeError('data chunk before fmt chunk');
       const end = Math.min(bytes.byteLength, size > 0 && size !== 0xffffffff ? body + size : bytes.byteLength);
-      const n = (end - body) >> 1;
-      const samples = new Int16Array(n);
-      for (let i = 0; i < n; i++) samples[i] = v.getInt16(body + 2 * i, true);
-      return { samples, sampleRateHz: rate };
+      const bytesPerSample = fmt.bits / 8;
+      const frames = Math.floor((end - body) / (bytesPerSample * fmt.channels));
+      const channels = Array.from({ length: fmt.channels }, () => new Int16Array(frames));
+      for (let i = 0; i < frames; i++) {
+        for (let c = 0; c < fmt.channels; c++) {
+          const p = body + (i * fmt.channels + c) * bytesPerSample;
+          channels[c]![i] = bytesPerSample === 2 ? v.getInt16(p, true) : MULAW_DECODE_TABLE[bytes[p]!]!;
+        }
+      }
+      return { channels, sampleRateHz: fmt.rate };
     }
-    at = body + size + (size & 1); // chunks are word-aligned
+    at = body + size + (size & 1);
   }
   throw new RangeError('no data chunk');
 }

@@ -1,6 +1,7 @@
 /**
  * Carrier adapters without a network: Telnyx Ed25519 webhook verification (valid, forged key,
- * tampered body, stale timestamp), Telnyx events normalized to ours, SignalWire signatures with
+ * tampered body, stale timestamp), Telnyx events normalized to ours (and the end events of a
+ * refusal's speech or a hold round, read back from our client_state), SignalWire signatures with
  * the signing key (not the API token), detection of each carrier from its credentials' shapes,
  * and the masked view of secrets.
  */
@@ -82,6 +83,35 @@ describe('telnyx events', () => {
     expect(telnyx.parseInbound(hook({ data: { event_type: 'call.initiated', payload: { direction: 'outgoing' } } }))).toBeUndefined();
     expect(telnyx.parseInbound(hook({ data: { event_type: 'call.hangup', payload: {} } }))).toBeUndefined();
     expect(telnyx.parseInbound(hook('garbage'))).toBeUndefined();
+  });
+
+  // The end of a refusal's speech or of a hold round's audio, back on the inbound route: the step
+  // and the numbers come from our client_state (these events carry none), bounded at the edge.
+  const state = (o: Record<string, unknown>) => Buffer.from(JSON.stringify(o)).toString('base64');
+  const step = (event_type: string, payload: Record<string, unknown>) =>
+    telnyx.parseInbound(hook({ data: { event_type, payload: { call_control_id: 'v3:z', connection_id: 'c', ...payload } } }));
+  const who = { t: '+14155550100', f: '+14155550199' };
+  const call = { callSid: 'v3:z', from: '+14155550199', to: '+14155550100', accountSid: 'c' };
+  it.each([
+    ['call.speak.ended', { status: 'completed', client_state: state({ s: 'r', ...who }) }, { ...call, step: { kind: 'refused' } }],
+    ['call.speak.ended', { status: 'cancelled_amd', client_state: state({ s: 'r', ...who }) }, { ...call, step: { kind: 'refused' } }],
+    ['call.speak.ended', { status: 'call_hangup', client_state: state({ s: 'r', ...who }) }, undefined],
+    // The announcement's speech ends with the round's state in force: only the playback counts.
+    ['call.speak.ended', { status: 'completed', client_state: state({ s: 'h', n: 1, ...who }) }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'h', n: 3, ...who }) }, { ...call, step: { kind: 'hold', round: 3, pauseOnly: false } }],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'h', n: 3, p: 1, ...who }) }, { ...call, step: { kind: 'hold', round: 3, pauseOnly: true } }],
+    ['call.playback.ended', { status: 'file_not_found', client_state: state({ s: 'h', n: 2, ...who }) }, { ...call, step: { kind: 'hold', round: 2, pauseOnly: true } }],
+    ['call.playback.ended', { status: 'call_hangup', client_state: state({ s: 'h', n: 2, ...who }) }, undefined],
+    ['call.playback.ended', { status: 'cancelled', client_state: state({ s: 'h', n: 2, ...who }) }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'r', ...who }) }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'h', n: 1e9, ...who }) }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'h', n: 1.5, ...who }) }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: state({ s: 'h', n: 1, t: '+1'.repeat(20), f: 7 }) }, { ...call, from: '', to: '', step: { kind: 'hold', round: 1, pauseOnly: false } }],
+    ['call.playback.ended', { status: 'completed', client_state: 'not base64 json' }, undefined],
+    ['call.playback.ended', { status: 'completed', client_state: 'A'.repeat(2000) }, undefined],
+    ['call.playback.ended', { status: 'completed' }, undefined],
+  ])('inbound step: %s %j', (type, payload, expected) => {
+    expect(step(type, payload)).toEqual(expected);
   });
 });
 

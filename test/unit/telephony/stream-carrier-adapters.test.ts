@@ -84,9 +84,14 @@ describe('Vonage adapter', () => {
   const secret = 'sig-secret-0123456789abcdef';
   const account: CarrierAccount = { carrier: 'vonage', accountSid: 'abcd1234', authToken: secret, extra: { application_id: 'app-1', private_key: '' } };
 
-  it('connects a 16 kHz websocket with our headers', () => {
-    const ncco = JSON.parse(vonage.documents.connect('wss://node/api/v1/voice/ws/vonage/U1', PARAMS));
-    expect(ncco).toEqual([{ action: 'connect', endpoint: [{ type: 'websocket', uri: 'wss://node/api/v1/voice/ws/vonage/U1?session_id=s-1&agent_id=a-1&call_id=c-1', 'content-type': 'audio/l16;rate=16000', headers: PARAMS }] }]);
+  it('connects a websocket with our headers: 8 kHz by default, 16 kHz when the account asks for it', () => {
+    const connect = (a?: CarrierAccount) => JSON.parse(vonage.documents.connect('wss://node/api/v1/voice/ws/vonage/U1', PARAMS, a));
+    expect(connect()).toEqual([{ action: 'connect', endpoint: [{ type: 'websocket', uri: 'wss://node/api/v1/voice/ws/vonage/U1?session_id=s-1&agent_id=a-1&call_id=c-1', 'content-type': 'audio/l16;rate=8000', headers: PARAMS }] }]);
+    expect(connect(account)[0].endpoint[0]['content-type']).toBe('audio/l16;rate=8000');
+    expect(connect({ ...account, extra: { ...account.extra, sample_rate_hz: '16000' } })[0].endpoint[0]['content-type']).toBe('audio/l16;rate=16000');
+    // The deployment's setting reaches the environment account.
+    expect(createVonageAdapter(() => cfg).envAccount(config({ VONAGE_API_KEY: 'abcd1234', VONAGE_SIGNATURE_SECRET: 's', VONAGE_SAMPLE_RATE_HZ: '16000' }))?.extra.sample_rate_hz).toBe('16000');
+    expect(vonage.credentialFields.find((f) => f.name === 'sample_rate_hz')?.pattern?.test('24000')).toBe(false);
     const hold = JSON.parse(vonage.documents.hold({ announce: 'please hold', pauseS: 10, redirectUrl: 'https://cp/api/v1/telephony/calls/inbound/vonage?hold=1' }));
     expect(hold.map((a: { action: string }) => a.action)).toEqual(['talk', 'input']);
     expect(hold[1].eventUrl).toEqual(['https://cp/api/v1/telephony/calls/inbound/vonage?hold=1']);
