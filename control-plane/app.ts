@@ -13,7 +13,7 @@ import type { ControlPlaneDeps, Domain } from './domain.js';
 import { createAccountsDomain, type AccountsDomain } from './accounts/index.js';
 import { createAgentsDomain, type AgentsDomain } from './agents/index.js';
 import { createVoiceDomain, type VoiceDomain } from './voice/index.js';
-import { createTelephonyDomain, type TelephonyDomain } from './telephony/index.js';
+import { createTelephonyDomain, type TelephonyDomain, type TelephonyOptions } from './telephony/index.js';
 import { createCarrierAdapters } from './telephony/carriers/index.js';
 import { createCarrierAccounts } from './telephony/carrier-accounts.js';
 import { createConversationsDomain, type ConversationsDomain } from './conversations/index.js';
@@ -75,6 +75,8 @@ export interface ControlPlane {
   abandoned: AbandonedSweeper;
   /** Finalizes the calls of engine nodes that died (`node_lost`; docs/operations.md). */
   nodeSweeper: NodeSweeper;
+  /** From now on `/ready` answers 503 (SIGTERM: before the engine's drain and the request drain). */
+  markDraining(): void;
   /** `graceMs`: requests in flight may finish first (SIGTERM; `RunningServer.close`). */
   close(opts?: { graceMs?: number }): Promise<void>;
 }
@@ -112,6 +114,8 @@ export interface ControlPlaneOptions {
   consoleDir?: string;
   /** Human agent portal: presence clock and rate-limit tuning (tests). */
   portal?: PortalOptions;
+  /** Telephony tuning: hold rounds, step deadlines (tests shorten them). Default: the domain's defaults. */
+  telephony?: TelephonyOptions;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -160,7 +164,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   // Every ended conversation is debited once, in the outbox transaction (BILLING_ENABLED).
   const billing = await createBillingDomain({ ...deps, auth: accounts.auth, jobs });
   postCall.on(billing.onConversationEnded);
-  const health: Domain = { services: [{ service: HealthService, impl: createHealthService(deps) }], routes: healthRoutes };
+  let draining = false;
+  const health: Domain = { services: [{ service: HealthService, impl: createHealthService({ ...deps, draining: () => draining }) }], routes: healthRoutes };
   // Carrier callbacks (final status, AMD verdict, recording) land on the call's conversation too.
   const annotator = createAnnotator(deps);
   // Created after telephony (it dials through it); the hook reaches it once it exists.
@@ -184,6 +189,14 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     onCallEvent,
     carriers: carrierAdapters,
     workspaceCarriers: (ws) => carrierAccounts.resolve(ws),
+    outbound,
+    jobs,
+    options: opts.telephony,
+    // A hand-off's recording named after its call ended (Telnyx, Plivo, Vonage) reaches the portal's transcript.
+    lateRecordings: {
+      awaiting: async (callId) => portal?.transcriber.awaiting(callId),
+      arrived: async (callId, carrier, recording) => portal?.transcriber.arrived(callId, carrier, recording),
+    },
   });
   let listeningBase = '';
   campaigns = createCampaignsDomain({
@@ -209,6 +222,9 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
       liveConfig: (agentId) => agents.liveConfig(agentId),
       liveCall: (callId) => telephony.calls.get(callId),
       dialClient: (callId, identity) => telephony.dialClient(callId, identity, listeningBase),
+      fetchRecording: (ref, signal) => telephony.fetchRecording(ref, signal),
+      outbound,
+      canHandOff: (callId) => telephony.canHandOff(callId),
     },
     opts.portal,
   );
@@ -247,6 +263,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     endLostCall: (callId, reason) => telephony.endLostCall(callId, reason),
   });
   await jobs.work('ops.node-sweep', (job) => nodeSweeper.run(job), { concurrency: 1 });
+  // Inbound calls on event carriers whose spoken step (refusal, hold round) never ended.
+  await jobs.work('telephony.step-deadline', async (job) => void (await telephony.runStepDeadline(job.data)), { concurrency: 2 });
   await nodeSweeper.kick();
   let closed = false;
   return {
@@ -273,9 +291,13 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     postCall,
     abandoned,
     nodeSweeper,
+    markDraining() {
+      draining = true;
+    },
     async close(closeOpts = {}) {
       if (closed) return;
       closed = true;
+      draining = true;
       await server.close(closeOpts);
       await grpcServer?.close();
       annotator.close();

@@ -42,6 +42,7 @@ export async function startInfra(config: Config, logger: Logger, clock: Clock, o
       max: 10,
       statementTimeoutMs: config.dbStatementTimeoutMs,
       acquireTimeoutMs: config.dbAcquireTimeoutMs,
+      pipelineDepth: config.dbPipelineDepth,
       connectTimeoutMs: config.dbConnectTimeoutMs,
     });
     closers.push(() => sql.end({ timeout: 5 }));

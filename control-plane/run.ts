@@ -9,7 +9,7 @@ import { realClock } from '../shared/clock.js';
 import type { Config } from '../shared/config.js';
 import type { MainContext } from '../shared/run-main.js';
 import type { TranscriptBus } from '../shared/records/bus.js';
-import { startControlPlane } from './app.js';
+import { startControlPlane, type ControlPlaneOptions } from './app.js';
 import { startInfra, type Infra } from './infra.js';
 import { ensureDemoOrgKey, seedDemo } from './seed.js';
 
@@ -35,7 +35,11 @@ export interface Attached {
  */
 export type Attach = (ctx: MainContext, config: Config, infra: Infra) => Promise<Attached>;
 
-export async function runControlPlane(ctx: MainContext, attach?: Attach): Promise<void> {
+/**
+ * `options`: tuning of the control plane's parts (job polling, dialer timings), which production
+ * leaves at their defaults; test entries pass it to run this same start and shutdown faster.
+ */
+export async function runControlPlane(ctx: MainContext, attach?: Attach, options: Omit<ControlPlaneOptions, 'bus'> = {}): Promise<void> {
   const { logger } = ctx;
   const config = await ensureDemoOrgKey(ctx.config, logger);
   const infra = await startInfra(config, logger, realClock);
@@ -43,13 +47,21 @@ export async function runControlPlane(ctx: MainContext, attach?: Attach): Promis
   await ctx.checkpoint();
   const attached = attach ? await attach(ctx, config, infra) : {};
   await ctx.checkpoint();
-  const cp = await startControlPlane({ config, logger, clock: realClock, ...infra }, { bus: attached.bus });
+  const cp = await startControlPlane({ config, logger, clock: realClock, ...infra }, { ...options, bus: attached.bus });
   // SIGTERM: requests in flight get up to 10 s to finish (jobs get their own 10 s in jobs.close()).
   ctx.onClose((signal) => cp.close(signal === 'SIGTERM' ? { graceMs: REQUEST_DRAIN_MS } : undefined));
   // Registered after the API's closer, so it runs before it (closers run in reverse).
   if (attached.beforeApiClose) ctx.onClose(attached.beforeApiClose);
+  // Registered last, so it runs first: `/ready` fails for the whole drain (engine calls, then requests).
+  ctx.onClose(async (signal) => {
+    if (signal === 'SIGTERM') cp.markDraining();
+  });
   ctx.started();
   await ctx.checkpoint();
-  logger.info({ port: cp.port, grpcPort: cp.grpcPort, engine: attached.enginePort, embeddedDb: infra.embeddedDb, registry: infra.registry.kind }, 'control plane listening');
+  // dialerOwner: the id this process writes into `campaigns.dialer_owner` while it dials a campaign.
+  logger.info(
+    { port: cp.port, grpcPort: cp.grpcPort, engine: attached.enginePort, embeddedDb: infra.embeddedDb, registry: infra.registry.kind, dialerOwner: cp.campaigns.dialer.owner },
+    'control plane listening',
+  );
   if (config.seedDemo) await seedDemo(config, cp.port, logger);
 }

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { parseAllowCidrs } from './outbound/policy.js';
-import { isSentinelUrl, parseSentinelUrl } from './registry/redis/clients.js';
+import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl } from './registry/redis/urls.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type Role = 'all' | 'control-plane' | 'media-engine';
@@ -103,6 +103,8 @@ export interface Config {
   dbStatementTimeoutMs: number;
   /** Longest a query waits for a free pool connection before answering 503. Default 2000 ms. */
   dbAcquireTimeoutMs: number;
+  /** DB_PIPELINE_DEPTH: single statements admitted per pool connection (postgres.js pipelines them). Default 2; 1 = one per connection. */
+  dbPipelineDepth: number;
   /** Longest a new Postgres connection may take to open. Default 3000 ms. */
   dbConnectTimeoutMs: number;
   /** Longest a registry (Redis) command may take before answering 503. Default 1000 ms. */
@@ -212,14 +214,23 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return v;
 }
 
-/** REDIS_URL: one server (`redis://`, `rediss://`) or Sentinel (`redis+sentinel://h:p,h:p/name`). */
+/**
+ * REDIS_URL: one server (`redis://`, `rediss://`), Sentinel (`redis+sentinel://h:p,h:p/name`) or
+ * Cluster (`redis+cluster://h:p,h:p`).
+ */
 function redisUrl(env: Env): string | undefined {
   const v = str(env, 'REDIS_URL');
-  if (v === undefined || !isSentinelUrl(v)) return url(env, 'REDIS_URL', ['redis:', 'rediss:', 'redis+sentinel:', 'rediss+sentinel:']);
+  if (v !== undefined && isSentinelUrl(v)) return multiHostUrl(v, 'Sentinel', parseSentinelUrl);
+  if (v !== undefined && isClusterUrl(v)) return multiHostUrl(v, 'Cluster', parseClusterUrl);
+  // Sentinel and Cluster URLs were taken above; a malformed one (`redis+cluster:/x`) is refused here.
+  return url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+}
+
+function multiHostUrl(v: string, kind: string, parse: (url: string) => unknown): string {
   try {
-    parseSentinelUrl(v);
+    parse(v);
   } catch (e) {
-    throw new ConfigError('REDIS_URL', `is not a usable Sentinel URL: ${(e as Error).message}`);
+    throw new ConfigError('REDIS_URL', `is not a usable ${kind} URL: ${(e as Error).message}`);
   }
   return v;
 }
@@ -297,6 +308,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     connectorsDashboardUrl: url(env, 'CONNECTORS_DASHBOARD_URL', ['http:', 'https:']) ?? `${publicBaseUrl}/dashboard/connectors`,
     dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2000, 10, 60_000),
+    dbPipelineDepth: int(env, 'DB_PIPELINE_DEPTH', 2, 1, 16),
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 10, 60_000),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 4000, 100, 600_000),

@@ -12,7 +12,14 @@ export const VERSION = '0.1.0';
  */
 export const READY_CHECK_TIMEOUT_MS = 1000;
 
-export function createHealthService(deps: { sql: Sql; registry: Registry }): ServiceImpl<typeof HealthService> {
+export interface HealthDeps {
+  sql: Sql;
+  registry: Registry;
+  /** True from SIGTERM on: `/ready` answers 503 so load balancers stop sending while requests drain. */
+  draining?: () => boolean;
+}
+
+export function createHealthService(deps: HealthDeps): ServiceImpl<typeof HealthService> {
   return {
     live() {
       return { status: 'ok', service: 'control-plane', version: VERSION, checks: {} };
@@ -22,6 +29,9 @@ export function createHealthService(deps: { sql: Sql; registry: Registry }): Ser
      * Retry-After); `database_pool` shows the pool gate (`in_flight/max`, queued, refused).
      */
     async ready() {
+      if (deps.draining?.()) {
+        throw new AppError('SERVICE_UNAVAILABLE', 'not ready: shutting down (draining)', { retryAfterS: 1, details: [{ field: 'server', problem: 'draining' }] });
+      }
       const [database, registry] = await Promise.all([
         probe(() => deps.sql`select 1`),
         probe(() => deps.registry.nodes.listNodes()),

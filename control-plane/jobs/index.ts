@@ -68,6 +68,11 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   'portal.presence-sweep': { retryLimit: 1, retryDelaySeconds: 2, retryBackoff: false, expireInSeconds: 60 },
   // A caller is waiting on the line: quick retries, then the AI keeps the call.
   'portal.handoff': { retryLimit: 2, retryDelaySeconds: 1, retryBackoff: false, expireInSeconds: 30 },
+  // A carrier recording is often not downloadable for a few seconds after the leg ends (404):
+  // 4 retries over ~75 s (5 s doubling), inside the call.completed hold; then `failed`.
+  'portal.transcribe': { retryLimit: 4, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 600 },
+  // A caller may be on a silent line: quick retries while the carrier is unreachable (~75 s).
+  'telephony.step-deadline': { retryLimit: 4, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
 };
 
 export interface EnqueueOptions {

@@ -66,6 +66,14 @@ export interface JobPayloads {
   'portal.presence-sweep': { tick: 'presence' };
   /** An engine asked to hand a carrier call to a portal agent (control-plane/portal/handoff.ts); keyed by call. */
   'portal.handoff': { call_id: string };
+  /** Transcribes the recording of one hand-off's human segment (control-plane/portal/transcribe.ts); keyed by hand-off. */
+  'portal.transcribe': { handoff_id: string };
+  /**
+   * The deadline of one spoken step (refusal, hold round) of an inbound call on an event carrier
+   * (control-plane/telephony/inbound-deadline.ts): hangs the call up if the carrier still holds
+   * the step's `state`. No registry record exists for such a call, so the payload names it.
+   */
+  'telephony.step-deadline': { carrier: string; call_sid: string; agent_id: string; state: string };
 }
 
 export type JobName = keyof JobPayloads;

@@ -27,7 +27,7 @@ export type VoiceDomainDeps = Pick<ControlPlaneDeps, 'registry' | 'clock' | 'log
   Partial<ControlPlaneDeps> & {
     /** The agents domain's `liveConfig`: NOT_FOUND for an unknown agent, CONFLICT when never published. */
     liveConfig: (agentId: string, signal?: AbortSignal) => Promise<LiveAgentConfig | undefined | null>;
-  } & Pick<VoiceSessionsDeps, 'connectWindowMs' | 'commandTimeoutMs' | 'prewarmTimeoutMs' | 'liveConnections'>;
+  } & Pick<VoiceSessionsDeps, 'connectWindowMs' | 'commandTimeoutMs' | 'prewarmTimeoutMs' | 'liveConnections' | 'nodeListTtlMs'>;
 
 export function createVoiceDomain(deps: VoiceDomainDeps): VoiceDomain {
   const sessions = createVoiceSessions(deps);

@@ -6,11 +6,13 @@ import { AppError, type ErrorCode, invalid, notFound } from '../../shared/errors
 import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { type EngineNode, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { boundConnectionIds, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
 import { CONNECT_WINDOW_MS, MAX_TEXT_CHARS } from './capabilities.js';
+import { Placements } from './placements.js';
+import { purgeUnclaimed } from './purge.js';
 
 export interface VoiceSessionsDeps {
   registry: Registry;
@@ -26,7 +28,18 @@ export interface VoiceSessionsDeps {
   commandTimeoutMs?: number;
   /** How long a prewarm command may stay in flight (nobody waits on it). Default 2000. */
   prewarmTimeoutMs?: number;
+  /** How long one listing of the engine nodes serves session starts. Default NODE_LIST_TTL_MS; 0 lists per start. */
+  nodeListTtlMs?: number;
 }
+
+/**
+ * One listing of the engine nodes (two registry round trips and a parse of every node record)
+ * serves the session starts of the next 250 ms instead of each start making its own: heartbeats
+ * come every 2 s, so the list is not staler than the loads in it, and this replica's own placements
+ * are added to the loads meanwhile (placements.ts). A node that starts draining or leaves publishes
+ * ENGINE_NODES_TOPIC, which drops the listing at once on every replica.
+ */
+export const NODE_LIST_TTL_MS = 250;
 
 export interface StartedSession {
   session_id: string;
@@ -65,20 +78,34 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   const prewarmTimeoutMs = deps.prewarmTimeoutMs ?? 2000;
   const log = deps.logger.child({ domain: 'voice' });
   const prewarms = new Set<Promise<void>>();
-  // Sessions this replica placed on a node since that node's last heartbeat: heartbeats lag, and
-  // without this a burst of starts (a campaign) would all land on the same "least-loaded" node.
-  const placed = new Map<string, { heartbeatMs: number; count: number }>();
+  const placements = new Placements();
   let closed = false;
+  const nodeListTtlMs = deps.nodeListTtlMs ?? NODE_LIST_TTL_MS;
+  let nodeList: { atMs: number; nodes: Promise<EngineNode[]> } | undefined;
+  const unsubscribe = deps.registry.invalidations
+    .subscribe((topic) => {
+      if (topic === ENGINE_NODES_TOPIC || topic === FLUSH_ALL) nodeList = undefined;
+    })
+    .catch((err: Error) => {
+      log.warn({ err }, 'engine node changes not subscribed: node listings expire after their TTL only');
+      return async () => {};
+    });
 
-  function effectiveLoad(n: EngineNode): EngineNode {
-    const p = placed.get(n.nodeId);
-    return p && p.heartbeatMs === n.updatedAtMs ? { ...n, load: n.load + p.count } : n;
-  }
-
-  function notePlaced(n: EngineNode): void {
-    const p = placed.get(n.nodeId);
-    if (p && p.heartbeatMs === n.updatedAtMs) p.count++;
-    else placed.set(n.nodeId, { heartbeatMs: n.updatedAtMs, count: 1 });
+  /** The engine nodes, listed at most once per nodeListTtlMs; starts meanwhile share the listing (and one in flight). */
+  function listNodes(): Promise<EngineNode[]> {
+    const now = deps.clock.now();
+    if (nodeList && now - nodeList.atMs < nodeListTtlMs) return nodeList.nodes;
+    const generation = placements.beginListing();
+    const nodes = registryCall(() => deps.registry.nodes.listNodes()).then((listed) => {
+      placements.noteListing(listed, generation);
+      return listed;
+    });
+    const entry = { atMs: now, nodes };
+    nodeList = entry;
+    entry.nodes.catch(() => {
+      if (nodeList === entry) nodeList = undefined;
+    });
+    return entry.nodes;
   }
 
   async function start(req: StartRequest, signal?: AbortSignal): Promise<StartedSession> {
@@ -95,16 +122,21 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const connections = connectionIds.length && deps.liveConnections ? await deps.liveConnections(live.workspace_id, connectionIds, signal) : new Map<string, string>();
     const config = buildSessionConfig(toAgentLiveView(live, connections), { ...req, agent_id: agentId }, { sessionId, nowMs });
 
-    const nodes = await registryCall(() => deps.registry.nodes.listNodes());
-    for (const [id] of placed) if (!nodes.some((n) => n.nodeId === id)) placed.delete(id);
-    const node = pickNode(nodes.map(effectiveLoad));
+    const nodes = await listNodes();
+    const node = pickNode(nodes.map((n) => placements.withPending(n)));
     if (!node) {
       throw new AppError('SERVICE_UNAVAILABLE', nodes.length ? 'all voice engine nodes are at capacity' : 'no voice engine node is available', { retryAfterS: 1 });
     }
-    await registryCall(() =>
-      deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
-    );
-    notePlaced(node);
+    // Counted before the write (no await between pick and count), so concurrent starts see it.
+    const unplace = placements.add(node.nodeId, deps.clock.now());
+    try {
+      await registryCall(() =>
+        deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
+      );
+    } catch (err) {
+      unplace();
+      throw err;
+    }
     prewarm(node.nodeId, sessionId);
     log.info({ session: maskSessionId(sessionId), agentId: config.agent_id, nodeId: node.nodeId, direction: config.call_direction }, 'voice session started');
     const nodeWsUrl = node.wsUrl.replace(/\/+$/, '');
@@ -160,8 +192,10 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   async function end(sessionId: string) {
     const owner = await ownerOf(sessionId, true);
     if (!owner) {
-      // Started but never connected: purge now instead of waiting out the connect window.
-      await registryCall(() => deps.registry.sessions.deleteSession(sessionId));
+      // Started but never connected: purge now instead of waiting out the connect window (its
+      // node drops what it pre-warmed). Gone meanwhile (purged elsewhere): ended all the same.
+      const stored = await registryCall(() => deps.registry.sessions.getSession(sessionId));
+      if (stored) await registryCall(() => purgeUnclaimed(deps.registry, stored, 'ended_by_api', { commandTimeoutMs, log }));
       log.info({ session: maskSessionId(sessionId) }, 'unconnected voice session purged');
       return { session_id: sessionId, status: 'ended' as const };
     }
@@ -209,6 +243,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     async close() {
       closed = true;
       await Promise.allSettled([...prewarms]);
+      await (await unsubscribe)();
     },
   };
 }

@@ -90,7 +90,8 @@ export interface RedisTranscriptBusOptions {
 }
 
 /**
- * Redis pub/sub bus: channel `<prefix>:transcript:<conversation_id>`, payload the event JSON.
+ * Redis pub/sub bus: channel `<prefix>:transcript:<conversation_id>` (sharded on a Redis Cluster,
+ * so each conversation's events stay on one shard), payload the event JSON.
  * During a Redis outage (issue 11) publishes are dropped at once (no offline queue: it would grow
  * for the whole outage) and subscribes fail fast with 503; node-redis resubscribes live
  * subscriptions itself after reconnecting.
@@ -101,7 +102,6 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
   const commandTimeoutMs = opts.commandTimeoutMs ?? 1000;
   // A Redis outage must not crash the process; publishes fail quietly (the database is the record).
   const clients = await openRedisClients(opts.url);
-  const { client: pub, sub } = clients;
   let closed = false;
   let lastWarnMs = 0;
   return {
@@ -109,7 +109,7 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
     publish(ev) {
       if (closed) return;
       // Not connected: rejected at once by node-redis (disableOfflineQueue), warned below.
-      pub.publish(channel(ev.conversation_id), JSON.stringify(ev)).catch((err: Error) => {
+      clients.publish(channel(ev.conversation_id), JSON.stringify(ev)).catch((err: Error) => {
         const now = Date.now();
         if (now - lastWarnMs > 5000) {
           lastWarnMs = now;
@@ -125,11 +125,11 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
           opts.logger?.warn({ err }, 'bad transcript event');
         }
       };
-      if (closed || !sub.isReady) throw unavailable('not connected to Redis');
+      if (closed || !clients.isSubReady()) throw unavailable('not connected to Redis');
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          sub.subscribe(channel(conversationId), wrapped),
+          clients.subscribe(channel(conversationId), wrapped),
           // A real timer: it bounds a real network wait.
           new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(unavailable(`no answer within ${commandTimeoutMs} ms`)), commandTimeoutMs);
@@ -137,13 +137,13 @@ export async function createRedisTranscriptBus(opts: RedisTranscriptBusOptions):
         ]);
       } catch (err) {
         // A late confirmation must not leave a listener behind.
-        void sub.unsubscribe(channel(conversationId), wrapped).catch(() => {});
+        void clients.unsubscribe(channel(conversationId), wrapped).catch(() => {});
         throw err instanceof AppError ? err : unavailable((err as Error).message);
       } finally {
         clearTimeout(timer);
       }
       return async () => {
-        if (!closed) await sub.unsubscribe(channel(conversationId), wrapped).catch(() => {});
+        if (!closed) await clients.unsubscribe(channel(conversationId), wrapped).catch(() => {});
       };
     },
     async close() {

@@ -52,12 +52,12 @@ export function exportCsv(port: number, token: string, campaignId: string) {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `pred` every 25 ms; throws naming `what` after `timeoutMs`. */
-export async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+/** Polls `pred` every `intervalMs` (default 25); throws naming `what` after `timeoutMs`. */
+export async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 25): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await pred())) {
     if (Date.now() > end) throw new Error(`${what}: not in time`);
-    await sleep(25);
+    await sleep(intervalMs);
   }
 }
 

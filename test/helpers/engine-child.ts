@@ -18,6 +18,8 @@ export interface EngineChild {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
   /** Every JSON log line the process printed. */
   logs: Array<Record<string, unknown>>;
+  /** The `... listening` line (a control plane's names its `dialerOwner`). */
+  listening: Record<string, unknown>;
 }
 
 export interface EngineChildOptions {
@@ -47,14 +49,18 @@ export function startEngineChild(o: EngineChildOptions): Promise<EngineChild> {
 /**
  * A real control plane process (`control-plane/main.ts`): the API and its job workers (node
  * sweeper included) on the suite's schema and registry prefix. `secretsKey` must be the suite's
- * (encrypted provider keys are shared through the database).
+ * (encrypted provider keys are shared through the database). With `options` (control plane
+ * tuning: job polling, dialer timings) it runs `test/helpers/control-plane-tuned.ts`, the same
+ * start and shutdown with those options; build `dir` with that file then.
  */
-export function startControlPlaneChild(o: EngineChildOptions & { secretsKey: string }): Promise<EngineChild> {
-  return startServiceChild(o, 'control-plane/main.js', 'control plane listening', {
+export function startControlPlaneChild(o: EngineChildOptions & { secretsKey: string; options?: object }): Promise<EngineChild> {
+  const entry = o.options ? 'test/helpers/control-plane-tuned.js' : 'control-plane/main.js';
+  return startServiceChild(o, entry, 'control plane listening', {
     ROLE: 'control-plane',
     HTTP_PORT: '0',
     SECRETS_KEY: o.secretsKey,
     SEED_DEMO: 'false',
+    ...(o.options ? { CHILD_OPTIONS: JSON.stringify(o.options) } : {}),
   });
 }
 
@@ -91,7 +97,7 @@ function startServiceChild(o: EngineChildOptions, entry: string, listening: stri
       logs.push(rec);
       if (rec.msg === listening) {
         proc.off('exit', early);
-        resolve({ proc, nodeId: String(rec.nodeId ?? ''), port: Number(rec.port), exited, logs });
+        resolve({ proc, nodeId: String(rec.nodeId ?? ''), port: Number(rec.port), exited, logs, listening: rec });
       }
     });
   });

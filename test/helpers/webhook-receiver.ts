@@ -30,6 +30,12 @@ export interface WebhookReceiver {
   readonly requests: ReceivedRequest[];
   /** Responses for the next requests, in order; afterwards every request gets 200. */
   respond(...responses: ScriptedResponse[]): void;
+  /**
+   * A slow endpoint: from now on every answer waits until the returned `release()` (the deliveries
+   * stay in flight meanwhile). `held` counts the requests waiting.
+   */
+  hold(): () => void;
+  readonly held: number;
   /** Resolves once `n` requests in total have arrived. */
   until(n: number): Promise<ReceivedRequest>;
   /** Stops listening and drops every connection (the endpoint is down). */
@@ -44,6 +50,8 @@ export async function startWebhookReceiver(path = '/hooks/voiceplane'): Promise<
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
   let waiters: Array<{ n: number; resolve: (r: ReceivedRequest) => void }> = [];
+  /** Answers waiting for `release()` while held. */
+  let holding: Array<() => void> | undefined;
   const server = https.createServer({ ...devTls() }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -60,8 +68,12 @@ export async function startWebhookReceiver(path = '/hooks/voiceplane'): Promise<
       waiters = waiters.filter((w) => (requests.length >= w.n ? (w.resolve(requests[w.n - 1]), false) : true));
       const next = script.shift() ?? { status: 200, body: 'ok' };
       if (next.hang) return;
-      res.writeHead(next.status, next.headers ?? {});
-      res.end(next.body ?? '');
+      const answer = () => {
+        res.writeHead(next.status, next.headers ?? {});
+        res.end(next.body ?? '');
+      };
+      if (holding) holding.push(answer);
+      else answer();
     });
   });
   server.on('connection', (s: Socket) => {
@@ -80,6 +92,17 @@ export async function startWebhookReceiver(path = '/hooks/voiceplane'): Promise<
     url: `https://127.0.0.1:${port}${path}`,
     requests,
     respond: (...r) => void script.push(...r),
+    hold() {
+      const mine: Array<() => void> = [];
+      holding = mine;
+      return () => {
+        if (holding === mine) holding = undefined;
+        for (const answer of mine.splice(0)) answer();
+      };
+    },
+    get held() {
+      return holding?.length ?? 0;
+    },
     until: (n) => (requests.length >= n ? Promise.resolve(requests[n - 1]) : new Promise((resolve) => waiters.push({ n, resolve }))),
     stop,
     start: () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve)),

@@ -9,7 +9,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { realClock } from '../../shared/clock.js';
 import { AppError } from '../../shared/errors.js';
 import { api, createTestUser, startAccountsServer, type TestUser } from '../helpers/accounts.js';
 import { captureLogger } from '../helpers/infra.js';
+import { freePort } from '../helpers/free-port.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 const SECRETS_KEY = randomBytes(32).toString('hex');
@@ -74,16 +74,6 @@ async function postmastersOn(pgDir: string): Promise<number[]> {
     if (path.basename(argv[0] ?? '') === 'postgres' && argv[argv.indexOf('-D') + 1] === pgDir && (await procStat(Number(name)))?.state !== 'Z') found.push(Number(name));
   }
   return found;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function deadPid(): Promise<number> {

@@ -23,48 +23,16 @@ import type { LlmProvider } from '../../shared/providers/types.js';
 import { captureLogger, startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 import { sessionConfig } from '../helpers/session-config.js';
+import { liveProvider, simLiveAgent } from '../helpers/live-agent.js';
 
 const AGENT = '0190f0a0-0000-7000-8000-0000000000aa';
 const AGENT_REAL_VENDOR = '0190f0a0-0000-7000-8000-0000000000bb';
 
-function prov(kind: 'asr' | 'llm' | 'tts', name: string, apiKey = '') {
-  return { provider_type: kind, provider_name: name, api_key: apiKey, model_name: '', base_url: '', source: 'agent' } as NonNullable<LiveAgentConfig['providers']['asr']>;
-}
-
-function agent(id: string, llm = prov('llm', 'sim')): LiveAgentConfig {
-  return {
-    agent_id: id,
-    workspace_id: 'ws-1',
-    user_id: 'u-1',
-    version_number: 1,
-    published_at: '2026-01-01T00:00:00.000Z',
-    name: 'a',
-    description: '',
-    system_prompt: 'Be brief.',
-    welcome_message: '',
-    language: 'en',
-    max_turns: 20,
-    connection_type: 'voice',
-    interrupt_enabled: true,
-    vad_threshold: 0.5,
-    silence_timeout_ms: 30_000,
-    is_active: true,
-    allow_human_transfer: false,
-    mode: 'single_prompt',
-    metadata: {},
-    connectors: [],
-    providers: { asr: prov('asr', 'sim'), llm, tts: prov('tts', 'sim') },
-    tools: [],
-    knowledge: { always: [], on_demand_ids: [] },
-    flow: null,
-    telephony: null,
-  } as LiveAgentConfig;
-}
 
 const AGENTS: Record<string, LiveAgentConfig> = {
-  [AGENT]: agent(AGENT),
+  [AGENT]: simLiveAgent(AGENT),
   // A real vendor with no key: the socket must refuse with a frame naming the missing key.
-  [AGENT_REAL_VENDOR]: agent(AGENT_REAL_VENDOR, prov('llm', 'openai', '')),
+  [AGENT_REAL_VENDOR]: simLiveAgent(AGENT_REAL_VENDOR, liveProvider('llm', 'openai', '')),
 };
 
 describe('sessions across two engine nodes on one Redis', () => {

@@ -171,4 +171,21 @@ describe('pre-warm with the real adapters', () => {
       await c.closed();
     });
   });
+
+  it('a prewarm that arrives after its call started (and ended) warms nothing', { timeout: 30_000 }, async () => {
+    await withFakes(async (f) => {
+      const cfg = await putSession(node, f);
+      const c = await connect(node, cfg.session_id);
+      await c.waitForType('pipeline_ready', 5000);
+      c.close();
+      await c.closed();
+      // The command read the session record before the call's end deleted it (it travels through
+      // Redis while a fast client is already done): the record is still there when it runs.
+      await putSession(node, f, { session_id: cfg.session_id });
+      expect(await prewarm(node, cfg.session_id)).toEqual({ status: 'skipped' });
+      // Only the call's own vendor connections; nothing held for the TTL or counted as load.
+      expect(f.deepgram.connections.length).toBe(1);
+      expect(f.cartesia.connections.length).toBe(1);
+    });
+  });
 });

@@ -2,7 +2,7 @@
  * Issue 23, a control plane on SIGTERM (`RunningServer.close({graceMs})`, what `run.ts` does): it
  * stops accepting connections at once, but a request already in flight (here one whose body is
  * still arriving) is answered instead of being cut; without a grace period it is cut (the
- * behaviour a SIGINT keeps).
+ * behaviour a SIGINT keeps). `/ready` fails for the whole drain, `/live` does not.
  */
 import net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -63,6 +63,17 @@ describe('control plane drain', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 401 /);
     expect(answer.toLowerCase()).toContain('connection: close');
     await closing;
+  });
+
+  it('/ready answers 503 from the drain notice on, /live stays 200', async () => {
+    const get = (path: string) => fetch(`http://127.0.0.1:${cp.port}${path}`);
+    expect((await get('/ready')).status).toBe(200);
+    cp.markDraining();
+    const ready = await get('/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('1');
+    expect(((await ready.json()) as { error: { message: string } }).error.message).toMatch(/draining/);
+    expect((await get('/live')).status).toBe(200);
   });
 
   it('without a grace period cuts it (SIGINT)', async () => {

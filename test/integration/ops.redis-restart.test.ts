@@ -6,72 +6,37 @@
  * again (registry replay on reconnect), every call is still up and answers a text turn routed
  * through the command bus, and the node sweeper never takes the restart for a dead node.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import { buildChild } from '../helpers/child-build.js';
 import { until } from '../helpers/campaigns.js';
 import { startEngineChild, type EngineChild } from '../helpers/engine-child.js';
-import { api } from '../helpers/accounts.js';
 import type { VoiceClient } from '../helpers/voice-client.js';
-import { establishedCall, type EstablishedCall } from '../helpers/established-call.js';
+import { establishedCall, postText, type EstablishedCall } from '../helpers/established-call.js';
+import { TestRedisServer } from '../helpers/redis-server.js';
 
-let redisPort = 0;
-let redis: ChildProcess | undefined;
+let redis: TestRedisServer | undefined;
 let h: TelephonyHarness;
 let dir = '';
 let child: EngineChild | undefined;
 let agentId = '';
 const clients: VoiceClient[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Starts redis-server on `redisPort` and resolves once it accepts connections. */
-function startRedis(): Promise<ChildProcess> {
-  const p = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    p.once('exit', (code) => reject(new Error(`redis-server exited (${code})`)));
-    p.stdout!.on('data', (d: Buffer) => {
-      if (String(d).includes('Ready to accept connections')) resolve(p);
-    });
-  });
-}
-
-async function stopRedis(): Promise<void> {
-  const p = redis;
-  redis = undefined;
-  if (!p || p.exitCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill('SIGTERM');
-  await exited;
-}
-
 beforeAll(async () => {
-  redisPort = await freePort();
-  redis = await startRedis();
-  h = await startTelephonyHarness({ env: { REDIS_URL: `redis://127.0.0.1:${redisPort}` }, app: { jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, nodeSweepIntervalS: 1 } });
+  redis = await TestRedisServer.start();
+  h = await startTelephonyHarness({ env: { REDIS_URL: redis.url }, app: { jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, nodeSweepIntervalS: 1 } });
   await h.engine.close();
   agentId = await h.createAgent({ welcome: '' });
   dir = buildChild([]);
-  child = await startEngineChild({ dir, schema: h.infra.schema, registryPrefix: h.infra.registryPrefix, redisUrl: `redis://127.0.0.1:${redisPort}` });
+  child = await startEngineChild({ dir, schema: h.infra.schema, registryPrefix: h.infra.registryPrefix, redisUrl: redis.url });
 }, 60_000);
 
 afterAll(async () => {
   for (const c of clients) c.close();
   if (child && child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
   await h?.close();
-  await stopRedis();
+  await redis?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -81,16 +46,9 @@ let retried503 = 0;
 /** A caller text and its answered turn; a 503 (Retry-After) is retried like a client would, at most 10 times. */
 async function textTurn(sessionId: string, client: VoiceClient): Promise<void> {
   const from = client.events.length;
-  for (let attempt = 0; ; attempt++) {
-    const r = await api(h.app, 'POST', `/api/v1/voice/sessions/${sessionId}/text`, { body: { text: 'Still there?' } });
-    if (r.status === 503 && attempt < 10) {
-      retried503++;
-      await new Promise((resolve) => setTimeout(resolve, Number(r.headers['retry-after'] ?? 1) * 1000));
-      continue;
-    }
-    expect(r.status, `${JSON.stringify(r.body)} (socket close code ${client.closeCode}; events ${client.types().slice(-4).join(',')})`).toBe(200);
-    break;
-  }
+  const r = await postText(h.app.port, sessionId, 'Still there?');
+  retried503 += r.retried;
+  expect(r.status, `${JSON.stringify(r.body)} (socket close code ${client.closeCode}; events ${client.types().slice(-4).join(',')})`).toBe(200);
   await client.waitFor((e) => e.type === 'turn_complete', 15_000, from);
 }
 
@@ -103,8 +61,7 @@ describe('Redis restart with live calls', () => {
       calls.push(call);
     }
 
-    await stopRedis();
-    redis = await startRedis();
+    await redis!.restart();
     const restartedAt = performance.now();
     // Replay on reconnect: the node and every claim are back in the empty Redis.
     await until(async () => (await h.infra.registry.nodes.listNodes().catch(() => [])).some((n) => n.nodeId === child!.nodeId), 15_000, 'node back in the registry');

@@ -11,9 +11,10 @@ import { createHealthService } from '../../control-plane/health/service.js';
 import { healthRoutes } from '../../control-plane/health/routes.js';
 import { startControlPlaneServer, type RunningServer } from '../../control-plane/http/server.js';
 import { createVoiceDomain, type LiveAgentConfig, type VoiceDomain } from '../../control-plane/voice/index.js';
+import { createVoiceSessions, NODE_LIST_TTL_MS } from '../../control-plane/voice/sessions.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { SimulatedClock } from '../../shared/clock.js';
-import { MemoryRegistry, RedisRegistry, type EngineNode, type NodeCommand, type Registry } from '../../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, MemoryRegistry, RedisRegistry, type EngineNode, type NodeCommand, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra.js';
 
@@ -126,7 +127,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
 
   beforeAll(async () => {
     infra = await startTestInfra();
-    voice = createVoiceDomain({ registry: infra.registry, clock: infra.clock, logger: infra.logger, liveConfig });
+    voice = createVoiceDomain({ registry: infra.registry, clock: infra.clock, logger: infra.logger, liveConfig, nodeListTtlMs: 0 });
     server = await startControlPlaneServer({
       port: 0,
       host: '127.0.0.1',
@@ -206,6 +207,45 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(ttl).toBeLessThanOrEqual(30_000);
   });
 
+  it('reuses one node listing for NODE_LIST_TTL_MS; a node that starts draining drops it on every replica', async () => {
+    // Another replica with the default listing TTL and its own clock, so "within the TTL" is exact.
+    const clock = new SimulatedClock(Date.now());
+    const replica = createVoiceSessions({ registry: infra.registry, clock, logger: infra.logger, liveConfig });
+    try {
+      await engineReg.nodes.heartbeat(node('A', 0, 10), 60_000);
+      expect((await replica.start({ agent_id: AGENT_OK })).node_id).toBe('A');
+      // B joins and A fills up: within the TTL the listing of a moment ago still places on A.
+      await engineReg.nodes.heartbeat(node('B', 0, 10), 60_000);
+      await engineReg.nodes.heartbeat(node('A', 10, 10), 60_000);
+      clock.advance(NODE_LIST_TTL_MS - 1);
+      expect((await replica.start({ agent_id: AGENT_OK })).node_id).toBe('A');
+      // Past the TTL the registry is listed again.
+      clock.advance(1);
+      expect((await replica.start({ agent_id: AGENT_OK })).node_id).toBe('B');
+
+      // A drains (engine side: heartbeat with draining, then the notice through Redis pub/sub):
+      // the replica's fresh listing is dropped at once, not after the TTL.
+      // (A is large, so the placements of the loop below never make B the less loaded.)
+      // (B's first heartbeat after this replica's placement on it may not count it yet, so that
+      // placement is still added: B shows 9 of 10, not full.)
+      await engineReg.nodes.heartbeat(node('A', 0, 1000), 60_000);
+      await engineReg.nodes.heartbeat(node('B', 8, 10), 60_000);
+      clock.advance(NODE_LIST_TTL_MS);
+      expect((await replica.start({ agent_id: AGENT_OK })).node_id).toBe('A');
+      await engineReg.nodes.heartbeat({ ...node('A', 0, 1000), draining: true }, 60_000);
+      await engineReg.invalidations.publish(ENGINE_NODES_TOPIC, 'A');
+      let placedOn = '';
+      const deadline = Date.now() + 2000;
+      while (placedOn !== 'B' && Date.now() < deadline) {
+        placedOn = (await replica.start({ agent_id: AGENT_OK })).node_id;
+        if (placedOn !== 'B') await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(placedOn).toBe('B');
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('skips a node at capacity even when its absolute load is lower', async () => {
     await engineReg.nodes.heartbeat(node('A', 2, 2), 60_000);
     await engineReg.nodes.heartbeat(node('B', 6, 10), 60_000);
@@ -215,11 +255,39 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   });
 
   it('spreads a burst between heartbeats instead of piling onto one node', async () => {
-    await engineReg.nodes.heartbeat(node('A', 0, 10, 999_999), 60_000);
-    await engineReg.nodes.heartbeat(node('B', 0, 10, 999_999), 60_000);
-    const hosts: string[] = [];
-    for (let i = 0; i < 4; i++) hosts.push(new URL((await api.start({ agent_id: AGENT_OK })).body.ws_url as string).hostname);
-    expect(hosts.sort()).toEqual(['engine-a.test', 'engine-a.test', 'engine-b.test', 'engine-b.test']);
+    // Its own replica: the shared one still counts placements of earlier tests that no heartbeat covered.
+    const replica = createVoiceSessions({ registry: infra.registry, clock: infra.clock, logger: infra.logger, liveConfig, nodeListTtlMs: 0 });
+    try {
+      await engineReg.nodes.heartbeat(node('A', 0, 10, 999_999), 60_000);
+      await engineReg.nodes.heartbeat(node('B', 0, 10, 999_999), 60_000);
+      const hosts: string[] = [];
+      for (let i = 0; i < 4; i++) hosts.push((await replica.start({ agent_id: AGENT_OK })).node_id);
+      expect(hosts.sort()).toEqual(['A', 'A', 'B', 'B']);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('never places past capacity under concurrent starts, and forgets placements a later heartbeat counts', async () => {
+    const clock = new SimulatedClock(Date.now());
+    const replica = createVoiceSessions({ registry: infra.registry, clock, logger: infra.logger, liveConfig });
+    try {
+      await engineReg.nodes.heartbeat(node('A', 0, 5, clock.now()), 60_000);
+      const first = await Promise.allSettled(Array.from({ length: 12 }, () => replica.start({ agent_id: AGENT_OK })));
+      expect(first.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+      for (const r of first) if (r.status === 'rejected') expect((r.reason as AppError).code).toBe('SERVICE_UNAVAILABLE');
+
+      // The next listing still sees the old heartbeat: the five are kept, A stays full.
+      clock.advance(NODE_LIST_TTL_MS);
+      await expect(replica.start({ agent_id: AGENT_OK })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      // A new heartbeat (written after that listing, so after the five) says 2 calls remain: 3 slots free.
+      await engineReg.nodes.heartbeat(node('A', 2, 5, clock.now()), 60_000);
+      clock.advance(NODE_LIST_TTL_MS);
+      const second = await Promise.allSettled(Array.from({ length: 6 }, () => replica.start({ agent_id: AGENT_OK })));
+      expect(second.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('no live node, or every node full -> 503 SERVICE_UNAVAILABLE with retry-after', async () => {
@@ -296,7 +364,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     }
   });
 
-  it('stored but unclaimed: text -> 409; end purges it from any replica', async () => {
+  it('stored but unclaimed: text -> 409; end purges it from any replica and tells its node (which drops what it pre-warmed)', async () => {
     const id = await startOnB();
     const t = await api.text(id, { text: 'hello' });
     expect(t.status).toBe(409);
@@ -304,6 +372,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     const e = await api.end(id);
     expect(e.status).toBe(200);
     expect(e.body).toEqual({ session_id: id, status: 'ended' });
+    expect(received.filter((c) => c.sessionId === id && c.kind === 'end')).toEqual([{ kind: 'end', sessionId: id, payload: { reason: 'ended_by_api' } }]);
     expect(await engineReg.sessions.getSession(id)).toBeUndefined();
     expect(await engineReg.sessions.claimSession(id, 'B', 60_000)).toEqual({ status: 'not_found' });
     expect((await api.text(id, { text: 'hello' })).status).toBe(404);
@@ -439,7 +508,7 @@ describe('voice sessions with the in-process registry and simulated time', () =>
   beforeAll(async () => {
     const { captureLogger } = await import('../helpers/infra.js');
     const { logger } = captureLogger('warn');
-    voice = createVoiceDomain({ registry, clock, logger, liveConfig });
+    voice = createVoiceDomain({ registry, clock, logger, liveConfig, nodeListTtlMs: 0 });
     server = await startControlPlaneServer({ port: 0, host: '127.0.0.1', logger, maxBodyBytes: 64 * 1024, services: voice.services, routes: voice.routes });
     base = `http://127.0.0.1:${server.port}`;
     await registry.nodes.heartbeat(node('M', 0, 4), 3_600_000);
