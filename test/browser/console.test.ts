@@ -8,7 +8,6 @@
  * under CI, where a missing browser fails.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +23,7 @@ import { startTestInfra, TEST_REDIS_URL, type TestInfra } from '../helpers/infra
 import { decodeSimWav, writeFakeMicWav } from '../helpers/fake-mic.js';
 // @ts-expect-error plain ESM build script without types
 import { buildConsole } from '../../console/build.mjs';
+import { freePort } from '../helpers/free-port.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
@@ -38,14 +38,6 @@ const SCRIPT = [
   // Lands inside the long answer (about 30 s of speech): a barge-in.
   { atMs: 15500, text: 'stop' },
 ];
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 let infra: TestInfra;
 let bus: TranscriptBus;
