@@ -163,13 +163,18 @@ export function createDialer(deps: DialerDeps): Dialer {
     const first = await ds.takeLease(sql, id, owner, now(), clock.now() + leaseMs);
     // Held by a live loop elsewhere: it queues its own successor. A dead holder's job expires and is retried.
     if (!first) return;
-    const sliceEnd = clock.now() + sliceMs;
+    // The slice is measured on the monotonic clock, and no sleep outlasts what is left of it: the
+    // wall clock can step back mid-slice (NTP; a test's injected clock). Measured against the wall
+    // clock, a slice that began before a 28-day step waited "until sliceEnd" 28 days at a time,
+    // which setTimeout caps at 24.8 days and turns into 1 ms: a busy loop (seen in CI).
+    const sliceEndMono = clock.monotonicMs() + sliceMs;
+    const sliceLeftMs = () => sliceEndMono - clock.monotonicMs();
     const inFlight = new Set<Promise<void>>();
     let holdUntil = 0;
     let wakeAt: number | undefined;
     let stop = false;
     const signal = AbortSignal.any([job.signal, closing.signal]);
-    const sleep = (ms: number) => sleepOn(clock, Math.max(0, ms), signal, () => new Error('dialer stopped'));
+    const sleep = (ms: number) => sleepOn(clock, Math.max(0, Math.min(ms, sliceLeftMs())), signal, () => new Error('dialer stopped'));
 
     async function dialOne(c: CampaignRow, contact: ContactRow, callId: string): Promise<void> {
       try {
@@ -206,7 +211,7 @@ export function createDialer(deps: DialerDeps): Dialer {
     try {
       await recover(first);
       let c: CampaignRow | undefined = first;
-      while (!stop && clock.now() < sliceEnd && !signal.aborted) {
+      while (!stop && sliceLeftMs() > 0 && !signal.aborted) {
         const t = clock.now();
         if (c.status === 'scheduled') {
           const at = c.config.schedule_start ? Date.parse(c.config.schedule_start) : t;
@@ -230,7 +235,7 @@ export function createDialer(deps: DialerDeps): Dialer {
           break;
         }
         if (holdUntil > t) {
-          await sleep(Math.min(holdUntil, sliceEnd) - t);
+          await sleep(holdUntil - t);
           continue;
         }
         const live = (await telephony.calls.countCampaign(c.workspace_id, id)) + inFlight.size;
@@ -243,7 +248,7 @@ export function createDialer(deps: DialerDeps): Dialer {
         if (claim.kind === 'stopped') {
           stop = true;
         } else if (claim.kind === 'paced') {
-          await sleep(Math.min(claim.atMs, sliceEnd) - clock.now());
+          await sleep(claim.atMs - clock.now());
         } else if (claim.kind === 'none') {
           if (claim.nextDueMs === undefined) {
             // Nothing queued: done once the open attempts end (their hook completes it);
@@ -253,7 +258,7 @@ export function createDialer(deps: DialerDeps): Dialer {
             else wakeAt = clock.now() + Math.min(maxHoldMs, staleAttemptMs);
             break;
           }
-          if (claim.nextDueMs >= sliceEnd) {
+          if (claim.nextDueMs - clock.now() >= sliceLeftMs()) {
             wakeAt = claim.nextDueMs;
             break;
           }
