@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { create, type DescMessage, type DescMethod, type DescService, fromJson, type JsonValue, toJson, ScalarType } from '@bufbuild/protobuf';
+import { type DescMessage, type DescMethod, type DescService, fromJson, type JsonValue, ScalarType } from '@bufbuild/protobuf';
 import { createContextValues, type HandlerContext } from '@connectrpc/connect';
 import type { Logger } from '../../shared/logger.js';
 import { AppError, invalid, toAppError } from '../../shared/errors.js';
@@ -20,6 +20,7 @@ import { kRemoteIp, kRequestId } from './context.js';
 import { assertStorableText } from './input.js';
 import { requestUrl, setRouteTemplate } from './request-url.js';
 import { NodeRequestHeaders } from './request-headers.js';
+import { writeJson } from './json-writer.js';
 
 type AnyImpl = Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
 
@@ -70,7 +71,6 @@ export interface RestRouterOptions {
 export type NodeReq = IncomingMessage | Http2ServerRequest;
 export type NodeRes = ServerResponse | Http2ServerResponse;
 
-const JSON_WRITE = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
 
 export function createRestRouter(opts: RestRouterOptions) {
   const compiled: CompiledRoute[] = opts.routes.map((r) => {
@@ -132,7 +132,7 @@ export function createRestRouter(opts: RestRouterOptions) {
       const impl = opts.impls.get(route.service.typeName)!;
       const output = await impl[route.rpc](input, ctx);
       if (route.contentType) {
-        const json = toJson(route.desc.output, create(route.desc.output, output as never), JSON_WRITE) as Record<string, unknown>;
+        const json = writeJson(route.desc.output, output as object) as Record<string, unknown>;
         send(res, route.status ?? 200, String(json.body ?? ''), String(json.content_type ?? '') || route.contentType, responseHeader);
         return;
       }
@@ -162,7 +162,7 @@ function serialized(route: CompiledRoute, output: object): { data?: string; meta
     const hit = route.memo.get(output);
     if (hit) return hit;
   }
-  const json = toJson(route.desc.output, create(route.desc.output, output as never), JSON_WRITE) as Record<string, unknown>;
+  const json = writeJson(route.desc.output, output) as Record<string, unknown>;
   const shaped = route.response ? route.response(json) : { data: json };
   const out = { data: shaped.data === undefined ? undefined : JSON.stringify(shaped.data), meta: shaped.meta === undefined ? undefined : JSON.stringify(shaped.meta) };
   if (frozen) route.memo.set(output, out);
