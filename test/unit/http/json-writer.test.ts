@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { create, fromJson, isMessage, ScalarType, toJson, type DescField, type DescMessage, type DescFile } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import { mulberry32 } from '../../carrier-sim/prng.js';
 import { JSON_WRITE, writeJson, writerFor } from '../../../control-plane/http/json-writer.js';
 import { ConversationSchema, ListConversationsResponseSchema } from '../../../shared/gen/voiceplane/v1/conversations_pb.js';
 import * as accounts from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
@@ -48,17 +49,7 @@ function allMessages(): DescMessage[] {
   return [...seen.values()];
 }
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const STRINGS = ['', 'a', 'ünïcødé', 'line\nbreak "quoted" \\ slash', '\u2028', '😀', '0', 'null'];
 const NUMBERS = [0, -0, 1, -1, 3.5, 2147483647, -2147483648, 1e21, 5e-324, NaN, Infinity, -Infinity];
