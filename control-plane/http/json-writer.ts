@@ -121,7 +121,7 @@ function fieldWriter(f: DescField): FieldWriter | null {
       if (!write) return null;
       return (v) => {
         if (v == null) return {};
-        if (!isPlainObject(v)) return NOT_PLAIN;
+        if (!isLiteralObject(v)) return NOT_PLAIN;
         const out: JsonObject = {};
         for (const k of Object.keys(v)) {
           if (k === '__proto__') return NOT_PLAIN;
@@ -143,19 +143,19 @@ function fieldWriter(f: DescField): FieldWriter | null {
  * write, exactly as `toJson` of the parent would.
  */
 function messageWriter(desc: DescMessage): FieldWriter | null {
-  const isWkt = desc.typeName.startsWith('google.protobuf.');
-  if (!isWkt && !writerFor(desc)) return null;
+  // Well-known types other than Struct are written by the library only (from message instances).
+  const inner = desc.typeName.startsWith('google.protobuf.') ? undefined : writerFor(desc);
+  if (inner === null) return null;
   return (v) => {
     if (typeof v !== 'object' || v === null) return NOT_PLAIN;
     if (hasTypeName(v)) return (v as { $typeName: string }).$typeName === desc.typeName ? toJson(desc, v as never, JSON_WRITE) : NOT_PLAIN;
-    if (isWkt) return NOT_PLAIN;
-    return writerFor(desc)!(v as Record<string, unknown>) ?? NOT_PLAIN;
+    return inner ? (inner(v as Record<string, unknown>) ?? NOT_PLAIN) : NOT_PLAIN;
   };
 }
 
 /** A Struct field (or list item) holds its JSON object: written as it is when it is plain JSON. */
 function writeStruct(v: unknown): JsonObject | typeof NOT_PLAIN {
-  return isPlainObject(v) && isPlainJson(v) ? (v as JsonObject) : NOT_PLAIN;
+  return isLiteralObject(v) && isPlainJson(v) ? (v as JsonObject) : NOT_PLAIN;
 }
 
 type ScalarWriter = (v: unknown) => JsonValue | typeof NOT_PLAIN;
@@ -188,7 +188,8 @@ function hasTypeName(v: object): boolean {
   return (v as { $typeName?: unknown }).$typeName !== undefined;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** An object literal (or null-prototype object): not an array, Date, Map or class instance. */
+function isLiteralObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
@@ -212,7 +213,7 @@ function isPlainJson(v: unknown, depth = 0): boolean {
         for (let i = 0; i < v.length; i++) if (!isPlainJson(v[i], depth + 1)) return false;
         return true;
       }
-      if (!isPlainObject(v) || hasTypeName(v)) return false;
+      if (!isLiteralObject(v) || hasTypeName(v)) return false;
       for (const k in v) {
         if (!Object.prototype.hasOwnProperty.call(v, k) || k === '__proto__') return false;
         if (!isPlainJson(v[k], depth + 1)) return false;

@@ -27,6 +27,9 @@ async function person(name: string, maxCalls: number): Promise<string> {
   return id;
 }
 
+/** A transcriber on this suite's schema; jobs and the outbound client are never reached here. */
+const transcriberWith = (deps: Pick<Parameters<typeof createTranscriber>[0], 'liveConfig' | 'fetchRecording'>) =>
+  createTranscriber({ sql, jobs: {} as never, clock: realClock, logger: captureLogger().logger, outbound: {} as never, ...deps });
 const requestFor = () => ({ workspaceId: ws, callId: newId(), sessionId: newId(), aiAgentId: newId() });
 
 beforeAll(async () => {
@@ -84,15 +87,7 @@ describe('hand-off pick', () => {
     const lost = await ended(ago(NO_RECORDING_AFTER_MS + 1000), null);
     const young = await ended(ago(30_000), null);
     const queued = await ended(ago(NO_RECORDING_AFTER_MS + 1000), 'https://api.example.test/rec.wav');
-    const transcriber = createTranscriber({
-      sql,
-      jobs: {} as never,
-      clock: realClock,
-      logger: captureLogger().logger,
-      outbound: {} as never,
-      liveConfig: async () => ({}) as never,
-      fetchRecording: async () => new Uint8Array(),
-    });
+    const transcriber = transcriberWith({ liveConfig: async () => ({}) as never, fetchRecording: async () => new Uint8Array() });
     expect(await transcriber.abandonStale()).toBe(1);
     const status = async (id: string) => (await sql<{ s: string }[]>`select transcription_status as s from human_handoffs where id = ${id}`)[0]!.s;
     expect([await status(lost.id), await status(young.id), await status(queued.id)]).toEqual(['failed', 'pending', 'pending']);
@@ -106,12 +101,7 @@ describe('hand-off pick', () => {
     await sql`insert into human_handoffs (id, workspace_id, call_id, ai_agent_id, status, offered_at, ended_at, conversation_id, transcription_status, recording_url)
               values (${id}, ${ws}, ${newId()}, ${newId()}, 'ended', now(), now(), ${newId()}, 'pending', 'https://api.example.test/rec.wav')`;
     let downloads = 0;
-    const transcriber = createTranscriber({
-      sql,
-      jobs: {} as never,
-      clock: realClock,
-      logger: captureLogger().logger,
-      outbound: {} as never,
+    const transcriber = transcriberWith({
       liveConfig: async () => ({ providers: { asr: null, llm: null, tts: null }, language: 'en' }) as never,
       fetchRecording: async () => {
         downloads++;

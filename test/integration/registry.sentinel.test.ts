@@ -16,6 +16,7 @@ import { createRedisTranscriptBus } from '../../shared/records/bus.js';
 import { until } from '../helpers/campaigns.js';
 import { uniqueName } from '../helpers/infra.js';
 import { freePort } from '../helpers/free-port.js';
+import { withNode } from '../helpers/redis-cluster.js';
 
 const MASTER = 'vpmaster';
 const procs: ChildProcess[] = [];
@@ -47,17 +48,6 @@ async function ping(port: number, timeoutMs = 10_000): Promise<void> {
   }, timeoutMs, `redis on ${port}`);
 }
 
-async function withClient<T>(port: number, fn: (c: ReturnType<typeof createClient>) => Promise<T>): Promise<T> {
-  const c = createClient({ socket: { host: '127.0.0.1', port } });
-  c.on('error', () => {});
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    c.destroy();
-  }
-}
-
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-sentinel-'));
   [masterPort, replicaPort, sentinelPort] = [await freePort(), await freePort(), await freePort()];
@@ -82,8 +72,8 @@ beforeAll(async () => {
   redisServer([conf, '--sentinel']);
   await ping(sentinelPort);
   // A failover needs the sentinel to know the replica and the replica to be in sync.
-  await until(async () => withClient(sentinelPort, async (c) => ((await c.sendCommand(['SENTINEL', 'REPLICAS', MASTER])) as unknown[]).length > 0), 20_000, 'sentinel sees the replica');
-  await until(async () => withClient(replicaPort, async (c) => (await c.info('replication')).includes('master_link_status:up')), 20_000, 'replica in sync');
+  await until(async () => withNode(sentinelPort, async (c) => ((await c.sendCommand(['SENTINEL', 'REPLICAS', MASTER])) as unknown[]).length > 0), 20_000, 'sentinel sees the replica');
+  await until(async () => withNode(replicaPort, async (c) => (await c.info('replication')).includes('master_link_status:up')), 20_000, 'replica in sync');
   url = `redis+sentinel://127.0.0.1:${sentinelPort}/${MASTER}`;
 }, 60_000);
 
@@ -112,7 +102,7 @@ describe('registry over Redis Sentinel', () => {
     await a.nodes.heartbeat({ nodeId: 'node-a', wsUrl: 'ws://a', capacity: 10, load: 0, updatedAtMs: Date.now() }, 60_000);
     expect((await b.nodes.listNodes()).map((n) => n.nodeId)).toEqual(['node-a']);
     // The data is on the master the sentinel names.
-    expect(await withClient(masterPort, (c) => c.exists(`${prefix}:node:node-a`))).toBe(1);
+    expect(await withNode(masterPort, (c) => c.exists(`${prefix}:node:node-a`))).toBe(1);
 
     await b.sessions.putSession({ sessionId: 's1', agentId: 'ag', nodeId: 'node-a', config: {}, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
     expect((await a.sessions.claimSession('s1', 'node-a', 60_000)).status).toBe('claimed');
@@ -149,13 +139,13 @@ describe('registry over Redis Sentinel', () => {
     // failover; the owner's replay is what restores them. Remove the entry from the replica's
     // view by deleting it on the master and waiting for the replica to follow, so only the
     // replay can bring it back.
-    await withClient(masterPort, (c) => c.del(`${prefix}:node:node-a`));
-    await until(async () => (await withClient(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 0, 10_000, 'replica caught up');
+    await withNode(masterPort, (c) => c.del(`${prefix}:node:node-a`));
+    await until(async () => (await withNode(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 0, 10_000, 'replica caught up');
 
-    await withClient(sentinelPort, (c) => c.sendCommand(['SENTINEL', 'FAILOVER', MASTER]));
-    await until(async () => withClient(replicaPort, async (c) => (await c.info('replication')).includes('role:master')), 30_000, 'replica promoted');
+    await withNode(sentinelPort, (c) => c.sendCommand(['SENTINEL', 'FAILOVER', MASTER]));
+    await until(async () => withNode(replicaPort, async (c) => (await c.info('replication')).includes('role:master')), 30_000, 'replica promoted');
     // The owner wrote its node again on the new master (replay on the master change).
-    await until(async () => (await withClient(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 1, 30_000, 'node replayed on the new master');
+    await until(async () => (await withNode(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 1, 30_000, 'node replayed on the new master');
 
     // Commands and pub/sub work on the new topology.
     const stop = await a.commands.serveCommands('node-a', async () => 'pong');
@@ -164,6 +154,6 @@ describe('registry over Redis Sentinel', () => {
     await b.sessions.putSession({ sessionId: 's2', agentId: 'ag', nodeId: 'node-a', config: {}, createdAtMs: Date.now(), connectDeadlineMs: Date.now() + 30_000 });
     expect((await a.sessions.claimSession('s2', 'node-a', 60_000)).status).toBe('claimed');
     // The claim landed on the promoted master (the old replica).
-    expect(await withClient(replicaPort, (c) => c.get(`${prefix}:{s:s2}:owner`))).toBe('node-a');
+    expect(await withNode(replicaPort, (c) => c.get(`${prefix}:{s:s2}:owner`))).toBe('node-a');
   });
 });
