@@ -15,6 +15,7 @@ import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 import { createAgent, offsetClock } from '../unit/records/control-plane.js';
+import { until } from '../helpers/campaigns.js';
 
 const R = '/api/v1/alerts/rules';
 const E = '/api/v1/alerts/events';
@@ -44,6 +45,12 @@ beforeAll(async () => {
   expect(put.status, JSON.stringify(put.body)).toBe(200);
   secret = put.body.data.webhook_secret;
   agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Support line');
+  // Each control plane kicks an evaluation at start, and the second can slip in while the first
+  // runs: wait until only the hourly successor is queued, so no background tick races the test's
+  // own `tick()` (one opened the test's event first in a CI run).
+  const dueSoon = async () =>
+    (await infra.sql.unsafe(`select count(*)::int as n from "${cp.jobs.schema}".job where name = 'alerts.evaluate' and (state in ('active', 'retry') or (state = 'created' and start_after < now() + interval '1 minute'))`))[0]!.n as number;
+  await until(async () => (await dueSoon()) === 0, 15_000, 'start-up evaluations done', 100);
 }, 60_000);
 
 afterAll(async () => {
