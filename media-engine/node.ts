@@ -18,7 +18,7 @@ import type { EngineContext, EngineNodeOptions } from './engine-context.js';
 import { handleCommand } from './node-commands.js';
 import { PrewarmCache } from './prewarm.js';
 import type { CallActor } from './session/actor.js';
-import { Pacer } from './session/pacer.js';
+import { PacedMap, Pacer } from './session/pacer.js';
 import type { CarrierTransport } from './transports/carrier-transport.js';
 import { SocketAdmission } from './transports/socket-admission.js';
 import { assertNativeUws, uws, type us_listen_socket } from './uws.js';
@@ -55,7 +55,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const { config, logger, clock, registry } = opts;
   const outbound = opts.outbound ?? createOutboundClient({ allowCidrs: config.outboundAllowCidrs, clock });
   const nodeId = opts.nodeId ?? `engine-${randomUUID().slice(0, 8)}`;
-  const calls = new Map<string, CallActor>();
+  const calls = new PacedMap<CallActor>();
   const prewarmed = new PrewarmCache(clock, opts.prewarmTtlMs ?? PREWARM_TTL_MS);
   const admission = new SocketAdmission(config.maxSockets, config.maxSocketsPerIp);
   const metrics = new EngineMetrics({ prewarmed: () => prewarmed.size, recordsQueued: opts.recordsQueued });
@@ -66,7 +66,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const ctx: EngineContext = { opts, config, logger, clock, registry, nodeId, outbound, calls, prewarmed, admission, metrics, tracer, connectors };
   const pacer = new Pacer(clock, calls);
   // Carrier media sockets (open ones, attached or not) by a per-node stream id.
-  const carrierStreams = new Map<string, CarrierTransport>();
+  const carrierStreams = new PacedMap<CarrierTransport>();
   // 5 ms: a pop lands at most 5 ms after its slot, well inside the half-frame phase margin.
   const carrierPacer = new Pacer(clock, carrierStreams, 5);
 
