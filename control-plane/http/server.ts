@@ -168,6 +168,7 @@ function pathOf(url: string): string {
 
 /** Voice session ids are credentials: request logs keep only a prefix. */
 export function redactPath(path: string): string {
+  if (!path.includes('/voice/')) return path;
   return path.replace(/(\/voice\/(?:sessions|ws)\/)([^/]{6})[^/]*/, '$1$2…');
 }
 
