@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: a quick pass of every benchmark (about 5 minutes on 2 cores), one summary table
+ * `npm run bench`: a quick pass of every benchmark (about 7 minutes on 2 cores), one summary table
  * against the goals, every bench's own table, and one dated section appended to bench/RESULTS.md.
  * Each bench also runs alone with its own options (see docs/benchmarks.md).
  *
