@@ -8,12 +8,18 @@ function recorder(): Paced & { at: number[] } {
   return { at, pace: (now) => void at.push(now) };
 }
 
+/** A started pacer over an empty set, on a simulated clock at 0. */
+function started(periodMs = 10) {
+  const clock = new SimulatedClock(0);
+  const set = new PacedMap<Paced>();
+  const pacer = new Pacer(clock, set, periodMs);
+  pacer.start();
+  return { clock, set, pacer };
+}
+
 describe('Pacer', () => {
   it('runs no timer while there is nothing to pace, and starts when an entry arrives', () => {
-    const clock = new SimulatedClock(0);
-    const set = new PacedMap<Paced>();
-    const pacer = new Pacer(clock, set, 10);
-    pacer.start();
+    const { clock, set, pacer } = started();
     expect(pacer.running).toBe(false);
     expect(clock.pendingTimers).toBe(0);
     clock.advance(1000);
@@ -27,10 +33,7 @@ describe('Pacer', () => {
   });
 
   it('stops on the first tick that finds the set empty, and resumes on the next entry', () => {
-    const clock = new SimulatedClock(0);
-    const set = new PacedMap<Paced>();
-    const pacer = new Pacer(clock, set, 10);
-    pacer.start();
+    const { clock, set, pacer } = started();
     set.set('a', recorder());
     clock.advance(20);
     set.delete('a');
@@ -48,10 +51,7 @@ describe('Pacer', () => {
   });
 
   it('does not count the idle pause as a late tick', () => {
-    const clock = new SimulatedClock(0);
-    const set = new PacedMap<Paced>();
-    const pacer = new Pacer(clock, set, 10);
-    pacer.start();
+    const { clock, set, pacer } = started();
     set.set('a', recorder());
     clock.advance(10);
     set.delete('a');
