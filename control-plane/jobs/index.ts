@@ -112,10 +112,7 @@ export type JobHandler<N extends JobName> = (job: JobContext<N>) => Promise<void
 export interface WorkOptions {
   /** Jobs of this queue run at once in this process. Default 2. */
   concurrency?: number;
-  /**
-   * Idle polling period: how long a worker whose last fetch found nothing waits before it asks
-   * again. A worker that just ran a job fetches again at once. Default `JobsOptions.pollingIntervalSeconds`.
-   */
+  /** Idle polling period. Default `JobsOptions.pollingIntervalSeconds`. */
   pollingIntervalSeconds?: number;
 }
 
@@ -188,20 +185,6 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   const closing = new AbortController();
   let closed = false;
   const failedAttempts = new Map<string, number>();
-  // pg-boss 10 sleeps the polling interval after every fetch, also one that found a job, so one
-  // worker ran at most one job per interval: a queue of concurrency 2 at 2 s did 1 job/s however
-  // short its jobs (measured: 20 quick jobs took 20 s). A worker is told to fetch again right
-  // after each job, so a backlog drains at handler speed, and a job enqueued here wakes one idle
-  // worker of its queue instead of waiting for its next poll.
-  const workers = new Map<JobName, string[]>();
-  const nextWoken = new Map<JobName, number>();
-  const wakeOne = (name: JobName): void => {
-    const ids = workers.get(name);
-    if (!ids?.length || closed) return;
-    const i = (nextWoken.get(name) ?? 0) % ids.length;
-    nextWoken.set(name, i + 1);
-    boss.notifyWorker(ids[i]!);
-  };
 
   return {
     schema,
@@ -215,18 +198,13 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       if (o.retryDelaySeconds !== undefined) send.retryDelay = o.retryDelaySeconds;
       if (o.retryBackoff !== undefined) send.retryBackoff = o.retryBackoff;
       if (o.tx) send.db = bossDb(o.tx);
-      const id = await boss.send(name, data as object, send);
-      // Not for a job inside a transaction (a worker woken now would not see it before the commit)
-      // nor a delayed one: the workers' own polling finds those.
-      if (id && !o.tx && !send.startAfter) wakeOne(name);
-      return id;
+      return boss.send(name, data as object, send);
     },
     async work(name, handler, o = {}) {
       const concurrency = o.concurrency ?? 2;
       // pg-boss 10 runs one fetch loop per `work()` call: N loops give N jobs at once.
       for (let i = 0; i < concurrency; i++) {
-        let workerId: string | undefined;
-        workerId = await boss.work<JobPayloads[typeof name]>(
+        await boss.work<JobPayloads[typeof name]>(
           name,
           { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: o.pollingIntervalSeconds ?? opts.pollingIntervalSeconds ?? 2 },
           async ([job]) => {
@@ -245,13 +223,9 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
               logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, err }, 'job failed');
               failedAttempts.set(name, (failedAttempts.get(name) ?? 0) + 1);
               throw err;
-            } finally {
-              // Fetch the next job at once (this loop's wait is skipped); an empty fetch then waits.
-              if (workerId && !closed) boss.notifyWorker(workerId);
             }
           },
         );
-        workers.set(name, [...(workers.get(name) ?? []), workerId]);
       }
     },
     failedAttempts,
