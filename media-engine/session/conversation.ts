@@ -83,21 +83,25 @@ export class Conversation {
 
   /**
    * A run was cut after the caller heard `heard` of it. Returns the unanswered caller text when
-   * nothing of a reply was heard: it is folded into the next turn instead of leaving two user
-   * messages in a row (some models refuse that) or a reply nobody heard.
+   * nothing of a reply was heard and it called no tool: it is folded into the next turn instead
+   * of leaving two user messages in a row (some models refuse that) or a reply nobody heard.
    */
   cut(run: RunState, heard: string): string | undefined {
-    if (heard) this.history.push({ role: 'assistant', content: heard });
     if (run.kind !== 'reply') {
+      if (heard) this.history.push({ role: 'assistant', content: heard });
       this.agentMessage(run, heard, true);
       return undefined;
     }
+    // Tools the reply already called stay, results and all: asking again would run them again.
+    const tools = run.cutToolExchange();
     let unanswered: string | undefined;
     const last = this.history.last;
-    if (!heard && last?.role === 'user') {
+    if (!heard && tools.length === 0 && last?.role === 'user') {
       this.history.pop();
       unanswered = last.content;
     }
+    this.history.push(...tools);
+    if (heard) this.history.push({ role: 'assistant', content: heard });
     this.complete(run, heard);
     return unanswered;
   }

@@ -35,6 +35,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       run.llmError = m.message;
       return { type: 'llm_error', text: m.message, turn };
     case 'tools_started': {
+      run.toolsStarted(m.calls);
       const step = run.steps.find((s) => s.step === m.step);
       if (step) step.tools = m.calls.map((c) => c.name);
       const tools = m.calls.map((c) => ({ id: c.id, name: c.name, arguments: safeJson(c.arguments) }));
@@ -44,6 +45,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       return { type: 'tool_call_in_progress', turn, tool_name: m.call.name, tool_call_id: m.call.id, tool_input: safeJson(m.call.arguments), step: m.step };
     case 'tool_result': {
       const r = m.result;
+      run.toolFinished(m.call.id, r.content);
       const step = run.steps.find((s) => s.step === m.step);
       // Parallel tools overlap: a step's tool time is its slowest tool.
       if (step) step.tool_ms = Math.max(step.tool_ms, r.latencyMs);

@@ -3,7 +3,11 @@
  * calls and token counts, turned into `turn_complete.timing` and the turn record.
  */
 import type { TurnTiming, TurnTimingStep } from '../../shared/protocol/voice-socket.js';
+import type { LlmMessage, LlmToolCall } from '../../shared/providers/types.js';
 import type { ToolCallRecord } from './recorder.js';
+
+/** What a tool that was cut before its result can be said to have returned: nobody knows. */
+export const INTERRUPTED_TOOL_RESULT = JSON.stringify({ status: 'interrupted', note: 'The caller interrupted before this finished; its outcome is unknown.' });
 
 export type RunKind = 'reply' | 'welcome' | 'nudge' | 'goodbye';
 
@@ -12,7 +16,15 @@ export class RunState {
   /** The runner reported `run_done`. */
   runnerDone = false;
   assistantText = '';
-  appended: import('../../shared/providers/types.js').LlmMessage[] = [];
+  appended: LlmMessage[] = [];
+  /**
+   * The tool calls this run made and their results, as history messages, kept as they happen:
+   * a run cut before `run_done` still leaves them in the history (the tools ran, perhaps with
+   * effects), so the next request neither forgets nor repeats them.
+   */
+  readonly toolExchange: LlmMessage[] = [];
+  /** Calls of `toolExchange` still waiting for their result. */
+  private readonly pendingToolCalls = new Set<string>();
   llmText = '';
   steps: TurnTimingStep[] = [];
   /** Monotonic start of each LLM step (index 0 = step 1): trace spans are placed from it. */
@@ -47,6 +59,26 @@ export class RunState {
     readonly userText: string,
     readonly startedAtMs: number,
   ) {}
+
+  toolsStarted(calls: LlmToolCall[]): void {
+    this.toolExchange.push({ role: 'assistant', content: null, toolCalls: calls });
+    for (const c of calls) this.pendingToolCalls.add(c.id);
+  }
+
+  toolFinished(callId: string, content: string): void {
+    if (!this.pendingToolCalls.delete(callId)) return;
+    this.toolExchange.push({ role: 'tool', toolCallId: callId, content });
+  }
+
+  /**
+   * The tool exchange of a run that was cut: every call gets a result (providers refuse a call
+   * without one); those still running are marked interrupted.
+   */
+  cutToolExchange(): LlmMessage[] {
+    for (const id of this.pendingToolCalls) this.toolExchange.push({ role: 'tool', toolCallId: id, content: INTERRUPTED_TOOL_RESULT });
+    this.pendingToolCalls.clear();
+    return this.toolExchange;
+  }
 
   timing(): TurnTiming {
     const ttsTtfb = this.ttsFirstAudioAt && this.ttsRequestAt ? Math.max(0, Math.round(this.ttsFirstAudioAt - this.ttsRequestAt)) : 0;

@@ -1,12 +1,15 @@
 /**
  * Portal hand-off in the engine (issue 21): on a `human_handoff` call a flow `transfer` node asks
  * for a person once and keeps the call; without it the node ends the call (`transfer`). The
- * `transfer_to_human` function is offered only on hand-off calls and asks once.
+ * `transfer_to_human` function is offered only on hand-off calls and asks once. A reply cut after
+ * its tool ran (the fallback cuts it when nobody is free) keeps the tool exchange in the history.
  */
 import { describe, expect, it } from 'vitest';
 import { BOOKING_FLOW } from '../../fixtures/flows/booking.js';
 import type { SimLlmScript } from '../../../shared/providers/llm/sim.js';
 import type { LlmProvider, LlmRequest } from '../../../shared/providers/types.js';
+import { INTERRUPTED_TOOL_RESULT, RunState } from '../../../media-engine/session/run-state.js';
+import { recordRunMsg } from '../../../media-engine/session/run-events.js';
 import { actorHarness, type ActorHarness } from './actor-harness.js';
 
 const TRANSFER_FLOW = { ...BOOKING_FLOW, nodes: BOOKING_FLOW.nodes.map((n) => (n.id === 'end' ? { ...n, type: 'transfer' as const, label: 'Hand over' } : n)) };
@@ -64,5 +67,49 @@ describe('CallActor portal hand-off', () => {
     plain.actor.start();
     await say(plain, 'a person please', 1);
     expect(tools[0]).not.toContain('transfer_to_human');
+  });
+
+  it('a reply cut after its tool ran keeps the call and the result in the history: the next turn neither repeats the tool nor re-answers the old question', async () => {
+    let asked = 0;
+    const runs: string[] = [];
+    const h = actorHarness({ human_handoff: true, call_id: 'c3' }, { llm: { script: SCRIPT, ttftMs: 1000 }, requestHandoff: () => asked++ });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'a person please', role: 'user' });
+    // The tool has answered; the model is still thinking about what to say (nothing heard yet).
+    expect(await h.runUntil(() => h.transport.of('tool_call_result').length === 1)).toBe(true);
+    expect(h.transport.audioFrames).toBe(0);
+    // The hand-off fallback cuts the reply (control-plane/portal/handoff.ts).
+    expect(h.actor.say('Sorry, no one is available.')).toBe(true);
+    expect(await h.runUntil(() => h.recorder.agentMessages.length === 1)).toBe(true);
+    expect(h.transport.of('turn_complete')[0]).toMatchObject({ turn: 1, user_text: 'a person please', assistant_text: '' });
+
+    h.actor.post({ kind: 'text_inject', text: 'never mind', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 2)).toBe(true);
+    for (const ev of h.transport.of('tool_calls_started')) runs.push(...ev.tools.map((t) => t.name));
+    expect(runs).toEqual(['transfer_to_human']);
+    expect(asked).toBe(1);
+    expect(h.transport.of('turn_complete')[1]).toMatchObject({ user_text: 'never mind', assistant_text: 'You said: never mind.' });
+    const last = h.requests[h.requests.length - 1]!.slice(1);
+    expect(last.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(last[0]).toEqual({ role: 'user', content: 'a person please' });
+    expect(last[1]).toMatchObject({ role: 'assistant', toolCalls: [{ name: 'transfer_to_human' }] });
+    expect(JSON.parse((last[2] as { content: string }).content)).toMatchObject({ status: 'requested' });
+    expect(last[3]).toEqual({ role: 'assistant', content: 'Sorry, no one is available.' });
+    expect(last[4]).toEqual({ role: 'user', content: 'never mind' });
+  });
+
+  it('a tool still running when the reply is cut gets an interrupted result, so the history stays well-formed', () => {
+    const run = new RunState(1, 'reply', 1, 0, 0, 'book it and text me', 0);
+    const calls = [
+      { id: 'a', name: 'book', arguments: '{}' },
+      { id: 'b', name: 'sms', arguments: '{}' },
+    ];
+    recordRunMsg(run, { kind: 'tools_started', step: 1, calls, llmMs: 5 }, 's1');
+    recordRunMsg(run, { kind: 'tool_result', step: 1, call: calls[0]!, result: { status: 'success', content: '{"booked":true}', output: { booked: true }, latencyMs: 3, attempts: 1 } }, 's1');
+    expect(run.cutToolExchange()).toEqual([
+      { role: 'assistant', content: null, toolCalls: calls },
+      { role: 'tool', toolCallId: 'a', content: '{"booked":true}' },
+      { role: 'tool', toolCallId: 'b', content: INTERRUPTED_TOOL_RESULT },
+    ]);
   });
 });
