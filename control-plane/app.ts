@@ -265,7 +265,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   await jobs.work('ops.node-sweep', (job) => nodeSweeper.run(job), { concurrency: 1 });
   // Inbound calls on event carriers whose spoken step (refusal, hold round) never ended.
   await jobs.work('telephony.step-deadline', async (job) => void (await telephony.runStepDeadline(job.data)), { concurrency: 2 });
-  await nodeSweeper.kick();
+  await jobs.keepChain(() => nodeSweeper.kick());
   let closed = false;
   return {
     server,

@@ -34,7 +34,7 @@ export async function createAlertsDomain(deps: AlertsDeps): Promise<AlertsDomain
   const evaluator = createEvaluator({ sql, jobs, clock, logger, registry: deps.registry, notifier, intervalS: config.alertsEvalIntervalS });
   await jobs.work('alerts.notify', (job) => notifier.run(job), { concurrency: 2 });
   await jobs.work('alerts.evaluate', (job) => evaluator.run(job), { concurrency: 1 });
-  await evaluator.kick();
+  await jobs.keepChain(() => evaluator.kick());
   const service = createAlertService({ sql, auth: deps.auth, clock, registry: deps.registry, policy: deps.outbound.policy, allowHttp: config.webhookAllowHttp });
   return {
     services: [{ service: AlertService, impl: service }] as ServiceBinding[],

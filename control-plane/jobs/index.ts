@@ -150,6 +150,14 @@ export interface Jobs {
   counts(timeoutMs: number): Promise<Array<{ queue: string; state: string; count: number }>>;
   /** Attempts whose handler threw in this process, by queue (monotonic, for a failure rate). */
   readonly failedAttempts: ReadonlyMap<string, number>;
+  /**
+   * Keeps a recurring chain alive (a handler that queues its own successor first under one
+   * `singletonKey`: the node sweep, the alert evaluation, the presence sweep). `kick` queues a
+   * pass; it runs now and again every `everyMs` on this replica until `close()`. While the chain
+   * is whole the key refuses the kick (one insert attempt); when both attempts of a pass failed
+   * with the database away, no successor was queued, and the next kick restarts the chain.
+   */
+  keepChain(kick: () => Promise<unknown>, everyMs?: number): Promise<void>;
   /** Stops fetching, waits for running handlers (bounded), then aborts the rest. Idempotent. */
   close(): Promise<void>;
 }
@@ -160,14 +168,25 @@ const COUNTED_STATES = ['created', 'retry', 'active', 'failed'] as const;
 /** How long `close()` waits for running handlers before it aborts them. */
 const STOP_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a job's end that could not be written (the database restarting) is retried in the
+ * background. Without it the job stays active until it expires (60 s and more), and a `stately`
+ * singleton chain (the node sweep, the alert evaluation) waits that long for its next pass.
+ */
+const COMPLETION_RETRY_MS = 30_000;
+
+/** How often `keepChain` kicks: the longest a broken recurring chain stays broken. */
+const CHAIN_KICK_MS = 15_000;
+
 /** Starts pg-boss (creating or migrating its schema) and every queue in `QUEUE_SETTINGS`. */
 export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   const { sql, logger } = opts;
   const schema = opts.schema ?? (await defaultSchema(sql));
   // Statements pg-boss sent and may not await: close() lets them finish before the pool ends.
   const inFlight = new Set<Promise<unknown>>();
+  const closing = new AbortController();
   const boss = new PgBoss({
-    db: bossDb(sql, { logger, inFlight }),
+    db: bossDb(sql, { logger, inFlight, completionRetry: { signal: closing.signal, withinMs: COMPLETION_RETRY_MS } }),
     schema,
     supervise: true,
     migrate: true,
@@ -182,9 +201,9 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   await boss.start();
   for (const name of Object.keys(QUEUE_SETTINGS) as JobName[]) await ensureQueue(boss, name, { ...QUEUE_SETTINGS[name], ...opts.queues?.[name] });
 
-  const closing = new AbortController();
   let closed = false;
   const failedAttempts = new Map<string, number>();
+  const chainKicks = new Set<NodeJS.Timeout>();
 
   return {
     schema,
@@ -229,6 +248,14 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       }
     },
     failedAttempts,
+    async keepChain(kick, everyMs = CHAIN_KICK_MS) {
+      await kick();
+      const timer = setInterval(() => {
+        if (!closed) kick().catch((err: Error) => logger.debug({ err: err.message }, 'recurring job not kicked (retried at the next kick)'));
+      }, everyMs);
+      timer.unref();
+      chainKicks.add(timer);
+    },
     async counts(timeoutMs) {
       const rows = await sql.begin(async (tx) => {
         await tx.unsafe(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
@@ -247,6 +274,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
     async close() {
       if (closed) return;
       closed = true;
+      for (const t of chainKicks) clearInterval(t);
       const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
       await boss.stop({ graceful: true, wait: false, timeout: STOP_TIMEOUT_MS, close: false });
       // Handlers still running past the timeout are told to give up; their jobs expire and retry.
@@ -269,29 +297,66 @@ const UNAWAITED_COMPLETION = /SET completed_on = now\(\),\s*state = 'completed'|
  * scripts, e.g. its migrations, as one text). Objects need no conversion: postgres.js learns each
  * parameter's type from the server (`$3::jsonb`) and serialises them as JSON itself.
  */
-export function bossDb(sql: SqlOrTx, o: { logger?: Logger; inFlight?: Set<Promise<unknown>> } = {}): PgBoss.Db {
+export interface BossDbOptions {
+  logger?: Logger;
+  /** Statements in flight, for `close()` to wait on. */
+  inFlight?: Set<Promise<unknown>>;
+  /** A job's end that could not be written is retried in the background, until `signal` aborts or `withinMs` passes. */
+  completionRetry?: { signal: AbortSignal; withinMs: number };
+}
+
+export function bossDb(sql: SqlOrTx, o: BossDbOptions = {}): PgBoss.Db {
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    if (o.inFlight) {
+      o.inFlight.add(p);
+      void p.then(
+        () => o.inFlight?.delete(p),
+        () => o.inFlight?.delete(p),
+      );
+    }
+    return p;
+  };
   return {
     executeSql(text: string, values: unknown[] = []) {
-      const result = run(text, values);
-      if (o.inFlight) {
-        o.inFlight.add(result);
-        void result.then(
-          () => o.inFlight?.delete(result),
-          () => o.inFlight?.delete(result),
-        );
-      }
+      const result = track(run(text, values));
       if (!UNAWAITED_COMPLETION.test(text)) return result;
       // pg-boss's worker records a job's end without awaiting it (manager.js `onFetch` calls the
       // async `complete`/`fail` and drops the promise): a failed write (pool closing, database
       // restarting) would reject pg-boss's own wrapper promise, an unhandled rejection that kills
-      // the process under Node's default policy. So these statements never reject: the job stays
-      // active until it expires and is then retried (handlers are idempotent).
+      // the process under Node's default policy. So these statements never reject; the write is
+      // retried in the background for a while, else the job stays active until it expires and is
+      // then retried (handlers are idempotent).
       return result.catch((err: Error) => {
-        o.logger?.warn({ err: err.message }, 'job completion not recorded; the job is retried after it expires');
+        const retry = o.completionRetry;
+        if (retry && !retry.signal.aborted) void track(retryCompletion(text, values, err, retry));
+        else o.logger?.warn({ err: err.message }, 'job completion not recorded; the job is retried after it expires');
         return { rows: [{ count: '0' }] };
       });
     },
   };
+
+  /**
+   * Completing is idempotent (`state = 'active'`). Failing matches any unfinished state: in the
+   * rare case that the first write did commit and the job was fetched again before a retry, that
+   * attempt is failed too and the job runs once more (at least once, as after an expiry).
+   */
+  async function retryCompletion(text: string, values: unknown[], first: Error, retry: { signal: AbortSignal; withinMs: number }): Promise<void> {
+    const deadline = Date.now() + retry.withinMs;
+    o.logger?.debug({ err: first.message }, 'job completion not written yet; retrying');
+    let last = first;
+    for (let delay = 250; !retry.signal.aborted && Date.now() + delay <= deadline; delay = Math.min(delay * 2, 4000)) {
+      await abortableDelay(delay, retry.signal);
+      if (retry.signal.aborted) break;
+      try {
+        await run(text, values);
+        o.logger?.info({ firstError: first.message }, 'job completion recorded after a retry');
+        return;
+      } catch (err) {
+        last = err as Error;
+      }
+    }
+    o.logger?.warn({ err: last.message }, 'job completion not recorded; the job is retried after it expires');
+  }
 
   async function run(text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
     // `pg` sends undefined as NULL; postgres.js refuses it.
@@ -336,4 +401,16 @@ async function ensureQueue(boss: PgBoss, name: JobName, s: QueueSettings): Promi
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

@@ -126,7 +126,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     },
   });
   await jobs.work('portal.presence-sweep', (job) => sweep.run(job), { concurrency: 1 });
-  await sweep.kick();
+  await jobs.keepChain(() => sweep.kick());
   await jobs.work('portal.transcribe', (job) => transcriber.run(job), { concurrency: 1 });
   const sockets = createPresenceSockets({ clock, logger, credentials, presence, buckets, heartbeatTimeoutS: config.portalHeartbeatTimeoutS, handoff });
   // Engines ask for a person (tool or flow node): every replica hears it, one job per call acts.

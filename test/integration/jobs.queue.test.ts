@@ -1,14 +1,15 @@
 /**
  * The durable job queue (control-plane/jobs, issue 14) on real Postgres: pg-boss over our
  * postgres.js pool in `<schema>_boss`. Work, retries then a recorded failure, delayed jobs,
- * singleton keys, enqueue inside a transaction, and a job whose process died mid-run being run
- * again by another "replica" (at least once).
+ * singleton keys, enqueue inside a transaction, a job whose process died mid-run being run
+ * again by another "replica" (at least once), and a job's end written once the database is back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bossDb, startJobs, type Jobs, type JobContext } from '../../control-plane/jobs/index.js';
 import { createSql } from '../../shared/db/client.js';
 import { newId } from '../../shared/ids.js';
-import { startTestInfra, TEST_DATABASE_URL, type TestInfra } from '../helpers/infra.js';
+import { captureLogger, startTestInfra, TEST_DATABASE_URL, type TestInfra } from '../helpers/infra.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 let infra: TestInfra;
 const opened: Jobs[] = [];
@@ -166,5 +167,52 @@ describe('pg-boss adapter', () => {
     await expect(db.executeSql(plans.failJobsById('pgboss'), args)).resolves.toEqual({ rows: [{ count: '0' }] });
     await expect(db.executeSql(plans.cancelJobs('pgboss'), args)).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
     await expect(db.executeSql('select 1', [])).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
+  });
+
+  it("a job that ends while the database restarts has its end written once it is back, not after its expiry", { timeout: 30_000 }, async () => {
+    const proxy = await TcpProxy.start(new URL(TEST_DATABASE_URL).hostname, Number(new URL(TEST_DATABASE_URL).port || 5432));
+    const viaProxy = createSql(proxy.urlFor(TEST_DATABASE_URL), { schema: infra.schema, max: 4, connectTimeoutMs: 500, statementTimeoutMs: 2000 });
+    const { logger, lines } = captureLogger();
+    const j = await startJobs({ sql: viaProxy, logger, schema: `${infra.schema}_boss`, pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 });
+    try {
+      let release: () => void = () => undefined;
+      const running = new Promise<string>((started) => {
+        void j.work('portal.transcribe', (job) => {
+          started(job.id);
+          return new Promise<void>((r) => (release = r));
+        });
+      });
+      const handoff = newId();
+      const id = (await j.enqueue('portal.transcribe', { handoff_id: handoff }, { singletonKey: handoff }))!;
+      expect(await running).toBe(id);
+      // The database goes away while the job runs; the handler finishes meanwhile.
+      proxy.reset();
+      release();
+      await expect.poll(() => lines.some((l) => l.includes('job completion not written yet')), { timeout: 10_000, interval: 50 }).toBe(true);
+      const [row] = await infra.sql.unsafe(`select state::text from "${infra.schema}_boss".job where id = $1`, [id]);
+      expect(row?.state).toBe('active');
+      proxy.restore();
+      // Expiry is 600 s for this queue: only the retried write can complete it within seconds.
+      await expect.poll(async () => (await j.state('portal.transcribe', id))?.state, { timeout: 10_000, interval: 200 }).toBe('completed');
+      expect(lines.some((l) => l.includes('job completion recorded after a retry'))).toBe(true);
+    } finally {
+      await j.close();
+      await viaProxy.end({ timeout: 5 });
+      await proxy.close();
+    }
+  });
+
+  it('keepChain restarts a recurring chain that lost its successor, and stops with the queue', { timeout: 20_000 }, async () => {
+    const j = await jobs();
+    const passes = collector<string>();
+    // A chain whose every pass "failed" to queue its successor: only the kicks bring the next pass.
+    await j.work('ops.node-sweep', async (job) => passes.push(job.id), { concurrency: 1 });
+    await j.keepChain(() => j.enqueue('ops.node-sweep', { tick: 'nodes' }, { singletonKey: 'nodes' }), 300);
+    await passes.until(3);
+    expect(new Set(passes.seen).size).toBe(passes.seen.length);
+    await j.close();
+    const after = passes.seen.length;
+    await expect(j.enqueue('ops.node-sweep', { tick: 'nodes' }, { singletonKey: 'nodes' })).rejects.toThrow(/closed/);
+    expect(passes.seen.length).toBe(after);
   });
 });
