@@ -7,6 +7,7 @@
  * met here in a Postgres-restart test). `patches/postgres+3.4.9.patch` (applied by patch-package
  * on install) settles the queries with CONNECTION_CLOSED instead.
  */
+import net from 'node:net';
 import postgres from 'postgres';
 import { afterAll, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../helpers/infra.js';
@@ -43,5 +44,51 @@ it('a query on a reserved connection whose backend died is rejected, not thrown 
     expect(uncaught).toEqual([]);
   } finally {
     process.off('uncaughtException', onUncaught);
+  }
+});
+
+it("a connection cut while it fetches the array types is no unhandled rejection, and the query then runs on a new one", async () => {
+  // A proxy that resets the first connection as soon as the driver asks for the array types
+  // (porsager/postgres#1192: the fetch's promise was dropped, its rejection unhandled).
+  const target = new URL(TEST_DATABASE_URL);
+  let cut = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    client.on('error', () => {});
+    upstream.on('error', () => {});
+    client.on('data', (chunk) => {
+      if (cut === 0 && chunk.includes('typarray')) {
+        cut++;
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => client.write(chunk));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const url = new URL(TEST_DATABASE_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  const fresh = postgres(url.toString(), { max: 1, onnotice: () => {} });
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    // The first attempt may fail with the cut connection; the pool then connects again.
+    const first = await within(fresh`select 1 as one`, 5_000).catch((err: { code?: string }) => err.code);
+    const again = await within(fresh`select 2 as two`, 5_000);
+    expect(cut).toBe(1);
+    expect(again[0].two).toBe(2);
+    expect([1, 'ECONNRESET', 'CONNECTION_CLOSED']).toContain(typeof first === 'string' ? first : first[0].one);
+    await new Promise((r) => setImmediate(r));
+    expect(unhandled).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    await fresh.end({ timeout: 1 });
+    await new Promise<void>((r) => server.close(() => r()));
   }
 });
