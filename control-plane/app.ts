@@ -298,6 +298,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
       if (closed) return;
       closed = true;
       draining = true;
+      // First: no new job here while the domains close and hand their work over to other replicas.
+      await jobs.stopFetching();
       await server.close(closeOpts);
       await grpcServer?.close();
       annotator.close();

@@ -19,6 +19,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import { newId } from '../../shared/ids.js';
 import type { Jobs, JobContext } from '../jobs/index.js';
+import { recurringPass } from '../jobs/recurring.js';
 import { computeMetric, recordLiveNodes, type MetricDeps } from './metrics.js';
 import type { Notifier } from './notify.js';
 import { compare, type Component, type Metric, type Operator } from './rules.js';
@@ -55,15 +56,6 @@ const KEY = 'alerts';
 export function createEvaluator(deps: EvaluatorDeps): Evaluator {
   const { sql, jobs, clock, logger, notifier } = deps;
 
-  async function kick(): Promise<void> {
-    await jobs.enqueue('alerts.evaluate', { tick: KEY }, { singletonKey: KEY });
-  }
-
-  async function run(job: JobContext<'alerts.evaluate'>): Promise<void> {
-    await jobs.enqueue('alerts.evaluate', { tick: KEY }, { singletonKey: KEY, delaySeconds: deps.intervalS });
-    if (job.signal.aborted) return;
-    await tick();
-  }
 
   async function tick(): Promise<RuleOutcome[]> {
     const nowMs = clock.now();
@@ -123,5 +115,7 @@ export function createEvaluator(deps: EvaluatorDeps): Evaluator {
     return { ruleId: id, value, action };
   }
 
-  return { kick, tick, run };
+  // Ticks a minute apart: a failed one is retried by the queue (its successor is already queued).
+  const recurring = recurringPass({ jobs, logger, name: 'alerts.evaluate', data: { tick: KEY }, intervalS: deps.intervalS, pass: tick, onError: 'retry' });
+  return { kick: recurring.kick, tick, run: recurring.run };
 }

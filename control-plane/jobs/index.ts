@@ -10,6 +10,7 @@
  *   the `<schema>.job` table itself).
  * - The media engine never imports this module: jobs never run on the audio path.
  */
+import { setMaxListeners } from 'node:events';
 import PgBoss from 'pg-boss';
 import type postgres from 'postgres';
 import type { Logger } from '../../shared/logger.js';
@@ -112,7 +113,10 @@ export type JobHandler<N extends JobName> = (job: JobContext<N>) => Promise<void
 export interface WorkOptions {
   /** Jobs of this queue run at once in this process. Default 2. */
   concurrency?: number;
-  /** Idle polling period. Default `JobsOptions.pollingIntervalSeconds`. */
+  /**
+   * Idle polling period: how long a worker whose last fetch found nothing waits before it asks
+   * again. A worker that just ran a job fetches again at once. Default `JobsOptions.pollingIntervalSeconds`.
+   */
   pollingIntervalSeconds?: number;
 }
 
@@ -158,6 +162,12 @@ export interface Jobs {
    * with the database away, no successor was queued, and the next kick restarts the chain.
    */
   keepChain(kick: () => Promise<unknown>, everyMs?: number): Promise<void>;
+  /**
+   * This process takes no new job (other replicas do); running handlers go on and `enqueue` still
+   * works. Shutdown calls it first, so a domain that hands its work over as it closes (the dialer
+   * queues its next slice) does not get that work back here. Idempotent.
+   */
+  stopFetching(): Promise<void>;
   /** Stops fetching, waits for running handlers (bounded), then aborts the rest. Idempotent. */
   close(): Promise<void>;
 }
@@ -175,6 +185,18 @@ const STOP_TIMEOUT_MS = 10_000;
  */
 const COMPLETION_RETRY_MS = 30_000;
 
+/** Jobs whose completion deadline is kept (oldest dropped first: no retry for those). */
+const MAX_TRACKED_COMPLETIONS = 10_000;
+
+/** A completion retry stops this long before the job's expiry (clock skew, fetch latency). */
+const EXPIRY_MARGIN_MS = 5_000;
+
+interface WorkerSlot {
+  /** pg-boss's worker id ('' until `boss.work` returned). */
+  id: string;
+  busy: boolean;
+}
+
 /** How often `keepChain` kicks: the longest a broken recurring chain stays broken. */
 const CHAIN_KICK_MS = 15_000;
 
@@ -185,8 +207,13 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   // Statements pg-boss sent and may not await: close() lets them finish before the pool ends.
   const inFlight = new Set<Promise<unknown>>();
   const closing = new AbortController();
+  // Every job's signal and every completion retry listen on it.
+  setMaxListeners(0, closing.signal);
+  // When each running job expires (its queue's expiry after it started, less a margin): a
+  // completion retried later could complete the next attempt of the same job.
+  const completionDeadlines = new Map<string, number>();
   const boss = new PgBoss({
-    db: bossDb(sql, { logger, inFlight, completionRetry: { signal: closing.signal, withinMs: COMPLETION_RETRY_MS } }),
+    db: bossDb(sql, { logger, inFlight, completionRetry: { signal: closing.signal, deadlines: completionDeadlines } }),
     schema,
     supervise: true,
     migrate: true,
@@ -204,6 +231,18 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   let closed = false;
   const failedAttempts = new Map<string, number>();
   const chainKicks = new Set<NodeJS.Timeout>();
+  // pg-boss 10 sleeps the polling interval after every fetch, also one that found a job, so one
+  // worker ran at most one job per interval: a queue of concurrency 2 at 2 s did 1 job/s however
+  // short its jobs (measured: 20 quick jobs took 20 s). A worker is told to fetch again right
+  // after each job, so a backlog drains at handler speed, and a job enqueued here wakes one idle
+  // worker of its queue instead of waiting for its next poll.
+  const workers = new Map<JobName, WorkerSlot[]>();
+  let fetching = true;
+  const wakeOne = (name: JobName): void => {
+    // A busy worker fetches again when its job ends anyway.
+    const idle = fetching ? workers.get(name)?.find((w) => w.id && !w.busy) : undefined;
+    if (idle) boss.notifyWorker(idle.id);
+  };
 
   return {
     schema,
@@ -217,13 +256,19 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       if (o.retryDelaySeconds !== undefined) send.retryDelay = o.retryDelaySeconds;
       if (o.retryBackoff !== undefined) send.retryBackoff = o.retryBackoff;
       if (o.tx) send.db = bossDb(o.tx);
-      return boss.send(name, data as object, send);
+      const id = await boss.send(name, data as object, send);
+      // Not for a job inside a transaction (a worker woken now would not see it before the commit)
+      // nor a delayed one: the workers' own polling finds those.
+      if (id && !o.tx && !send.startAfter) wakeOne(name);
+      return id;
     },
     async work(name, handler, o = {}) {
       const concurrency = o.concurrency ?? 2;
       // pg-boss 10 runs one fetch loop per `work()` call: N loops give N jobs at once.
+      const expireMs = (opts.queues?.[name]?.expireInSeconds ?? QUEUE_SETTINGS[name].expireInSeconds) * 1000;
       for (let i = 0; i < concurrency; i++) {
-        await boss.work<JobPayloads[typeof name]>(
+        const slot: WorkerSlot = { id: '', busy: false };
+        slot.id = await boss.work<JobPayloads[typeof name]>(
           name,
           { batchSize: 1, includeMetadata: true, pollingIntervalSeconds: o.pollingIntervalSeconds ?? opts.pollingIntervalSeconds ?? 2 },
           async ([job]) => {
@@ -236,25 +281,39 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
               isLastAttempt: job.retryCount >= job.retryLimit,
               signal: closing.signal,
             };
+            slot.busy = true;
+            completionDeadlines.set(job.id, Date.now() + expireMs - EXPIRY_MARGIN_MS);
+            if (completionDeadlines.size > MAX_TRACKED_COMPLETIONS) completionDeadlines.delete(completionDeadlines.keys().next().value!);
             try {
               await handler(ctx);
             } catch (err) {
               logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, err }, 'job failed');
               failedAttempts.set(name, (failedAttempts.get(name) ?? 0) + 1);
               throw err;
+            } finally {
+              slot.busy = false;
+              // Fetch the next job at once (this loop's wait is skipped); an empty fetch then waits.
+              if (slot.id && fetching) boss.notifyWorker(slot.id);
             }
           },
         );
+        workers.set(name, [...(workers.get(name) ?? []), slot]);
       }
     },
     failedAttempts,
     async keepChain(kick, everyMs = CHAIN_KICK_MS) {
       await kick();
       const timer = setInterval(() => {
-        if (!closed) kick().catch((err: Error) => logger.debug({ err: err.message }, 'recurring job not kicked (retried at the next kick)'));
+        if (!closed) kick().catch((err: Error) => logger.warn({ err: err.message }, 'recurring job not kicked (retried at the next kick)'));
       }, everyMs);
       timer.unref();
       chainKicks.add(timer);
+    },
+    async stopFetching() {
+      if (!fetching) return;
+      fetching = false;
+      // A worker stops before its next fetch (a waiting one at once; a busy one after its job).
+      for (const name of workers.keys()) await boss.offWork(name);
     },
     async counts(timeoutMs) {
       const rows = await sql.begin(async (tx) => {
@@ -274,6 +333,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
     async close() {
       if (closed) return;
       closed = true;
+      fetching = false;
       for (const t of chainKicks) clearInterval(t);
       const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
       await boss.stop({ graceful: true, wait: false, timeout: STOP_TIMEOUT_MS, close: false });
@@ -290,6 +350,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
 
 /** pg-boss's statements that mark a job completed or failed by id (plans.js `completeJobs`, `failJobsById`). */
 const UNAWAITED_COMPLETION = /SET completed_on = now\(\),\s*state = 'completed'|WITH deleted_jobs AS \(\s*DELETE FROM \S+\.job\s+WHERE name = \$1 AND id IN/;
+const COMPLETE_STATEMENT = /SET completed_on = now\(\),\s*state = 'completed'/;
 
 /**
  * pg-boss's database adapter over postgres.js: `$n` parameters and `{rows}` results like `pg`.
@@ -301,8 +362,11 @@ export interface BossDbOptions {
   logger?: Logger;
   /** Statements in flight, for `close()` to wait on. */
   inFlight?: Set<Promise<unknown>>;
-  /** A job's end that could not be written is retried in the background, until `signal` aborts or `withinMs` passes. */
-  completionRetry?: { signal: AbortSignal; withinMs: number };
+  /**
+   * A job's completion that could not be written is retried in the background, until `signal`
+   * aborts, `COMPLETION_RETRY_MS` passes or the job's deadline (by id) comes.
+   */
+  completionRetry?: { signal: AbortSignal; deadlines: Map<string, number> };
 }
 
 export function bossDb(sql: SqlOrTx, o: BossDbOptions = {}): PgBoss.Db {
@@ -320,33 +384,43 @@ export function bossDb(sql: SqlOrTx, o: BossDbOptions = {}): PgBoss.Db {
     executeSql(text: string, values: unknown[] = []) {
       const result = track(run(text, values));
       if (!UNAWAITED_COMPLETION.test(text)) return result;
+      const completes = COMPLETE_STATEMENT.test(text);
+      const ids = Array.isArray(values[1]) ? (values[1] as string[]) : [];
       // pg-boss's worker records a job's end without awaiting it (manager.js `onFetch` calls the
       // async `complete`/`fail` and drops the promise): a failed write (pool closing, database
       // restarting) would reject pg-boss's own wrapper promise, an unhandled rejection that kills
-      // the process under Node's default policy. So these statements never reject; the write is
-      // retried in the background for a while, else the job stays active until it expires and is
-      // then retried (handlers are idempotent).
-      return result.catch((err: Error) => {
-        const retry = o.completionRetry;
-        if (retry && !retry.signal.aborted) void track(retryCompletion(text, values, err, retry));
-        else o.logger?.warn({ err: err.message }, 'job completion not recorded; the job is retried after it expires');
-        return { rows: [{ count: '0' }] };
-      });
+      // the process under Node's default policy. So these statements never reject; a completion is
+      // retried in the background until the job's expiry nears, else (and for a failure) the job
+      // stays active until it expires and is then retried (handlers are idempotent).
+      const forget = (): void => ids.forEach((id) => o.completionRetry?.deadlines.delete(id));
+      return result.then(
+        (r) => (forget(), r),
+        (err: Error) => {
+          const retry = o.completionRetry;
+          const deadline = Math.min(Date.now() + COMPLETION_RETRY_MS, ...ids.map((id) => retry?.deadlines.get(id) ?? 0));
+          if (retry && completes && ids.length && !retry.signal.aborted) void track(retryCompletion(text, values, err, retry.signal, deadline).finally(forget));
+          else {
+            forget();
+            o.logger?.warn({ err: err.message }, 'job completion not recorded; the job is retried after it expires');
+          }
+          return { rows: [{ count: '0' }] };
+        },
+      );
     },
   };
 
   /**
-   * Completing is idempotent (`state = 'active'`). Failing matches any unfinished state: in the
-   * rare case that the first write did commit and the job was fetched again before a retry, that
-   * attempt is failed too and the job runs once more (at least once, as after an expiry).
+   * Only completions are retried, and only until the job would expire: completing is idempotent
+   * for one attempt (`state = 'active'`), and before the expiry no other attempt can be active.
+   * A failure is not retried: a first write that committed unseen would let a retry fail the
+   * next attempt. Such a job expires and runs again, as when its process dies.
    */
-  async function retryCompletion(text: string, values: unknown[], first: Error, retry: { signal: AbortSignal; withinMs: number }): Promise<void> {
-    const deadline = Date.now() + retry.withinMs;
+  async function retryCompletion(text: string, values: unknown[], first: Error, signal: AbortSignal, deadline: number): Promise<void> {
     o.logger?.debug({ err: first.message }, 'job completion not written yet; retrying');
     let last = first;
-    for (let delay = 250; !retry.signal.aborted && Date.now() + delay <= deadline; delay = Math.min(delay * 2, 4000)) {
-      await abortableDelay(delay, retry.signal);
-      if (retry.signal.aborted) break;
+    for (let delay = 250; !signal.aborted && Date.now() + delay <= deadline; delay = Math.min(delay * 2, 4000)) {
+      await abortableDelay(delay, signal);
+      if (signal.aborted) break;
       try {
         await run(text, values);
         o.logger?.info({ firstError: first.message }, 'job completion recorded after a retry');

@@ -28,6 +28,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Registry } from '../../shared/registry/index.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { JobContext, Jobs } from '../jobs/index.js';
+import { recurringPass } from '../jobs/recurring.js';
 import { NODE_LOST_REASON } from '../webhooks/events.js';
 
 export interface NodeSweeperDeps {
@@ -77,16 +78,6 @@ export function createNodeSweeper(deps: NodeSweeperDeps): NodeSweeper {
   const intervalS = deps.intervalS ?? 2;
   const batchSize = deps.batchSize ?? 500;
   const none: SweepResult = { lostNodes: [], finalized: 0, callsEnded: 0 };
-
-  async function kick(): Promise<void> {
-    await jobs.enqueue('ops.node-sweep', { tick: KEY }, { singletonKey: KEY });
-  }
-
-  async function run(job: JobContext<'ops.node-sweep'>): Promise<void> {
-    await jobs.enqueue('ops.node-sweep', { tick: KEY }, { singletonKey: KEY, delaySeconds: intervalS });
-    if (job.signal.aborted) return;
-    await sweep();
-  }
 
   /** Nodes missing long enough; updates the watch from this listing. */
   async function lostNodes(live: string[], now: Date): Promise<string[]> {
@@ -145,5 +136,7 @@ export function createNodeSweeper(deps: NodeSweeperDeps): NodeSweeper {
     return { lostNodes: lost, finalized: finalized.length, callsEnded };
   }
 
-  return { kick, sweep, run };
+  // Passes 2 s apart: a failed one is retried by the next.
+  const recurring = recurringPass({ jobs, logger, name: 'ops.node-sweep', data: { tick: KEY }, intervalS, pass: sweep, onError: 'next-pass' });
+  return { kick: recurring.kick, sweep, run: recurring.run };
 }

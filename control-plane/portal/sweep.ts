@@ -19,6 +19,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { Jobs, JobContext } from '../jobs/index.js';
+import { recurringPass } from '../jobs/recurring.js';
 import { shiftWindows, type ShiftIn } from './attendance.js';
 import { raiseAlert, type Presence } from './presence.js';
 import { DAY_MS, startOfUtcDay } from './time.js';
@@ -128,15 +129,7 @@ export function createSweep(deps: SweepDeps): Sweep {
     return { timedOut, alerts };
   }
 
-  return {
-    async kick() {
-      await jobs.enqueue('portal.presence-sweep', { tick: KEY }, { singletonKey: KEY });
-    },
-    tick,
-    async run(job) {
-      await jobs.enqueue('portal.presence-sweep', { tick: KEY }, { singletonKey: KEY, delaySeconds: deps.intervalS });
-      if (job.signal.aborted) return;
-      await tick();
-    },
-  };
+  // Passes seconds apart: a failed one is retried by the next.
+  const recurring = recurringPass({ jobs, logger, name: 'portal.presence-sweep', data: { tick: KEY }, intervalS: deps.intervalS, pass: tick, onError: 'next-pass' });
+  return { kick: recurring.kick, tick, run: recurring.run };
 }
