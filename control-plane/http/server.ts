@@ -175,7 +175,8 @@ export function redactPath(path: string): string {
 export async function startControlPlaneServer(opts: ControlPlaneServerOptions & { port: number; host?: string }): Promise<RunningServer> {
   const shutdown = new AbortController();
   // Every in-flight request links its signal to this one: the listener count is the concurrency.
-  setMaxListeners(0, shutdown.signal);
+  // Not 0 ("unlimited"): Node 20's getMaxListeners then throws for an AbortSignal (undici calls it).
+  setMaxListeners(1_000_000, shutdown.signal);
   const inner = createControlPlaneHandler(opts, shutdown.signal);
   // Requests in flight (a graceful close waits for them) and whether the server is closing.
   const inFlight = new Set<NodeRes>();

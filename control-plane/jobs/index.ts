@@ -185,6 +185,9 @@ const STOP_TIMEOUT_MS = 10_000;
  */
 const COMPLETION_RETRY_MS = 30_000;
 
+/** A listener count that never warns (0 would mean the same but breaks Node 20's getMaxListeners). */
+const UNBOUNDED_LISTENERS = 1_000_000;
+
 /** Jobs whose completion deadline is kept (oldest dropped first: no retry for those). */
 const MAX_TRACKED_COMPLETIONS = 10_000;
 
@@ -207,8 +210,10 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   // Statements pg-boss sent and may not await: close() lets them finish before the pool ends.
   const inFlight = new Set<Promise<unknown>>();
   const closing = new AbortController();
-  // Every job's signal and every completion retry listen on it.
-  setMaxListeners(0, closing.signal);
+  // Every job's signal and every completion retry listen on it. Not 0 ("unlimited"): Node 20's
+  // getMaxListeners then throws for an AbortSignal, and undici's fetch calls it on the signal of
+  // every request (a job's outbound fetch failed with ERR_INVALID_ARG_TYPE).
+  setMaxListeners(UNBOUNDED_LISTENERS, closing.signal);
   // When each running job expires (its queue's expiry after it started, less a margin): a
   // completion retried later could complete the next attempt of the same job.
   const completionDeadlines = new Map<string, number>();

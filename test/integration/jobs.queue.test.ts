@@ -4,6 +4,7 @@
  * singleton keys, enqueue inside a transaction, a job whose process died mid-run being run
  * again by another "replica" (at least once), and a job's end written once the database is back.
  */
+import { Request as UndiciRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bossDb, startJobs, type Jobs, type JobContext } from '../../control-plane/jobs/index.js';
 import { createSql } from '../../shared/db/client.js';
@@ -311,5 +312,22 @@ describe('pg-boss adapter', () => {
     const after = passes.seen.length;
     await expect(j.enqueue('ops.node-sweep', { tick: 'nodes' }, { singletonKey: 'nodes' })).rejects.toThrow(/closed/);
     expect(passes.seen.length).toBe(after);
+  });
+});
+
+describe('job signal', () => {
+  it("a job's signal can be handed to fetch (undici reads its listener limit)", async () => {
+    const j = await jobs();
+    const seen = collector<string>();
+    await j.work('qa.score', async (job) => {
+      // undici's Request (the outbound client's) calls events.getMaxListeners(signal), which throws
+      // in Node 20 when the limit is 0.
+      const req = new UndiciRequest('http://127.0.0.1:9/', { signal: job.signal });
+      seen.push(req.signal.aborted ? 'aborted' : 'ok');
+    }, { concurrency: 1 });
+    const id = newId();
+    await j.enqueue('qa.score', { conversation_id: id }, { singletonKey: id });
+    await seen.until(1);
+    expect(seen.seen).toEqual(['ok']);
   });
 });
