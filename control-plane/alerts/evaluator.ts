@@ -56,7 +56,6 @@ const KEY = 'alerts';
 export function createEvaluator(deps: EvaluatorDeps): Evaluator {
   const { sql, jobs, clock, logger, notifier } = deps;
 
-
   async function tick(): Promise<RuleOutcome[]> {
     const nowMs = clock.now();
     // A registry outage must not stop the rules that only read Postgres (node_down then fails alone).

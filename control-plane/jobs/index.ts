@@ -13,6 +13,7 @@
 import { setMaxListeners } from 'node:events';
 import PgBoss from 'pg-boss';
 import type postgres from 'postgres';
+import { realClock, sleepOn } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import { type JobName, type JobPayloads } from './names.js';
@@ -194,14 +195,14 @@ const MAX_TRACKED_COMPLETIONS = 10_000;
 /** A completion retry stops this long before the job's expiry (clock skew, fetch latency). */
 const EXPIRY_MARGIN_MS = 5_000;
 
+/** How often `keepChain` kicks: the longest a broken recurring chain stays broken. */
+const CHAIN_KICK_MS = 15_000;
+
 interface WorkerSlot {
   /** pg-boss's worker id ('' until `boss.work` returned). */
   id: string;
   busy: boolean;
 }
-
-/** How often `keepChain` kicks: the longest a broken recurring chain stays broken. */
-const CHAIN_KICK_MS = 15_000;
 
 /** Starts pg-boss (creating or migrating its schema) and every queue in `QUEUE_SETTINGS`. */
 export async function startJobs(opts: JobsOptions): Promise<Jobs> {
@@ -424,8 +425,8 @@ export function bossDb(sql: SqlOrTx, o: BossDbOptions = {}): PgBoss.Db {
     o.logger?.debug({ err: first.message }, 'job completion not written yet; retrying');
     let last = first;
     for (let delay = 250; !signal.aborted && Date.now() + delay <= deadline; delay = Math.min(delay * 2, 4000)) {
-      await abortableDelay(delay, signal);
-      if (signal.aborted) break;
+      // Aborted (the queue closing): give up, the job expires as before.
+      if (!(await sleepOn(realClock, delay, signal, () => new Error('job queue closed')).then(() => true, () => false))) break;
       try {
         await run(text, values);
         o.logger?.info({ firstError: first.message }, 'job completion recorded after a retry');
@@ -480,16 +481,4 @@ async function ensureQueue(boss: PgBoss, name: JobName, s: QueueSettings): Promi
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
-}
-
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -22,7 +22,7 @@ export class RunState {
    * a run cut before `run_done` still leaves them in the history (the tools ran, perhaps with
    * effects), so the next request neither forgets nor repeats them.
    */
-  readonly toolExchange: LlmMessage[] = [];
+  private readonly toolExchange: LlmMessage[] = [];
   /** Calls of `toolExchange` still waiting for their result. */
   private readonly pendingToolCalls = new Set<string>();
   llmText = '';
