@@ -20,6 +20,7 @@ import { mulawDecode, mulawEncode } from '../media-engine/audio/g711.js';
 import { JitterBuffer } from '../media-engine/audio/jitter-buffer.js';
 import { Resampler } from '../media-engine/audio/resampler.js';
 import { Vad } from '../media-engine/audio/vad.js';
+import { encodeText, SimDecoder } from '../shared/providers/sim/codec.js';
 
 export interface DspBenchOptions {
   /** Timed runs per case; the median is reported. Default 7. */
@@ -104,6 +105,11 @@ function buildCases(): Case[] {
   const silence16k = new Int16Array(320);
   const jb = new JitterBuffer({ frameMs: 20, minDepthMs: 20, maxDepthMs: 120, frameBytes: 160 });
   let seq = 0;
+  // The sim ASR's decoder (the offline provider runs in the engine process): a caller speaking the
+  // sim code (what sim callers and the engine bench send), and one speaking real speech (no code).
+  const simCodeFrames = frames(encodeText('i would like to book a table for two tomorrow at seven', 8000), 8000);
+  const simOnCode = new SimDecoder(8000);
+  const simOnSpeech = new SimDecoder(8000);
 
   return [
     {
@@ -145,6 +151,20 @@ function buildCases(): Case[] {
       step: (i) => {
         mulawDecode(mulawFrames[i % mulawFrames.length]!, decodedIn);
         return vadIn8.process(decodedIn).energyDb;
+      },
+    },
+    {
+      name: 'sim ASR decode 8k, sim-code caller',
+      step: (i) => {
+        simOnCode.push(simCodeFrames[i % simCodeFrames.length]!);
+        return simOnCode.takeEvents().length;
+      },
+    },
+    {
+      name: 'sim ASR decode 8k, speech (no code)',
+      step: (i) => {
+        simOnSpeech.push(pcm8kFrames[i % pcm8kFrames.length]!);
+        return simOnSpeech.takeEvents().length;
       },
     },
     {

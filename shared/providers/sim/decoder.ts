@@ -34,6 +34,12 @@ const SLOT_STRENGTH_MIN = 0.3;
 const RESYNC_PURITY_MIN = 0.6;
 /** Slots without code that end a phrase whose end marker was lost: 5 x 60 ms = 300 ms. */
 const SILENT_SLOTS_TO_FINAL = 5;
+/**
+ * The tones of the two sync symbols, all the search reads: four entries for goertzel4, and as PRE1
+ * and PRE2 share their low tone, that one twice (the same recurrence twice gives the same bits; four
+ * chains in flight cost what three do).
+ */
+const SYNC_TONES: readonly number[] = [lowOf(PRE1), highOf(PRE1), lowOf(PRE2), highOf(PRE2)];
 
 /**
  * Streaming decoder for 8 or 16 kHz PCM. Push any frame sizes; take events when convenient.
@@ -54,6 +60,14 @@ export class SimDecoder {
   private readonly s2 = new Float64Array(TONE_COUNT);
   private blockFill = 0;
   private blockEnergy = 0;
+  /**
+   * The sub-block being filled runs only the sync symbols' tones. Until a preamble first matches,
+   * nothing reads another tone (the search scores PRE1 and PRE2 only), and every window the data
+   * state reads starts after that match (see searchPreamble): real speech or noise fed to the sim
+   * ASR costs 3 filters instead of 14. Fixed at a sub-block's start, so a sub-block is never half
+   * filtered for a tone that is read.
+   */
+  private syncTonesOnly = true;
   private blockIndex = 0; // absolute index of the sub-block being filled
   // Ring of finished sub-blocks: complex tone coefficients (absolute phase) and energy.
   private readonly ringRe = new Float64Array(RING_BLOCKS * TONE_COUNT);
@@ -111,22 +125,18 @@ export class SimDecoder {
     const n = Math.min(length, frame.length);
     let i = 0;
     while (i < n) {
-      // Up to the end of the current sub-block, one tone at a time with its Goertzel state in
-      // locals: the same arithmetic in the same order as sample by sample over all tones (so the
-      // same bits), without a load and store of s1/s2 per tone per sample (4x less time; this
-      // decoder was the largest cost of an engine bench call).
+      // Up to the end of the current sub-block, four tones at a time with their Goertzel state in
+      // locals: the same arithmetic in the same order per tone as sample by sample (so the same
+      // bits), without a load and store of s1/s2 per tone per sample, and four independent
+      // recurrences in flight instead of one (each is a serial chain of a multiply and two adds).
+      // One tone at a time was 4x faster than per sample; four at a time is 2.7x faster again.
       const end = Math.min(n, i + this.blockLen - this.blockFill);
-      for (let t = 0; t < TONE_COUNT; t++) {
-        const c = coef[t]!;
-        let a = s1[t]!;
-        let b = s2[t]!;
-        for (let k = i; k < end; k++) {
-          const s0 = frame[k]! + c * a - b;
-          b = a;
-          a = s0;
-        }
-        s1[t] = a;
-        s2[t] = b;
+      if (this.syncTonesOnly) {
+        goertzel4(frame, i, end, coef, s1, s2, SYNC_TONES[0]!, SYNC_TONES[1]!, SYNC_TONES[2]!, SYNC_TONES[3]!);
+      } else {
+        let t = 0;
+        for (; t + 4 <= TONE_COUNT; t += 4) goertzel4(frame, i, end, coef, s1, s2, t, t + 1, t + 2, t + 3);
+        for (; t < TONE_COUNT; t++) goertzel1(frame, i, end, coef, s1, s2, t);
       }
       let energy = this.blockEnergy;
       for (let k = i; k < end; k++) {
@@ -167,6 +177,7 @@ export class SimDecoder {
     this.s2.fill(0);
     this.blockFill = 0;
     this.blockEnergy = 0;
+    this.syncTonesOnly = true;
     this.ringRe.fill(0);
     this.ringIm.fill(0);
     this.ringEnergy.fill(0);
@@ -196,23 +207,32 @@ export class SimDecoder {
       this.nextWindowEnd += SLOT_BLOCKS;
       this.decodeSlot(finished);
     }
+    this.syncTonesOnly = this.state === 'search' && this.lockFirstBlock < 0;
   }
 
   /** Fills `amp` (per-tone amplitude) and `windowEnergy` for the window ending at sub-block `end`. */
   private analyseWindow(end: number): void {
-    let energy = 0;
-    for (let t = 0; t < TONE_COUNT; t++) {
-      let re = 0;
-      let im = 0;
-      for (let b = end - WINDOW_BLOCKS + 1; b <= end; b++) {
-        const k = (b % RING_BLOCKS) * TONE_COUNT + t;
-        re += this.ringRe[k]!;
-        im += this.ringIm[k]!;
-      }
-      this.amp[t] = Math.hypot(re, im) / this.windowNorm;
-    }
-    for (let b = end - WINDOW_BLOCKS + 1; b <= end; b++) energy += this.ringEnergy[b % RING_BLOCKS]!;
+    for (let t = 0; t < TONE_COUNT; t++) this.amp[t] = this.toneAmplitude(end, t);
+    this.windowEnergy = this.windowEnergyAt(end);
+  }
+
+  /** analyseWindow for tones `lo` and `hi` only (the rest of `amp` is left as it was); `energy`: windowEnergyAt(end). */
+  private analysePair(end: number, lo: number, hi: number, energy: number): void {
+    this.amp[lo] = this.toneAmplitude(end, lo);
+    this.amp[hi] = this.toneAmplitude(end, hi);
     this.windowEnergy = energy;
+  }
+
+  /** Amplitude of tone `t` over the window ending at sub-block `end`. */
+  private toneAmplitude(end: number, t: number): number {
+    let re = 0;
+    let im = 0;
+    for (let b = end - WINDOW_BLOCKS + 1; b <= end; b++) {
+      const k = (b % RING_BLOCKS) * TONE_COUNT + t;
+      re += this.ringRe[k]!;
+      im += this.ringIm[k]!;
+    }
+    return Math.hypot(re, im) / this.windowNorm;
   }
 
   /**
@@ -243,11 +263,13 @@ export class SimDecoder {
     let matched = false;
     let score = 0;
     let strongest = 0;
-    if (Math.max(this.windowEnergyAt(end), this.windowEnergyAt(pre1End)) >= this.quietWindowEnergy) {
-      this.analyseWindow(end);
+    const energy2 = this.windowEnergyAt(end);
+    const energy1 = this.windowEnergyAt(pre1End);
+    if (Math.max(energy2, energy1) >= this.quietWindowEnergy) {
+      this.analysePair(end, lowOf(PRE2), highOf(PRE2), energy2);
       const p2 = this.purity(lowOf(PRE2), highOf(PRE2));
       const a2 = (this.amp[lowOf(PRE2)]! + this.amp[highOf(PRE2)]!) / 2;
-      this.analyseWindow(pre1End);
+      this.analysePair(pre1End, lowOf(PRE1), highOf(PRE1), energy1);
       const p1 = this.purity(lowOf(PRE1), highOf(PRE1));
       const a1 = (this.amp[lowOf(PRE1)]! + this.amp[highOf(PRE1)]!) / 2;
       // Purities add up so that either sync symbol may be wiped out by lost frames (1 + 0), or
@@ -376,6 +398,59 @@ export class SimDecoder {
     this.committed = '';
     this.lastInterim = '';
   }
+}
+
+/** Runs the Goertzel recurrences of tones t0..t3 over frame[from..to), interleaved. */
+function goertzel4(frame: Int16Array, from: number, to: number, coef: Float64Array, s1: Float64Array, s2: Float64Array, t0: number, t1: number, t2: number, t3: number): void {
+  const c0 = coef[t0]!;
+  const c1 = coef[t1]!;
+  const c2 = coef[t2]!;
+  const c3 = coef[t3]!;
+  let a0 = s1[t0]!;
+  let b0 = s2[t0]!;
+  let a1 = s1[t1]!;
+  let b1 = s2[t1]!;
+  let a2 = s1[t2]!;
+  let b2 = s2[t2]!;
+  let a3 = s1[t3]!;
+  let b3 = s2[t3]!;
+  for (let k = from; k < to; k++) {
+    const x = frame[k]!;
+    let s = x + c0 * a0 - b0;
+    b0 = a0;
+    a0 = s;
+    s = x + c1 * a1 - b1;
+    b1 = a1;
+    a1 = s;
+    s = x + c2 * a2 - b2;
+    b2 = a2;
+    a2 = s;
+    s = x + c3 * a3 - b3;
+    b3 = a3;
+    a3 = s;
+  }
+  s1[t0] = a0;
+  s2[t0] = b0;
+  s1[t1] = a1;
+  s2[t1] = b1;
+  s1[t2] = a2;
+  s2[t2] = b2;
+  s1[t3] = a3;
+  s2[t3] = b3;
+}
+
+/** Tone t's Goertzel recurrence over frame[from..to) (the tones left over after fours). */
+function goertzel1(frame: Int16Array, from: number, to: number, coef: Float64Array, s1: Float64Array, s2: Float64Array, t: number): void {
+  const c = coef[t]!;
+  let a = s1[t]!;
+  let b = s2[t]!;
+  for (let k = from; k < to; k++) {
+    const s0 = frame[k]! + c * a - b;
+    b = a;
+    a = s0;
+  }
+  s1[t] = a;
+  s2[t] = b;
 }
 
 const NO_EVENTS: SimDecoderEvent[] = Object.freeze([]) as unknown as SimDecoderEvent[];

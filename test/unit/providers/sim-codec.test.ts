@@ -361,6 +361,20 @@ describe('sim codec: audio that is not code', () => {
     x.set(code, speech.length);
     expect(finalText(decodeAll(x, 16000, 320))).toBe('after speech');
   });
+
+  it('decodes a phrase right after speech at any sub-block offset, at 8 kHz too (the search filters only the sync tones)', () => {
+    for (const rate of [8000, 16000] as const) {
+      const before = rate === 16000 ? speech : speech.filter((_, i) => i % 2 === 0);
+      const code = encodeText('after speech', rate);
+      // Offsets inside one 2.5 ms sub-block and across a few: the speech ends mid sub-block.
+      for (const gap of [0, 1, 7, 13, rate / 400 - 1, rate / 400 + 3, 3 * (rate / 400) + 5]) {
+        const x = new Int16Array(before.length + gap + code.length);
+        x.set(before);
+        x.set(code, before.length + gap);
+        expect(finalText(decodeAll(x, rate, rate / 50)), `${rate} Hz, gap ${gap}`).toBe('after speech');
+      }
+    }
+  });
 });
 
 // Robustness report for NOTES.md: SIM_CODEC_REPORT=1 npx vitest run test/unit/providers/sim-codec
