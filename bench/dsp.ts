@@ -103,6 +103,8 @@ function buildCases(): Case[] {
   // Digital silence right after speech: the VAD's high-pass state decays towards subnormals.
   const vadSilence = new Vad({ sampleRateHz: 16000 });
   const silence16k = new Int16Array(320);
+  const vadSilence8k = new Vad({ sampleRateHz: 8000 });
+  const silence8k = new Int16Array(160);
   const jb = new JitterBuffer({ frameMs: 20, minDepthMs: 20, maxDepthMs: 120, frameBytes: 160 });
   let seq = 0;
   // The sim ASR's decoder (the offline provider runs in the engine process): a caller speaking the
@@ -138,6 +140,10 @@ function buildCases(): Case[] {
         const k = i % 250;
         return vadSilence.process(k < 50 ? pcm16kFrames[k]! : silence16k).energyDb;
       },
+    },
+    {
+      name: 'VAD 8k, digital silence (settled)',
+      step: () => vadSilence8k.process(silence8k).energyDb,
     },
     {
       name: 'carrier in: decode + 8k->16k + VAD 16k (before)',

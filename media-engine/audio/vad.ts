@@ -176,7 +176,11 @@ export class Vad {
     let x2 = this.x2;
     let y1 = this.y1;
     let y2 = this.y2;
-    for (let i = 0; i < frame.length; i++) {
+    // Digital silence through a settled filter (state all zero) gives zeros: both sums stay 0, the
+    // state too. Carrier streams send it whenever nobody speaks (muted, idle lines), so the loop
+    // is skipped; a frame with any sound takes it, whatever the state.
+    const settledSilence = x1 === 0 && x2 === 0 && y1 === 0 && y2 === 0 && isDigitalSilence(frame);
+    for (let i = settledSilence ? frame.length : 0; i < frame.length; i++) {
       const x = frame[i]!;
       const y = this.b0 * x + this.b1 * x1 + this.b2 * x2 - this.a1 * y1 - this.a2 * y2;
       x2 = x1;
@@ -264,4 +268,10 @@ export class Vad {
     r.silenceMs = 0;
     r.speechMs = 0;
   }
+}
+
+/** Whether every sample of `frame` is 0. */
+function isDigitalSilence(frame: Int16Array): boolean {
+  for (let i = 0; i < frame.length; i++) if (frame[i] !== 0) return false;
+  return true;
 }
