@@ -2,8 +2,8 @@
  * The per-frame audio hot path allocates nothing (issue 13, "Done means"): 10,000 frames of
  * carrier in (the Twilio `media` message read from its bytes with its payload decoded,
  * json-media-scan.ts; jitter buffer push + pop with concealment, mu-law decode, VAD at 8 kHz, 8k->16k for
- * an ASR that needs 16 kHz, VAD at 16 kHz) and agent out (TTS 24k->8k and 24k->16k, 16k->8k,
- * mu-law encode, base64 into the outbound frame) must not grow the heap.
+ * an ASR that needs 16 kHz, VAD at 16 kHz) and agent out (TTS 24k->8k and 24k->16k, 16k->8k, the
+ * call's playout queue in and out, mu-law encode, base64 into the outbound frame) must not grow the heap.
  *
  * How it measures: short-lived objects are bump-allocated in V8's young generation (new space),
  * so with no garbage collection in between, its used size after the run minus before is what the
@@ -27,6 +27,7 @@ import { Resampler } from '../../../media-engine/audio/resampler.js';
 import { Vad, vadOptionsForProfile } from '../../../media-engine/audio/vad.js';
 import { base64Into, mediaFrameTemplate } from '../../../media-engine/transports/twilio-media-frame.js';
 import { JsonMediaScanner, newScannedMedia, twilioMediaDialect } from '../../../media-engine/transports/json-media-scan.js';
+import { PlayoutQueue } from '../../../media-engine/session/playout.js';
 
 const FRAMES = 10_000;
 const BOUND_BYTES = 16 * 1024;
@@ -88,6 +89,11 @@ function hotPath(): (frame: number) => number {
   const down = new Resampler(16000, 8000);
   const outMulaw = new Uint8Array(160);
   const { frame: outFrame, payloadOffset } = mediaFrameTemplate('MZ00000000000000000000000000000000');
+  // The call's outbound queue: TTS audio in 40 ms chunks (enqueued every other frame), one frame
+  // out per frame; the ring wraps, so both copies also cross its end.
+  const playout = new PlayoutQueue(8000, 1);
+  const ttsChunks8k = Array.from({ length: 100 }, (_, k) => speechLike(8000, 1).subarray(k * 320, k * 320 + 320));
+  const outPcm = new Int16Array(160);
   let seq = 1;
   let concealRun = 0;
   return (i) => {
@@ -112,9 +118,11 @@ function hotPath(): (frame: number) => number {
     const agent8 = tts8.process(tts);
     const agent16 = tts16.process(tts);
     const agent8b = down.process(agent16);
+    if (i % 2 === 0) playout.enqueue(ttsChunks8k[(i >> 1) % 100]!);
+    playout.takeFrame(outPcm);
     mulawEncode(agent8, outMulaw);
     base64Into(outMulaw, outFrame, payloadOffset);
-    return (v8.speech ? 1 : 0) + (v16.speech ? 2 : 0) + agent8b[7]! + outFrame[payloadOffset]!;
+    return (v8.speech ? 1 : 0) + (v16.speech ? 2 : 0) + agent8b[7]! + outFrame[payloadOffset]! + outPcm[3]!;
   };
 }
 
