@@ -44,12 +44,14 @@ export function withTtsRetry(provider: TtsProvider, opts: TtsRetryOptions = {}):
   const maxRetryAfterMs = opts.maxRetryAfterMs ?? 5_000;
   const clock = opts.clock ?? realClock;
 
-  async function* synthesize(req: TtsRequest): AsyncGenerator<PcmChunk> {
+  /** The first chunk of `req`, retrying failures before it; afterwards `it` is the attempt's stream. */
+  async function firstChunk(req: TtsRequest, committed: (it: AsyncIterator<PcmChunk>) => void): Promise<IteratorResult<PcmChunk>> {
     for (let attempt = 1; ; attempt++) {
       const it = provider.synthesize(req)[Symbol.asyncIterator]();
-      let first: IteratorResult<PcmChunk>;
       try {
-        first = await it.next();
+        const first = await it.next();
+        committed(it);
+        return first;
       } catch (e) {
         if (req.signal.aborted || !isRetryable(e)) throw e;
         const retryAfterMs = e instanceof ProviderError ? e.retryAfterMs : undefined;
@@ -60,20 +62,39 @@ export function withTtsRetry(provider: TtsProvider, opts: TtsRetryOptions = {}):
         const backoffMs = retryAfterMs ?? backoffDelayMs(attempt, { baseMs: baseBackoffMs, maxMs: maxRetryAfterMs, random: opts.random });
         opts.onRetry?.(attempt, backoffMs, e);
         await sleepMs(clock, backoffMs, req.signal, provider.label);
-        continue;
       }
-      if (first.done) return;
-      // Committed to this attempt: pass everything through. If the consumer stops early (barge-in
-      // `break`), `finally` returns the inner iterator so it cancels its vendor request; on an
-      // iterator that already finished, return() is a no-op.
-      try {
-        yield first.value;
-        yield* { [Symbol.asyncIterator]: () => it };
-      } finally {
-        await it.return?.();
-      }
-      return;
     }
+  }
+
+  /**
+   * Once the first chunk is there, the attempt's own iterator answers every `next()`: no async
+   * generator in between, which cost several promises and microtask hops per 20-40 ms chunk (the
+   * largest source of garbage in the engine bench's allocation profile after the sim providers).
+   * A consumer stopping early (barge-in `break`) calls `return()`, which returns the inner iterator
+   * so it cancels its vendor request.
+   */
+  function synthesize(req: TtsRequest): AsyncIterableIterator<PcmChunk> {
+    let inner: AsyncIterator<PcmChunk> | undefined;
+    let stopped = false;
+    const done = (): Promise<IteratorResult<PcmChunk>> => Promise.resolve({ value: undefined, done: true });
+    const iterator: AsyncIterableIterator<PcmChunk> = {
+      next: () => {
+        if (stopped) return done();
+        if (inner) return inner.next();
+        return firstChunk(req, (it) => {
+          inner = it;
+        });
+      },
+      return: async () => {
+        stopped = true;
+        const it = inner;
+        inner = undefined;
+        await it?.return?.();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
   }
 
   const wrapped: TtsProvider = {
