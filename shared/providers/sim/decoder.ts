@@ -61,11 +61,14 @@ export class SimDecoder {
   private blockFill = 0;
   private blockEnergy = 0;
   /**
-   * The sub-block being filled runs only the sync symbols' tones. Until a preamble first matches,
-   * nothing reads another tone (the search scores PRE1 and PRE2 only), and every window the data
-   * state reads starts after that match (see searchPreamble): real speech or noise fed to the sim
-   * ASR costs 3 filters instead of 14. Fixed at a sub-block's start, so a sub-block is never half
-   * filtered for a tone that is read.
+   * The sub-block being filled runs only the sync symbols' tones (the others' ring entries are
+   * then 0, never read). All 14 are read only by the data state's slot windows; the search, the
+   * lock and the resync replay inside a phrase read PRE1/PRE2 only. So: all tones from the block
+   * after a preamble first matches (the first slot window starts 9 blocks after the match, see
+   * searchPreamble) and, in the data state, for the blocks of the next slot window; sync tones
+   * otherwise. Real speech or noise fed to the sim ASR costs 3 filters instead of 14, and a
+   * phrase's guard blocks between windows (8 of every 24) too. Fixed at a sub-block's start
+   * (finishBlock), so a sub-block is never half filtered for a tone that is read.
    */
   private syncTonesOnly = true;
   private blockIndex = 0; // absolute index of the sub-block being filled
@@ -207,7 +210,7 @@ export class SimDecoder {
       this.nextWindowEnd += SLOT_BLOCKS;
       this.decodeSlot(finished);
     }
-    this.syncTonesOnly = this.state === 'search' && this.lockFirstBlock < 0;
+    this.syncTonesOnly = this.state === 'search' ? this.lockFirstBlock < 0 : this.blockIndex < this.nextWindowEnd - WINDOW_BLOCKS + 1;
   }
 
   /** Fills `amp` (per-tone amplitude) and `windowEnergy` for the window ending at sub-block `end`. */

@@ -377,6 +377,95 @@ describe('sim codec: audio that is not code', () => {
   });
 });
 
+/** The decoder's private parts the filtering test below watches (names as in decoder.ts). */
+interface DecoderInternals {
+  finishBlock(): void;
+  analyseWindow(end: number): void;
+  syncTonesOnly: boolean;
+  blockIndex: number;
+  amp: Float64Array;
+}
+
+/**
+ * A decoder that records, per sub-block, whether all 14 tones were filtered, every window the data
+ * state analyses (with its amplitudes), and any window reading a sub-block filtered for the sync
+ * tones only. `allTones`: filter every tone of every sub-block (the reference).
+ */
+function watchedDecoder(rate: 8000 | 16000, allTones: boolean): { dec: SimDecoder; windows: number[][]; partialReads: number[] } {
+  const dec = new SimDecoder(rate);
+  const d = dec as unknown as DecoderInternals;
+  const full = new Map<number, boolean>();
+  const windows: number[][] = [];
+  const partialReads: number[] = [];
+  const finishBlock = d.finishBlock.bind(d);
+  const analyseWindow = d.analyseWindow.bind(d);
+  if (allTones) d.syncTonesOnly = false;
+  d.finishBlock = () => {
+    full.set(d.blockIndex, !d.syncTonesOnly);
+    finishBlock();
+    if (allTones) d.syncTonesOnly = false;
+  };
+  d.analyseWindow = (end: number) => {
+    for (let b = end - 15; b <= end; b++) if (full.get(b) === false) partialReads.push(b);
+    analyseWindow(end);
+    windows.push([end, ...d.amp]);
+  };
+  return { dec, windows, partialReads };
+}
+
+describe('sim codec: filtering only the tones that are read', () => {
+  const wav = parseWav(new Uint8Array(readFileSync(new URL('../../fixtures/audio/caller-booking.16k.wav', import.meta.url))));
+  const speech16k = pcm16FromBytes(wav.data);
+
+  function inputs(rate: 8000 | 16000): Array<{ name: string; x: Int16Array; flushAt?: number }> {
+    const speech = rate === 16000 ? speech16k : speech16k.filter((_, i) => i % 2 === 0);
+    const slot = (rate * symbolDurationMs) / 1000;
+    const join = (...parts: Int16Array[]) => {
+      const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+      let o = 0;
+      for (const p of parts) (out.set(p, o), (o += p.length));
+      return out;
+    };
+    const a = encodeText('first one, then more.', rate);
+    const lostEnd = encodeText('lost end', rate);
+    lostEnd.fill(0, lostEnd.length - slot); // its END slot wiped: the next preamble resyncs
+    return [
+      { name: 'speech then a phrase', x: join(speech.subarray(0, rate), new Int16Array(13), encodeText('after speech', rate)) },
+      { name: 'back-to-back phrases', x: join(a, encodeText('second, 2nd!', rate)) },
+      { name: 'lost end marker, next phrase at once', x: join(lostEnd, encodeText('next one', rate)) },
+      { name: 'noisy phrase with lost frames', x: loseFrames(addNoise(padded(a, 77, rate / 2), 15, 3), rate, 0.05, 'repeat', 4) },
+      { name: 'flush mid-phrase, then more code', x: join(a, encodeText('and the rest', rate)), flushAt: Math.floor(a.length / 2) },
+    ];
+  }
+
+  for (const rate of [8000, 16000] as const) {
+    it(`at ${rate} Hz: every slot window reads fully filtered sub-blocks, and decodes as with all tones filtered`, () => {
+      for (const input of inputs(rate)) {
+        const watched = watchedDecoder(rate, false);
+        const reference = watchedDecoder(rate, true);
+        const events: SimDecoderEvent[][] = [[], []];
+        const frame = rate / 50;
+        for (let i = 0; i < input.x.length; i += frame) {
+          if (input.flushAt !== undefined && i <= input.flushAt && input.flushAt < i + frame) {
+            watched.dec.flush();
+            reference.dec.flush();
+          }
+          const f = input.x.subarray(i, i + frame);
+          watched.dec.push(f);
+          reference.dec.push(f);
+          events[0]!.push(...watched.dec.takeEvents());
+          events[1]!.push(...reference.dec.takeEvents());
+        }
+        expect(watched.partialReads, input.name).toEqual([]);
+        expect(watched.windows.length, input.name).toBeGreaterThan(0);
+        expect(watched.windows, input.name).toEqual(reference.windows);
+        expect(events[0], input.name).toEqual(events[1]);
+        expect(finalText(events[0]!).length, input.name).toBeGreaterThan(0);
+      }
+    });
+  }
+});
+
 // Robustness report for NOTES.md: SIM_CODEC_REPORT=1 npx vitest run test/unit/providers/sim-codec
 describe.runIf(process.env.SIM_CODEC_REPORT)('sim codec: robustness report', () => {
   it('prints CER per condition', () => {
