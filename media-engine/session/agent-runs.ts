@@ -142,13 +142,18 @@ export class AgentRuns {
     return { run, heard };
   }
 
-  /** Call teardown: cancels the current run; nothing is flushed (the socket is closing). */
+  /**
+   * Call teardown: cancels the current run; nothing is flushed at the far end (the socket is
+   * closing), the queued audio's blocks go back to the pool.
+   */
   abandon(): { run: RunState; heard: string } | undefined {
     const run = this.current;
     if (!run) return undefined;
     run.abort.abort();
     this.current = undefined;
-    return { run, heard: this.output.heardText() };
+    const heard = this.output.heardText();
+    this.output.release();
+    return { run, heard };
   }
 
   private finish(run: RunState): void {

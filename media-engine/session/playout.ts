@@ -1,19 +1,18 @@
 /**
- * Outbound audio of one call: a preallocated ring of PCM samples at the transport rate, drained
- * in 20 ms frames by the pacer. It also remembers which text each stretch of samples speaks, so a
- * barge-in can tell exactly what the caller heard.
+ * Outbound audio of one call: PCM samples at the transport rate, drained in 20 ms frames by the
+ * pacer. It also remembers which text each stretch of samples speaks, so a barge-in can tell
+ * exactly what the caller heard.
  *
- * Bound and overflow policy: the ring holds `capacitySeconds` (default 120 s) of audio. TTS runs
+ * Bound and overflow policy: the queue holds `capacitySeconds` (default 120 s) of audio. TTS runs
  * faster than real time, so the queue can grow; when it is full, further audio is dropped (and
- * counted) rather than growing memory: a two-minute monologue is not a conversation. The ring
- * is allocated at the first audio (2 s) and doubles on demand (a copy per doubling, not per
- * frame), so a call that has not spoken yet holds nothing and an idle one kilobytes, not 120 s
- * (issue 13: memory per idle call).
+ * counted) rather than growing memory: a two-minute monologue is not a conversation. The samples
+ * live in blocks of one second from the process's pool (playout-blocks.ts): taken as audio
+ * arrives, given back once played, so a call that is not speaking holds none (issue 13: memory
+ * per idle call) and a long answer allocates nothing once the pool has warmed up.
  */
+import { giveBlock, takeBlock } from './playout-blocks.js';
 
-const INITIAL_SECONDS = 2;
-
-const EMPTY = new Int16Array(0);
+const BLOCK_SECONDS = 1;
 
 export interface SpokenSegment {
   text: string;
@@ -23,7 +22,9 @@ export interface SpokenSegment {
 }
 
 export class PlayoutQueue {
-  private ring: Int16Array;
+  /** The queued audio, oldest block first: read from `readPos` of the first, written at `writePos` of the last. */
+  private readonly blocks: Int16Array[] = [];
+  private readonly blockSamples: number;
   private readonly capacitySamples: number;
   private readPos = 0;
   private writePos = 0;
@@ -40,12 +41,12 @@ export class PlayoutQueue {
     capacitySeconds = 120,
   ) {
     this.capacitySamples = sampleRateHz * capacitySeconds;
-    this.ring = EMPTY;
+    this.blockSamples = sampleRateHz * BLOCK_SECONDS;
   }
 
-  /** Samples the ring can hold now (0 until the first audio). */
+  /** Samples the queue's blocks can hold now (0 when nothing is queued). */
   get allocatedSamples(): number {
-    return this.ring.length;
+    return this.blocks.length * this.blockSamples;
   }
 
   get queuedSamples(): number {
@@ -58,35 +59,22 @@ export class PlayoutQueue {
 
   /** Copies samples in. Returns how many were accepted. */
   enqueue(samples: Int16Array): number {
-    if (this.size + samples.length > this.ring.length && this.ring.length < this.capacitySamples) this.grow(this.size + samples.length);
-    const free = this.ring.length - this.size;
-    const n = Math.min(free, samples.length);
+    const n = Math.min(this.capacitySamples - this.size, samples.length);
     this.droppedSamples += samples.length - n;
-    let remaining = n;
     let src = 0;
-    while (remaining > 0) {
-      const run = Math.min(remaining, this.ring.length - this.writePos);
-      copySamples(samples, src, this.ring, this.writePos, run);
-      this.writePos = (this.writePos + run) % this.ring.length;
+    while (src < n) {
+      if (this.blocks.length === 0 || this.writePos === this.blockSamples) {
+        this.blocks.push(takeBlock(this.blockSamples));
+        this.writePos = 0;
+      }
+      const run = Math.min(n - src, this.blockSamples - this.writePos);
+      copySamples(samples, src, this.blocks[this.blocks.length - 1]!, this.writePos, run);
+      this.writePos += run;
       src += run;
-      remaining -= run;
     }
     this.size += n;
     this.enqueuedSamples += n;
     return n;
-  }
-
-  /** Re-lays the queued samples at the start of a larger ring (rare: doubles up to the cap). */
-  private grow(needed: number): void {
-    let len = Math.max(this.ring.length, Math.min(this.capacitySamples, this.sampleRateHz * INITIAL_SECONDS));
-    while (len < needed && len < this.capacitySamples) len = Math.min(this.capacitySamples, len * 2);
-    const next = new Int16Array(len);
-    const first = Math.min(this.size, this.ring.length - this.readPos);
-    next.set(this.ring.subarray(this.readPos, this.readPos + first), 0);
-    next.set(this.ring.subarray(0, this.size - first), first);
-    this.ring = next;
-    this.readPos = 0;
-    this.writePos = this.size % len;
   }
 
   /** Marks the text spoken by the samples enqueued from now until `endSegment()`. */
@@ -106,14 +94,16 @@ export class PlayoutQueue {
   takeFrame(dst: Int16Array): boolean {
     if (this.size === 0) return false;
     const n = Math.min(dst.length, this.size);
-    let remaining = n;
     let off = 0;
-    while (remaining > 0) {
-      const run = Math.min(remaining, this.ring.length - this.readPos);
-      copySamples(this.ring, this.readPos, dst, off, run);
-      this.readPos = (this.readPos + run) % this.ring.length;
+    while (off < n) {
+      const block = this.blocks[0]!;
+      // The last block is read up to where it is written; the others to their end.
+      const end = this.blocks.length === 1 ? this.writePos : this.blockSamples;
+      const run = Math.min(n - off, end - this.readPos);
+      copySamples(block, this.readPos, dst, off, run);
+      this.readPos += run;
       off += run;
-      remaining -= run;
+      if (this.readPos === end) this.releaseFront();
     }
     if (n < dst.length) dst.fill(0, n);
     this.size -= n;
@@ -121,8 +111,17 @@ export class PlayoutQueue {
     return true;
   }
 
+  /** The first block has been played: back to the pool (the last one only once it is also full or empty). */
+  private releaseFront(): void {
+    giveBlock(this.blocks.shift()!);
+    this.readPos = 0;
+    if (this.blocks.length === 0) this.writePos = 0;
+  }
+
   /** Drops everything queued (barge-in). */
   flush(): void {
+    for (const block of this.blocks) giveBlock(block);
+    this.blocks.length = 0;
     this.readPos = this.writePos = this.size = 0;
   }
 

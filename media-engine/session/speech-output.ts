@@ -84,6 +84,12 @@ export class SpeechOutput {
     this.transport.clearAudio();
   }
 
+  /** Call teardown: drops the queued audio here only (the socket is closing; nothing is sent). */
+  release(): void {
+    this.playout.resetTurn();
+    this.playing = false;
+  }
+
   /**
    * What the caller has heard of this turn: samples sent minus what is still ahead of real time
    * (the lead), mapped onto the spoken text.

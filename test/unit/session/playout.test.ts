@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PlayoutQueue } from '../../../media-engine/session/playout.js';
+import { giveBlock, MAX_POOLED_BYTES, pooledBlockBytes, takeBlock } from '../../../media-engine/session/playout-blocks.js';
 
 describe('PlayoutQueue', () => {
   it('hands out 20 ms frames in order and pads the last one', () => {
@@ -55,24 +56,54 @@ describe('PlayoutQueue', () => {
   });
 });
 
-describe('PlayoutQueue growth', () => {
-  it('starts small, grows on demand with the queued audio intact across the wrap, and stops at the cap', () => {
-    const q = new PlayoutQueue(8000, 10); // nothing until the first audio, then 2 s = 16000 samples, cap 80000
+describe('PlayoutQueue blocks', () => {
+  it('holds blocks only for queued audio: taken as it arrives, given back as it plays, capped', () => {
+    const q = new PlayoutQueue(8000, 10); // one-second blocks of 8000 samples, cap 80000
     const f = new Int16Array(160);
     expect(q.allocatedSamples).toBe(0);
     expect(q.takeFrame(f)).toBe(false);
     q.enqueue(Int16Array.from({ length: 15000 }, (_, i) => i % 30000));
     expect(q.allocatedSamples).toBe(16000);
-    for (let i = 0; i < 50; i++) q.takeFrame(f); // read 8000: the next write wraps
-    q.enqueue(Int16Array.from({ length: 8000 }, (_, i) => (15000 + i) % 30000)); // wraps around the small ring
-    q.enqueue(Int16Array.from({ length: 20000 }, (_, i) => (23000 + i) % 30000)); // forces growth
+    for (let i = 0; i < 50; i++) q.takeFrame(f); // 8000 played: the first block goes back
+    expect(q.allocatedSamples).toBe(8000);
+    q.enqueue(Int16Array.from({ length: 8000 }, (_, i) => (15000 + i) % 30000));
+    q.enqueue(Int16Array.from({ length: 20000 }, (_, i) => (23000 + i) % 30000));
     expect(q.queuedSamples).toBe(7000 + 8000 + 20000);
     let expected = 8000;
     while (q.takeFrame(f)) {
       for (let i = 0; i < f.length && expected < 43000; i++, expected++) expect(f[i]).toBe(expected % 30000);
     }
     expect(expected).toBe(43000);
+    expect(q.allocatedSamples).toBe(0);
     expect(q.enqueue(new Int16Array(100_000))).toBe(80000);
     expect(q.droppedSamples).toBe(20000);
+    expect(q.allocatedSamples).toBe(80000);
+    q.flush();
+    expect(q.allocatedSamples).toBe(0);
+  });
+
+  it('reuses played blocks across queues: a warmed-up process allocates none', () => {
+    const a = new PlayoutQueue(8000, 10);
+    const b = new PlayoutQueue(8000, 10);
+    const f = new Int16Array(160);
+    a.enqueue(new Int16Array(24000)); // three blocks
+    const first = new Set<Int16Array>((a as unknown as { blocks: Int16Array[] }).blocks);
+    a.flush(); // back to the pool
+    expect(pooledBlockBytes()).toBeGreaterThanOrEqual(3 * 8000 * 2);
+    b.enqueue(new Int16Array(24000));
+    const reused = (b as unknown as { blocks: Int16Array[] }).blocks;
+    expect(reused.every((block) => first.has(block))).toBe(true);
+    while (b.takeFrame(f));
+    // Every block went back as it was played; taking them again allocates nothing new.
+    a.enqueue(new Int16Array(24000));
+    expect((a as unknown as { blocks: Int16Array[] }).blocks.every((block) => first.has(block))).toBe(true);
+  });
+
+  it('keeps at most MAX_POOLED_BYTES of free blocks', () => {
+    const blocks: Int16Array[] = [];
+    for (let i = 0; i < MAX_POOLED_BYTES / (16000 * 2) + 10; i++) blocks.push(takeBlock(16000));
+    for (const block of blocks) giveBlock(block);
+    expect(pooledBlockBytes()).toBeLessThanOrEqual(MAX_POOLED_BYTES);
+    expect(pooledBlockBytes()).toBeGreaterThan(MAX_POOLED_BYTES - 16000 * 2);
   });
 });
