@@ -19,7 +19,7 @@
  *   Carrier frames that arrive out of order wait in the transport's jitter buffer before
  *   `onAudio` (in-order ones are handed over on arrival): the same reaction is also measured from
  *   that frame's arrival on the socket (the buffer's `push`).
- * - dropped frames: transport drops (backpressure) and playout-ring overflow.
+ * - dropped frames: transport drops (backpressure) and playout-queue overflow.
  *
  * It reads private fields of CallActor by name (`d.transport`, the current run and the pacing
  * state: `runs.current` and `runs.output` (AgentRuns, SpeechOutput: paceStartMs, paceFramesSent,

@@ -3,7 +3,8 @@
  * pacer. It also remembers which text each stretch of samples speaks, so a barge-in can tell
  * exactly what the caller heard.
  *
- * Bound and overflow policy: the queue holds `capacitySeconds` (default 120 s) of audio. TTS runs
+ * Bound and overflow policy: the queue holds `capacitySeconds` (default 120 s) of audio (in at
+ * most one block more, the first being partly played). TTS runs
  * faster than real time, so the queue can grow; when it is full, further audio is dropped (and
  * counted) rather than growing memory: a two-minute monologue is not a conversation. The samples
  * live in blocks of one second from the process's pool (playout-blocks.ts): taken as audio

@@ -81,9 +81,14 @@ export function withTtsRetry(provider: TtsProvider, opts: TtsRetryOptions = {}):
       next: () => {
         if (stopped) return done();
         if (inner) return inner.next();
-        return firstChunk(req, (it) => {
-          inner = it;
+        const first = firstChunk(req, (it) => {
+          // A consumer that returned while the first chunk was pending: cancel this attempt too.
+          if (stopped) void it.return?.();
+          else inner = it;
         });
+        // A synthesis that failed before its first chunk is over: a later next() must not start another.
+        first.catch(() => (stopped = true));
+        return first;
       },
       return: async () => {
         stopped = true;

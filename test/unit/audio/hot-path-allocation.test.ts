@@ -90,7 +90,8 @@ function hotPath(): (frame: number) => number {
   const outMulaw = new Uint8Array(160);
   const { frame: outFrame, payloadOffset } = mediaFrameTemplate('MZ00000000000000000000000000000000');
   // The call's outbound queue: TTS audio in 40 ms chunks (enqueued every other frame), one frame
-  // out per frame; the ring wraps, so both copies also cross its end.
+  // out per frame; it runs dry every other frame, so it takes a block from the pool and gives it
+  // back again and again.
   const playout = new PlayoutQueue(8000, 1);
   const ttsChunks8k = Array.from({ length: 100 }, (_, k) => speechLike(8000, 1).subarray(k * 320, k * 320 + 320));
   const outPcm = new Int16Array(160);

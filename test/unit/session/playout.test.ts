@@ -82,6 +82,25 @@ describe('PlayoutQueue blocks', () => {
     expect(q.allocatedSamples).toBe(0);
   });
 
+  it('reads a frame across two blocks and hands the first back once it is played', () => {
+    const q = new PlayoutQueue(8000, 10); // blocks of 8000 samples
+    const f = new Int16Array(170);
+    q.enqueue(Int16Array.from({ length: 8200 }, (_, i) => i)); // a full block and 200 samples
+    for (let i = 0; i < 47; i++) q.takeFrame(f); // 7990 played: 10 left in the first block
+    expect(q.allocatedSamples).toBe(16000);
+    expect(q.takeFrame(f)).toBe(true); // 10 from the first block, 160 from the second
+    expect(f[0]).toBe(7990);
+    expect(f[9]).toBe(7999);
+    expect(f[10]).toBe(8000);
+    expect(f[169]).toBe(8159);
+    expect(q.allocatedSamples).toBe(8000);
+    expect(q.takeFrame(f)).toBe(true); // the last 40, padded
+    expect(f[39]).toBe(8199);
+    expect(f[40]).toBe(0);
+    expect(q.allocatedSamples).toBe(0);
+    expect(q.takeFrame(f)).toBe(false);
+  });
+
   it('reuses played blocks across queues: a warmed-up process allocates none', () => {
     const a = new PlayoutQueue(8000, 10);
     const b = new PlayoutQueue(8000, 10);

@@ -131,4 +131,23 @@ describe('withTtsRetry', () => {
     }
     expect(t.returned).toEqual([true]);
   });
+
+  it('a synthesis that failed before its first chunk stays over: next() again starts no new request', async () => {
+    const t = setup([{ fail: err('BAD_REQUEST') }, { chunks: 1 }]);
+    const it = withTtsRetry(t.provider).synthesize({ text: 'x', preferredSampleRateHz: 16000, signal: new AbortController().signal })[Symbol.asyncIterator]();
+    await expect(it.next()).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await it.next()).toEqual({ value: undefined, done: true });
+    expect(t.calls).toHaveLength(1);
+  });
+
+  it('return() while the first chunk is pending cancels that attempt once it answers', async () => {
+    const t = setup([{ chunks: 3 }]);
+    const it = withTtsRetry(t.provider).synthesize({ text: 'x', preferredSampleRateHz: 16000, signal: new AbortController().signal })[Symbol.asyncIterator]();
+    const first = it.next();
+    await it.return!();
+    expect((await first).value.samples[0]).toBe(1);
+    await Promise.resolve();
+    expect(t.returned).toEqual([true]);
+    expect(await it.next()).toEqual({ value: undefined, done: true });
+  });
 });
