@@ -3,10 +3,10 @@
  * pacer. It also remembers which text each stretch of samples speaks, so a barge-in can tell
  * exactly what the caller heard.
  *
- * Bound and overflow policy: the queue holds `capacitySeconds` (default 120 s) of audio (in at
- * most one block more, the first being partly played). TTS runs
- * faster than real time, so the queue can grow; when it is full, further audio is dropped (and
- * counted) rather than growing memory: a two-minute monologue is not a conversation. The samples
+ * Bound and overflow policy: the queue holds `capacitySeconds` (default 120 s) of audio, in at
+ * most one block more than that (the first one partly played). TTS runs faster than real time, so
+ * the queue can grow; when it is full, further audio is dropped (and counted) rather than growing
+ * memory: a two-minute monologue is not a conversation. The samples
  * live in blocks of one second from the process's pool (playout-blocks.ts): taken as audio
  * arrives, given back once played, so a call that is not speaking holds none (issue 13: memory
  * per idle call) and a long answer allocates nothing once the pool has warmed up.
@@ -112,7 +112,7 @@ export class PlayoutQueue {
     return true;
   }
 
-  /** The first block has been played: back to the pool (the last one only once it is also full or empty). */
+  /** The first block has been played to where it was written: back to the pool (the queue may now be empty). */
   private releaseFront(): void {
     giveBlock(this.blocks.shift()!);
     this.readPos = 0;
