@@ -21,6 +21,7 @@ import { assertStorableText } from './input.js';
 import { requestUrl, setRouteTemplate } from './request-url.js';
 import { NodeRequestHeaders } from './request-headers.js';
 import { writeJson } from './json-writer.js';
+import { endThisTurn } from './end-batch.js';
 
 type AnyImpl = Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
 
@@ -316,6 +317,6 @@ function send(res: NodeRes, status: number, body: string, contentType: string, e
   const headers: Record<string, string> = { 'content-type': contentType.includes('charset') ? contentType : `${contentType}; charset=utf-8` };
   extra?.forEach((v, k) => (headers[k] = v));
   (res as ServerResponse).writeHead(status, headers);
-  res.end(body);
+  endThisTurn(res, body);
 }
 
