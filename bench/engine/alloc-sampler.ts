@@ -10,6 +10,9 @@
  *
  * It starts sampling `ALLOC_SAMPLE_AT_S` seconds after the child starts (pick the active phase:
  * connect + idle come first) for `ALLOC_SAMPLE_FOR_S` seconds, one sample per 16 kB allocated.
+ * `ALLOC_SAMPLE_PROMOTED=1` keeps only what outlived the young generation (promoted to old space,
+ * then collected by a full GC or still alive): where old-space growth and costly scavenges come
+ * from (it found the REST server's in-flight `Set`, control-plane/http/in-flight.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -22,7 +25,7 @@ const session = new Session();
 session.connect();
 session.post('HeapProfiler.enable');
 setTimeout(() => {
-  const params = { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+  const params = { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.ALLOC_SAMPLE_PROMOTED !== '1' };
   session.post('HeapProfiler.startSampling', params, (err) => {
     if (err) return console.error(`alloc-sampler: ${err.message}`);
     setTimeout(() => {

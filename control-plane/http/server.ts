@@ -19,6 +19,7 @@ import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './
 import { routeTemplateOf, setRouteTemplate } from './request-url.js';
 import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
+import { InFlight } from './in-flight.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -179,7 +180,7 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   setMaxListeners(1_000_000, shutdown.signal);
   const inner = createControlPlaneHandler(opts, shutdown.signal);
   // Requests in flight (a graceful close waits for them) and whether the server is closing.
-  const inFlight = new Set<NodeRes>();
+  const inFlight = new InFlight();
   let closing = false;
   function leave(this: NodeRes): void {
     inFlight.delete(this);
