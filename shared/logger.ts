@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { logStream } from './log-stream.js';
 
 export type { Logger };
 
@@ -40,14 +41,10 @@ export interface LoggerOptions {
   level?: string;
   /** A destination stream (tests capture logs through it). */
   destination?: NodeJS.WritableStream;
+  /** Without `destination`: a file the process's shared log stream writes to instead of stdout (benches: /dev/null). */
+  file?: string;
   name?: string;
 }
-
-/**
- * Most log text held while stdout is slower than the process (a stuck log shipper): past it lines
- * are dropped, not buffered without bound.
- */
-const MAX_PENDING_LOG_BYTES = 16 * 1024 * 1024;
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const options = {
@@ -58,9 +55,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (opts.destination) return pino(options, opts.destination as pino.DestinationStream);
-  // Asynchronous stdout: a line is written at once when nothing is in flight, and lines logged
-  // meanwhile go out together, so a busy process makes one write per batch instead of one
-  // synchronous write per line (one per request with the access log: a system call per request
-  // on top of the response's own). pino flushes what is pending when the process exits.
-  return pino(options, pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_LOG_BYTES }));
+  // Asynchronous stdout, one hand-over per event-loop turn (log-stream.ts): a busy process makes
+  // one write per batch instead of one synchronous write per line (one per request with the
+  // access log: a system call per request on top of the response's own). What is pending is
+  // written when the process exits.
+  return pino(options, logStream(opts.file ?? 1));
 }

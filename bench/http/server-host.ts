@@ -10,7 +10,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { pino } from 'pino';
 import { loadConfig } from '../../shared/config.js';
 import { realClock } from '../../shared/clock.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -127,7 +126,7 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
     { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, SECRETS_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: p.logLevel ?? 'info', NODE_ENV: 'test', ...(process.env.DB_PIPELINE_DEPTH ? { DB_PIPELINE_DEPTH: process.env.DB_PIPELINE_DEPTH } : {}) },
     { httpPort: 0, enginePort: 0, host: '127.0.0.1', dataDir: `/tmp/${schema}`, seedDemo: false },
   );
-  const logger: Logger = createLogger({ level: p.logLevel ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) as unknown as NodeJS.WritableStream });
+  const logger: Logger = createLogger({ level: p.logLevel ?? 'info', file: '/dev/null' });
   infra = await startInfra(config, logger, realClock, { schema, registryPrefix: redisPrefix });
   app = await startControlPlane({ ...infra, config, logger, clock: realClock }, { port: 0, host: '127.0.0.1', ...(p.grpcNative ? { grpcPort: 0 } : {}) });
   user = await createTestUser(app);
