@@ -22,6 +22,12 @@ import { pino } from 'pino';
 const MAX_PENDING_LOG_BYTES = 16 * 1024 * 1024;
 /** A turn that logs more than this many lines hands them over early (bounded memory per turn). */
 const MAX_LINES_PER_TURN = 1024;
+/** Largest piece handed to the writer: sonic-boom's default `maxWrite` (16 KiB). */
+const MAX_PIECE_CHARS = 16 * 1024;
+/** How long a synchronous write (exit, fatal) retries a full pipe before giving the rest up. */
+const SYNC_WRITE_DEADLINE_MS = 2000;
+const SYNC_RETRY_MS = 10;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 // Captured at load: a test's fake timers must not hold real log lines back.
 const atTurnEnd = setImmediate;
@@ -40,21 +46,37 @@ export class TurnBatchedLogStream {
     return true;
   }
 
-  /** The turn's lines to the writer (asynchronous). */
+  /**
+   * The turn's lines to the writer (asynchronous), in pieces of at most its own write size:
+   * sonic-boom has one piece in flight at a time and its `flushSync` (a fatal line, exit) writes
+   * every piece but that one, so a turn handed over whole could lose up to 1,024 lines at a crash.
+   */
   readonly handOver = (): void => {
-    if (this.lines.length === 0) return;
-    const text = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
+    const lines = this.lines;
+    if (lines.length === 0) return;
     this.lines = [];
-    this.writer.write(text);
+    let piece = '';
+    for (const line of lines) {
+      if (piece.length > 0 && piece.length + line.length > MAX_PIECE_CHARS) {
+        this.give(piece);
+        piece = '';
+      }
+      piece += line;
+    }
+    this.give(piece);
   };
 
   /** pino's `logger.flush(cb)`. */
   flush(cb?: (err?: Error) => void): void {
     this.handOver();
-    this.writer.flush(cb);
+    try {
+      this.writer.flush(cb);
+    } catch (err) {
+      cb?.(err as Error);
+    }
   }
 
-  /** Everything held, written synchronously (process exit). */
+  /** Everything held, written synchronously (a fatal line, process exit). */
   flushSync(): void {
     const text = this.lines.join('');
     this.lines = [];
@@ -63,13 +85,36 @@ export class TurnBatchedLogStream {
     } catch {
       // Not open yet, or destroyed (EPIPE): nothing the writer held can be written.
     }
-    if (text === '') return;
+    if (text !== '') this.writeSync(text);
+  }
+
+  private give(piece: string): void {
     try {
-      // sonic-boom's descriptor (not in its typings); negative until a path has been opened.
-      const fd = (this.writer as unknown as { fd: number }).fd;
-      if (fd >= 0) fs.writeSync(fd, text);
+      this.writer.write(piece);
     } catch {
-      // stdout is gone: the lines cannot be written anywhere.
+      // The writer was ended (pino ends it once the event loop is empty): write directly.
+      this.writeSync(piece);
+    }
+  }
+
+  /**
+   * Writes `text` whole, as sonic-boom's own `flushSync` does: a non-blocking pipe takes part of it
+   * or answers EAGAIN while its reader is behind, so the rest is retried for up to
+   * `SYNC_WRITE_DEADLINE_MS`.
+   */
+  private writeSync(text: string): void {
+    // sonic-boom's descriptor (not in its typings); negative until a path has been opened.
+    const fd = (this.writer as unknown as { fd: number }).fd;
+    if (!(fd >= 0)) return;
+    let rest = Buffer.from(text);
+    const until = Date.now() + SYNC_WRITE_DEADLINE_MS;
+    while (rest.length > 0) {
+      try {
+        rest = rest.subarray(fs.writeSync(fd, rest));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > until) return;
+        Atomics.wait(sleeper, 0, 0, SYNC_RETRY_MS);
+      }
     }
   }
 }

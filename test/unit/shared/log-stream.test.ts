@@ -42,6 +42,16 @@ describe('TurnBatchedLogStream', () => {
     expect(writes.join('')).toBe(Array.from({ length: 2500 }, (_, i) => `${i}\n`).join(''));
   });
 
+  it('a turn of more than 16 KiB is handed over in pieces of at most 16 KiB, in order', async () => {
+    const { writes, stream } = recordingWriter();
+    const lines = Array.from({ length: 300 }, (_, i) => `${String(i).padStart(3, '0')} ${'y'.repeat(195)}\n`);
+    for (const l of lines) stream.write(l);
+    await turnEnd();
+    expect(writes.length).toBe(4);
+    expect(writes.every((w) => w.length <= 16 * 1024)).toBe(true);
+    expect(writes.join('')).toBe(lines.join(''));
+  });
+
   it('flush hands the pending lines over first', async () => {
     const { writes, stream } = recordingWriter();
     stream.write('x\n');
@@ -54,26 +64,55 @@ describe('the process log stream at exit', () => {
   const dir = transpileToTemp(['shared/logger.ts', 'shared/log-stream.ts', 'test/helpers/log-then-exit.ts'], 'vp-log-exit-');
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  const run = async (mode: 'plain' | 'fatal'): Promise<Array<{ msg: string; i?: number }>> => {
-    const child = spawn(process.execPath, [path.join(dir, 'test/helpers/log-then-exit.js'), mode, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  /** Runs the child; a slow reader starts reading `readAfterMs` after the start (the pipe fills first). */
+  const run = async (mode: 'plain' | 'fatal' | 'later', count: number, nonblocking = false, readAfterMs = 0): Promise<Array<{ msg: string; i?: number }>> => {
+    const child = spawn(process.execPath, [path.join(dir, 'test/helpers/log-then-exit.js'), mode, String(count), nonblocking ? 'nonblocking' : ''], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8');
+    if (readAfterMs > 0) {
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), readAfterMs);
+    }
     child.stdout.on('data', (c: string) => (out += c));
     const code = await new Promise<number | null>((r) => child.on('close', r));
     expect(code).toBe(3);
     return out.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; i?: number });
   };
-  const numbered = Array.from({ length: 200 }, (_, i) => i);
+  const numbered = (n: number) => Array.from({ length: n }, (_, i) => i);
 
   it('writes the lines of the turn that called process.exit', async () => {
-    const lines = await run('plain');
-    expect(lines.map((l) => l.i)).toEqual(numbered);
+    const lines = await run('plain', 200);
+    expect(lines.map((l) => l.i)).toEqual(numbered(200));
   }, 15_000);
 
   it('a fatal line goes out at once, after the lines before it', async () => {
-    const lines = await run('fatal');
+    const lines = await run('fatal', 200);
     expect(lines).toHaveLength(201);
-    expect(lines.slice(0, 200).map((l) => l.i)).toEqual(numbered);
+    expect(lines.slice(0, 200).map((l) => l.i)).toEqual(numbered(200));
     expect(lines[200]!.msg).toBe('fatal, exiting');
+  }, 15_000);
+
+  // 3,000 lines of ~270 bytes (~800 kB) are several times what the socket pair to the parent
+  // buffers: the child meets a full non-blocking pipe (partial writes, EAGAIN) while the parent
+  // has not started reading.
+  const LINES = 3000;
+  for (const mode of ['plain', 'fatal'] as const) {
+    it(`a reader that is behind still gets every line, in order (${mode} exit, non-blocking stdout)`, async () => {
+      const lines = await run(mode, LINES, true, 300);
+      expect(lines.filter((l) => l.i !== undefined).map((l) => l.i)).toEqual(numbered(LINES));
+      if (mode === 'fatal') expect(lines.at(-1)!.msg).toBe('fatal, exiting');
+    }, 15_000);
+  }
+
+  it('exiting while writes are in flight loses at most the one piece being written (<= 16 KiB)', async () => {
+    // sonic-boom writes one piece at a time on the thread pool; the process can end before that
+    // write runs (pino's documented risk of asynchronous logging). Every other line arrives, in order.
+    const lines = await run('later', LINES, true, 300);
+    const got = lines.filter((l) => l.i !== undefined).map((l) => l.i!);
+    const missing = numbered(LINES).filter((i) => !got.includes(i));
+    expect(got).toEqual([...got].sort((a, b) => a - b));
+    expect(missing.length * 270).toBeLessThanOrEqual(16 * 1024 + 270);
+    expect(missing.length === 0 || missing.at(-1)! - missing[0]! === missing.length - 1).toBe(true);
+    expect(lines.at(-1)!.msg).toBe('fatal, exiting');
   }, 15_000);
 });
