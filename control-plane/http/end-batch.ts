@@ -10,8 +10,8 @@
  * 57 -> 44 us of server CPU per request, 17.8k -> 25k req/s (docs/benchmarks.md, issue 13).
  *
  * Cost: an answer waits for the rest of its turn's I/O callbacks, which are bounded by what one
- * poll phase reads (libuv caps it at 1,024 events). Headers are written at once, so `headersSent`
- * still guards against a second answer.
+ * poll phase reads (libuv caps it at 1,024 events). The status and headers are set at once
+ * (`writeHead`), so `headersSent` still guards against a second answer.
  */
 import type { NodeRes } from './rest.js';
 
@@ -25,10 +25,11 @@ let bodies: string[] = [];
 export function endThisTurn(res: NodeRes, body: string): void {
   responses.push(res);
   bodies.push(body);
-  if (responses.length === 1) atTurnEnd(endAll);
+  if (responses.length === 1) atTurnEnd(endQueuedAnswers);
 }
 
-function endAll(): void {
+/** Ends every queued answer now (also a server closing without grace, before it cuts its sockets). */
+export function endQueuedAnswers(): void {
   const rs = responses;
   const bs = bodies;
   responses = [];

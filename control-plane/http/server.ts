@@ -20,6 +20,7 @@ import { routeTemplateOf, setRouteTemplate } from './request-url.js';
 import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
+import { endQueuedAnswers } from './end-batch.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -239,6 +240,8 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
         h1.closeIdleConnections();
       }
       shutdown.abort();
+      // Answers already made this turn still go out before the sockets are cut.
+      endQueuedAnswers();
       for (const s of sockets) s.destroy();
       await closed;
     },

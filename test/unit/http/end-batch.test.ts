@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endThisTurn } from '../../../control-plane/http/end-batch.js';
+import { endQueuedAnswers, endThisTurn } from '../../../control-plane/http/end-batch.js';
 
 /**
  * Answers of one event-loop turn are ended together at its end: none is sent before the turn is
@@ -68,6 +68,17 @@ describe('endThisTurn', () => {
     expect(events).toEqual([]);
     await new Promise((r) => setImmediate(r));
     expect(events).toEqual(['a: one', 'b: destroyed', 'c: three']);
+  });
+
+  it('endQueuedAnswers sends the queued answers at once (a server closing without grace)', async () => {
+    const ended: string[] = [];
+    const fake = (name: string) => ({ end: (body: string) => ended.push(`${name}: ${body}`), destroy: () => undefined }) as unknown as http.ServerResponse;
+    endThisTurn(fake('a'), 'one');
+    endThisTurn(fake('b'), 'two');
+    endQueuedAnswers();
+    expect(ended).toEqual(['a: one', 'b: two']);
+    await new Promise((r) => setImmediate(r));
+    expect(ended).toEqual(['a: one', 'b: two']);
   });
 
   it('a response that throws on end loses only its own answer', async () => {
