@@ -268,7 +268,11 @@ export class EngineProbe {
           trackedRun = run;
           runStart = pacing.paceStartMs;
           runFrames = 0;
-        } else if (pacing.paceStartMs !== paceStart) {
+        } else if (pacing.paceStartMs !== paceStart && now >= runStart + runFrames * FRAME_MS) {
+          // The actor restarted its schedule after its queue ran dry, and the far end had played
+          // all the run's audio sent so far: a gap the caller hears. A restart while the far end
+          // still holds audio (the answer's first TTS chunk shorter than the lead, the next one a
+          // moment later) is not an underrun; its frames are still measured against the schedule.
           this.underruns++;
         }
         paceStart = pacing.paceStartMs;

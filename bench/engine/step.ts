@@ -193,7 +193,8 @@ export async function runEngineStep(o: StepOptions, log: (line: string) => void 
       engineTurns: p.turns,
       interruptedTurns: p.interruptedTurns,
       client: { ...client, sendLate: summarizeHistogram(Histogram.fromJSON(client.sendLate)) },
-      realTime: conn.failed === 0 && lateSlot.count > 0 && lateSlot.p99 < 10 && droppedFrames + p.droppedPlayoutFrames === 0,
+      // Issue 13: p99 outbound frame lateness < 10 ms, no drops, no underruns.
+      realTime: conn.failed === 0 && lateSlot.count > 0 && lateSlot.p99 < 10 && droppedFrames + p.droppedPlayoutFrames === 0 && p.underruns === 0,
     };
     await gen.call('closeAll', undefined, 30_000);
     if (o.cpuProfDir) result.cpuProfile = path.join(o.cpuProfDir, profileName(o));
