@@ -50,6 +50,20 @@ export class InFlight {
     this.count--;
   }
 
+  /**
+   * Removes the HTTP/1.1 responses of a connection that closed. A client that pipelines requests
+   * and hangs up leaves the responses queued behind the first without a socket: Node never emits
+   * their 'close', so without this they would stay listed (a graceful close waiting its whole
+   * grace, and memory a hostile client could grow).
+   */
+  deleteConnection(socket: object): void {
+    for (let r = this.head; r; ) {
+      const next: Linked | undefined = r[kNext];
+      if ((r as { req?: { socket?: object } }).req?.socket === socket) this.delete(r);
+      r = next;
+    }
+  }
+
   /** Newest first; walk it synchronously (a response leaving during an `await` may end the walk early). */
   *[Symbol.iterator](): IterableIterator<NodeRes> {
     for (let r = this.head; r; ) {

@@ -206,7 +206,10 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   // without it Nagle + delayed ACK add ~40 ms to small responses.
   const front = net.createServer({ noDelay: true }, (sock) => {
     sockets.add(sock);
-    sock.once('close', () => sockets.delete(sock));
+    sock.once('close', () => {
+      sockets.delete(sock);
+      inFlight.deleteConnection(sock);
+    });
     sock.once('error', () => sock.destroy());
     sock.once('readable', () => {
       const head: Buffer | null = sock.read();

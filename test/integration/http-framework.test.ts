@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { HealthService } from '../../shared/gen/voiceplane/v1/health_pb.js';
@@ -93,4 +94,24 @@ describe('one port serves REST, Connect and gRPC', () => {
     });
     expect(res.status).toBeGreaterThanOrEqual(400);
   });
+});
+
+describe('a client that pipelines requests and hangs up', () => {
+  it('leaves no request in flight, so a graceful close does not wait out its grace', async () => {
+    const own = await startControlPlaneServer({ port: 0, host: '127.0.0.1', logger: infra.logger, maxBodyBytes: 1024, services: [{ service: HealthService, impl: createHealthService(infra) }], routes: healthRoutes });
+    // /ready reads the database, so the first answer is still pending when the next two are parsed.
+    const ready = 'GET /ready HTTP/1.1\r\nHost: x\r\n\r\n';
+    const sockets = await Promise.all(
+      Array.from({ length: 10 }, () => new Promise<net.Socket>((resolve) => {
+        const s = net.connect(own.port, '127.0.0.1', () => s.write(ready + ready + ready, () => resolve(s)));
+        s.on('error', () => undefined);
+      })),
+    );
+    await vi.waitFor(() => expect(own.inFlight!()).toBeGreaterThan(0), { timeout: 5000, interval: 5 });
+    for (const s of sockets) s.destroy();
+    await vi.waitFor(() => expect(own.inFlight!()).toBe(0), { timeout: 5000, interval: 20 });
+    const t0 = performance.now();
+    await own.close({ graceMs: 10_000 });
+    expect(performance.now() - t0).toBeLessThan(2000);
+  }, 20_000);
 });

@@ -44,4 +44,14 @@ describe('InFlight', () => {
     expect(linked.filter((v) => typeof v === 'object' && v !== null)).toEqual([]);
     expect(names(list)).toEqual(['c', 'a']);
   });
+
+  it('deleteConnection removes the responses of that connection only', () => {
+    const list = new InFlight();
+    const [sockA, sockB] = [{}, {}];
+    const on = (name: string, socket: object) => ({ name, req: { socket } }) as unknown as NodeRes;
+    for (const r of [on('a1', sockA), on('b1', sockB), on('a2', sockA), on('a3', sockA)]) list.add(r);
+    list.deleteConnection(sockA);
+    expect(names(list)).toEqual(['b1']);
+    expect(list.size).toBe(1);
+  });
 });
