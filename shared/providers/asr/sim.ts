@@ -49,7 +49,9 @@ export function createSimAsr(opts: SimAsrOptions = {}): SimAsrProvider {
 type Waiter = (result: IteratorResult<AsrEvent>) => void;
 
 class SimAsrStream implements AsrStream {
-  private readonly decoder: SimDecoder;
+  /** Made on the first frame: a call that never sends audio (gated silence) holds none (~17 KiB). */
+  private decoder?: SimDecoder;
+  private readonly rateHz: 8000 | 16000;
   private readonly mulaw: boolean;
   /** Decoded PCM for mu-law or byte input; grows to the largest frame seen, then is reused. */
   private scratch = new Int16Array(0);
@@ -67,7 +69,7 @@ class SimAsrStream implements AsrStream {
     if (rateHz !== 8000 && rateHz !== 16000) {
       throw new RangeError(`sim ASR: unsupported sample rate ${rateHz} Hz (use 8000 or 16000)`);
     }
-    this.decoder = new SimDecoder(rateHz);
+    this.rateHz = rateHz;
     this.mulaw = opts.encoding === 'mulaw';
   }
 
@@ -77,21 +79,22 @@ class SimAsrStream implements AsrStream {
    */
   push(frame: Int16Array | Uint8Array): void {
     if (this.state !== 'open') return;
+    const decoder = (this.decoder ??= new SimDecoder(this.rateHz));
     if (frame instanceof Int16Array) {
-      this.decoder.push(frame);
+      decoder.push(frame);
     } else {
       const samples = this.mulaw ? frame.length : frame.length >> 1;
       if (this.scratch.length < samples) this.scratch = new Int16Array(samples);
       // The provider library's own mu-law table (same alawmulaw values as the engine's audio/g711.ts).
       if (this.mulaw) for (let i = 0; i < samples; i++) this.scratch[i] = MULAW_DECODE_TABLE[frame[i]!]!;
       else for (let i = 0; i < samples; i++) this.scratch[i] = ((frame[2 * i]! | (frame[2 * i + 1]! << 8)) << 16) >> 16; // LE bytes
-      this.decoder.push(this.scratch, samples);
+      decoder.push(this.scratch, samples);
     }
-    this.deliver(this.decoder.takeEvents());
+    this.deliver(decoder.takeEvents());
   }
 
   flush(): void {
-    if (this.state !== 'open') return;
+    if (this.state !== 'open' || !this.decoder) return;
     this.decoder.flush();
     this.deliver(this.decoder.takeEvents());
   }
@@ -109,7 +112,7 @@ class SimAsrStream implements AsrStream {
     for (const timer of this.timers) this.clock.clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
-    this.decoder.reset();
+    this.decoder = undefined;
     this.settle();
   }
 

@@ -50,12 +50,12 @@ export class SimDecoder {
   private readonly windowNorm: number; // |X| of a full-window tone of amplitude 1 (= samples / 2)
   /** Window energy below which no tone can reach MIN_TONE_AMPLITUDE (see the constructor). */
   private readonly quietWindowEnergy: number;
-  private readonly coef = new Float64Array(TONE_COUNT); // Goertzel 2 cos(w)
-  private readonly cosW = new Float64Array(TONE_COUNT);
-  private readonly sinW = new Float64Array(TONE_COUNT);
-  /** Rotation to absolute phase, per tone, per sub-block position inside a 20 ms period. */
-  private readonly rotRe = new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS);
-  private readonly rotIm = new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS);
+  /** Goertzel 2 cos(w), cos(w), sin(w) and the phase rotations: fixed per rate, shared by every decoder. */
+  private readonly coef: Float64Array;
+  private readonly cosW: Float64Array;
+  private readonly sinW: Float64Array;
+  private readonly rotRe: Float64Array;
+  private readonly rotIm: Float64Array;
   private readonly s1 = new Float64Array(TONE_COUNT);
   private readonly s2 = new Float64Array(TONE_COUNT);
   private blockFill = 0;
@@ -104,19 +104,12 @@ export class SimDecoder {
     // reaches MIN_TONE_AMPLITUDE (1 % margin for rounding).
     const windowSamples = this.blockLen * WINDOW_BLOCKS;
     this.quietWindowEnergy = ((0.99 * MIN_TONE_AMPLITUDE) ** 2 * windowSamples) / 4;
-    for (let t = 0; t < TONE_COUNT; t++) {
-      const w = (2 * Math.PI * TONES_HZ[t]!) / sampleRateHz;
-      this.coef[t] = 2 * Math.cos(w);
-      this.cosW[t] = Math.cos(w);
-      this.sinW[t] = Math.sin(w);
-      for (let p = 0; p < PHASE_PERIOD_BLOCKS; p++) {
-        // Goertzel's y = s1 - e^{-jw} s2 equals e^{jw(N-1)} * sum x[m] e^{-jwm} over the block;
-        // rotating by e^{-jw(n0 + N - 1)} gives the DFT term in absolute time, so blocks add up.
-        const angle = w * (p * this.blockLen + this.blockLen - 1);
-        this.rotRe[t * PHASE_PERIOD_BLOCKS + p] = Math.cos(angle);
-        this.rotIm[t * PHASE_PERIOD_BLOCKS + p] = -Math.sin(angle);
-      }
-    }
+    const tables = rateTables(sampleRateHz, this.blockLen);
+    this.coef = tables.coef;
+    this.cosW = tables.cosW;
+    this.sinW = tables.sinW;
+    this.rotRe = tables.rotRe;
+    this.rotIm = tables.rotIm;
   }
 
   /**
@@ -404,6 +397,45 @@ export class SimDecoder {
 }
 
 /** Runs the Goertzel recurrences of tones t0..t3 over frame[from..to), interleaved. */
+interface RateTables {
+  coef: Float64Array;
+  cosW: Float64Array;
+  sinW: Float64Array;
+  /** Rotation to absolute phase, per tone, per sub-block position inside a 20 ms period. */
+  rotRe: Float64Array;
+  rotIm: Float64Array;
+}
+
+/** One set per sample rate for the process: 2 KiB a decoder (a call on the sim ASR) no longer holds. */
+const tablesByRate = new Map<number, RateTables>();
+
+function rateTables(sampleRateHz: number, blockLen: number): RateTables {
+  let t = tablesByRate.get(sampleRateHz);
+  if (t) return t;
+  t = {
+    coef: new Float64Array(TONE_COUNT),
+    cosW: new Float64Array(TONE_COUNT),
+    sinW: new Float64Array(TONE_COUNT),
+    rotRe: new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS),
+    rotIm: new Float64Array(TONE_COUNT * PHASE_PERIOD_BLOCKS),
+  };
+  for (let k = 0; k < TONE_COUNT; k++) {
+    const w = (2 * Math.PI * TONES_HZ[k]!) / sampleRateHz;
+    t.coef[k] = 2 * Math.cos(w);
+    t.cosW[k] = Math.cos(w);
+    t.sinW[k] = Math.sin(w);
+    for (let p = 0; p < PHASE_PERIOD_BLOCKS; p++) {
+      // Goertzel's y = s1 - e^{-jw} s2 equals e^{jw(N-1)} * sum x[m] e^{-jwm} over the block;
+      // rotating by e^{-jw(n0 + N - 1)} gives the DFT term in absolute time, so blocks add up.
+      const angle = w * (p * blockLen + blockLen - 1);
+      t.rotRe[k * PHASE_PERIOD_BLOCKS + p] = Math.cos(angle);
+      t.rotIm[k * PHASE_PERIOD_BLOCKS + p] = -Math.sin(angle);
+    }
+  }
+  tablesByRate.set(sampleRateHz, t);
+  return t;
+}
+
 function goertzel4(frame: Int16Array, from: number, to: number, coef: Float64Array, s1: Float64Array, s2: Float64Array, t0: number, t1: number, t2: number, t3: number): void {
   const c0 = coef[t0]!;
   const c1 = coef[t1]!;

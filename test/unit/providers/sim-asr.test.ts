@@ -79,6 +79,24 @@ describe('sim ASR', () => {
     expect(events.filter((e) => e.type === 'final')).toEqual([{ type: 'final', text: 'abcdefg', endOfTurn: true }]);
   });
 
+  it('a stream given no audio ends and closes cleanly; decoders of one rate decode alike', async () => {
+    // The decoder is made on the first frame and shares its rate's tables with every other one.
+    const silent = createSimAsr().stream({ sampleRateHz: 8000, encoding: 'mulaw' });
+    silent.flush();
+    silent.end();
+    expect(await drain(silent)).toEqual([]);
+    const phrase = 'same tables';
+    const finals: AsrEvent[][] = [];
+    for (let i = 0; i < 2; i++) {
+      const stream = createSimAsr().stream({ sampleRateHz: 16000, encoding: 'linear16' });
+      for (const frame of await speak(phrase, 16000)) stream.push(frame);
+      stream.end();
+      finals.push((await drain(stream)).filter((e) => e.type === 'final'));
+    }
+    expect(finals[0]).toEqual([{ type: 'final', text: phrase, endOfTurn: true }]);
+    expect(finals[1]).toEqual(finals[0]);
+  });
+
   it('close() ends a waiting reader at once, drops pending events and is idempotent', async () => {
     const stream = createSimAsr().stream({ sampleRateHz: 16000, encoding: 'linear16' });
     const reading = drain(stream);
