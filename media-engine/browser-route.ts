@@ -35,6 +35,8 @@ interface SocketData {
   /** Set by the close handler: a claim that finishes afterwards gives the session back. */
   closed: boolean;
   actor?: CallActor;
+  /** The actor's `onAudio`, bound once per socket (not a closure per message). */
+  onFrame?: (frame: Int16Array) => void;
   transport?: BrowserTransport;
 }
 
@@ -114,7 +116,10 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
           transport,
           profile: data.profile,
           refuse: (message, code) => refuse(message, code ? { code } : {}),
-          bind: (actor) => (data.actor = actor),
+          bind: (actor) => {
+            data.actor = actor;
+            data.onFrame = (frame) => actor.onAudio(frame);
+          },
         });
       });
     },
@@ -123,7 +128,7 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
       const actor = data.actor;
       if (!actor || actor.isClosed) return;
       try {
-        if (isBinary) data.transport!.receive(message, (frame) => actor.onAudio(frame));
+        if (isBinary) data.transport!.receive(message, data.onFrame!);
         else {
           const msg = parseClientMessage(Buffer.from(message).toString('utf8'));
           if (msg?.type === 'playback_done') actor.post({ kind: 'playback_done' });

@@ -27,6 +27,8 @@ export const MAX_BUFFERED_BYTES = 512 * 1024;
  */
 export const INBOUND_BURST_MS = 3000;
 const IN_RATE_HZ = 16000;
+/** 16-bit LE PCM can be read through an Int16Array view only where the host is little-endian. */
+const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export class BrowserTransport implements CallTransport {
   readonly kind = 'browser' as const;
@@ -100,15 +102,50 @@ export class BrowserTransport implements CallTransport {
       this.droppedInMessages++;
       return;
     }
+    if (HOST_LITTLE_ENDIAN && this.oddByte < 0) this.receiveAligned(data, onFrame);
+    else this.receiveBytes(data, onFrame);
+  }
+
+  /**
+   * The stream is on a sample boundary (every client that sends whole samples): copy samples, not
+   * bytes: 65-110 ns per 640-byte message against 1.1 us for per-sample byte assembly (measured
+   * 2026-11-29, docs/benchmarks.md).
+   */
+  private receiveAligned(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
+    const n = data.byteLength >> 1;
+    const frame = this.inFrame;
+    let fill = this.inFill;
+    const samples = new Int16Array(data, 0, n);
+    let i = 0;
+    while (i < n) {
+      const take = Math.min(n - i, frame.length - fill);
+      // A message of exactly one frame (what browsers and our SDK send) is one memcpy; other
+      // chunkings take a view per piece (a sample loop measured 10x slower than the view's memcpy).
+      if (take === n) frame.set(samples, fill);
+      else frame.set(samples.subarray(i, i + take), fill);
+      fill += take;
+      i += take;
+      if (fill === frame.length) {
+        fill = 0;
+        this.inFill = 0;
+        onFrame(frame);
+      }
+    }
+    this.inFill = fill;
+    if (data.byteLength & 1) this.oddByte = new Uint8Array(data, data.byteLength - 1, 1)[0]!;
+  }
+
+  /** A sample straddles the previous message and this one (odd-sized chunks), or a big-endian host. */
+  private receiveBytes(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
     const bytes = new Uint8Array(data);
     let i = 0;
     if (this.oddByte >= 0) {
-      this.pushSample((bytes[0] << 8) | this.oddByte, onFrame);
+      this.pushSample((bytes[0]! << 8) | this.oddByte, onFrame);
       this.oddByte = -1;
       i = 1;
     }
-    for (; i + 1 < bytes.length; i += 2) this.pushSample((bytes[i + 1] << 8) | bytes[i], onFrame);
-    if (i < bytes.length) this.oddByte = bytes[i];
+    for (; i + 1 < bytes.length; i += 2) this.pushSample((bytes[i + 1]! << 8) | bytes[i]!, onFrame);
+    if (i < bytes.length) this.oddByte = bytes[i]!;
   }
 
   /** True if `samples` fit in the inbound budget (and takes them). */

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
 import { BrowserTransport, INBOUND_BURST_MS } from '../../../media-engine/transports/browser.js';
 
+const MIN_BYTES = 10;
 const socket = { send: () => 1, getBufferedAmount: () => 0, end: () => {} };
 
 function setup() {
@@ -25,6 +26,30 @@ describe('BrowserTransport inbound audio', () => {
     expect(t.droppedInMessages).toBe(1);
     for (let i = 0; i < 64; i++) feed(641); // 64 x 320.5 samples = 20512 samples
     expect(frames()).toBe(64);
+  });
+
+  it('hands over the exact samples, whatever the chunking (odd sizes, samples split across messages)', () => {
+    const clock = new SimulatedClock();
+    const t = new BrowserTransport(socket, clock);
+    const total = 320 * 40;
+    const source = new Int16Array(total);
+    for (let i = 0; i < total; i++) source[i] = ((i * 7919) % 65536) - 32768; // every byte value, both signs
+    const bytes = new Uint8Array(source.buffer);
+    const out: number[] = [];
+    // Chunk sizes cycle through even and odd lengths, so the stream leaves and regains sample alignment.
+    const sizes = [640, 641, 639, 10, 1001, 2, 33, 1280, 11, 999];
+    let at = 0;
+    for (let k = 0; at < bytes.length; k++) {
+      const size = Math.max(MIN_BYTES, Math.min(sizes[k % sizes.length]!, bytes.length - at));
+      const chunk = bytes.slice(at, at + size);
+      if (chunk.length < MIN_BYTES) break;
+      t.receive(chunk.buffer, (frame) => out.push(...frame));
+      at += size;
+      clock.advance(20);
+    }
+    expect(t.droppedInMessages).toBe(0);
+    expect(out.length).toBe(Math.floor(at / 2 / 320) * 320);
+    expect(Int16Array.from(out)).toEqual(source.subarray(0, out.length));
   });
 
   it('accepts real time plus the burst; a flood of 64 KiB messages is dropped and counted', () => {
