@@ -167,7 +167,7 @@ export function engineSection(o: EngineBenchOptions, r: EngineRamp): Section {
       processes: 'engine and load generator in separate processes (child_process.fork) on the same 2 cores',
       lateness: "ms; departure minus the frame's slot on the pacer's 10 ms tick (probe.ts); sched = vs the ideal 20 ms schedule incl. 0-10 ms tick quantisation",
       cpu: "eng cpu % = the engine process (all threads) as % of one core; per call: / N. main %/call = the main thread alone (event loop: JavaScript, uWS, socket system calls; issue 13's goal is <= 0.07), without V8's GC/compiler threads",
-      memory: 'post-GC deltas over the engine with no call, per call; heap+ext counts typed arrays at full size even where pages are untouched',
+      memory: 'post-GC deltas over the engine with no call (its young generation made resident first, a fixed ~15 MiB any engine carrying calls has; host.ts), per call; heap+ext counts typed arrays at full size even where pages are untouched',
       'eld / gen': 'engine event-loop delay (ms beyond its 10 ms sampling interval); load generator CPU and how late its sends were',
       baseline: `bare uWS server (bare.ts), same callers, same N, same run: ${r.bare.length ? r.bare.map((b) => b.calls).join(', ') : 'not run'}`,
       'real time': 'lateness p99 < 10 ms, no dropped frames, no underruns (the far end ran dry mid-answer)',
