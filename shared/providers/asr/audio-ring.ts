@@ -18,7 +18,7 @@ export class AudioRing {
 
   /** Copies `bytes` in (callers reuse their frame buffers) and returns the copy. */
   append(bytes: Uint8Array): Uint8Array {
-    const copy = new Uint8Array(bytes); // one copy per frame: the ring owns it, the socket sends it
+    const copy = new Uint8Array(bytes); // one copy per message: the ring owns it, the socket sends it
     this.frames.push({ bytes: copy, start: this.end });
     this.end += copy.byteLength;
     this.held += copy.byteLength;

@@ -44,12 +44,23 @@ export interface DeepgramAsrOptions {
   random?: () => number;
   /** After `end()`, how long to wait for the server's close before forcing it. Default 5000. */
   endTimeoutMs?: number;
+  /**
+   * Audio per WebSocket message: pushed frames are joined up to this much before they are sent
+   * (Deepgram takes 20-250 ms per message). Default 40: half the sends of 20 ms frames, about half
+   * the main-thread cost of a call's ASR feed (docs/benchmarks.md, "the ASR feed"), for at most
+   * 20 ms more before the vendor hears the newest audio. `flush()` and `end()` send a partial
+   * message at once. 0..250; 0 or 20 sends every 20 ms frame alone.
+   */
+  sendChunkMs?: number;
   /** Format `warm()` pre-opens; a stream adopts the warm socket only if its format matches. Default 16 kHz linear16. */
   warmFormat?: { sampleRateHz: number; encoding: 'linear16' | 'mulaw' };
   clock?: Clock;
   /** Address policy for `baseUrl` (tenant input): the registry always passes it. Absent: no policy (operator-trusted URLs only). */
   outbound?: OutboundClient;
 }
+
+/** Deepgram's recommended ceiling for audio per message. */
+const MAX_SEND_CHUNK_MS = 250;
 
 export function deepgramListenUrl(opts: DeepgramAsrOptions, s: AsrStreamOptions): string {
   const base = (opts.baseUrl ?? 'wss://api.deepgram.com').replace(/\/+$/, '');
@@ -82,6 +93,7 @@ export function createDeepgramAsr(opts: DeepgramAsrOptions): AsrProvider {
     maxReconnectAttempts: opts.maxReconnectAttempts ?? 3,
     reconnectBackoffMs: opts.reconnectBackoffMs ?? 250,
     endTimeoutMs: opts.endTimeoutMs ?? 5000,
+    sendChunkMs: Math.min(MAX_SEND_CHUNK_MS, Math.max(0, opts.sendChunkMs ?? 40)),
     clock,
     random: opts.random,
   };

@@ -99,6 +99,29 @@ describe('deepgram ASR adapter: wire format', () => {
     s.close();
   });
 
+  it('joins 20 ms frames into sendChunkMs messages; flush() and end() send a partial one first', async () => {
+    const s = open16(); // default 40 ms: two frames per message
+    await opened(fake.connections.length + 1);
+    const conn = fake.connections.at(-1)!;
+    for (let i = 0; i < 5; i++) s.push(new Int16Array(320).fill(i + 1));
+    await waitFor(() => conn.binaryFrames >= 2, 3000, 'two messages');
+    expect([conn.binaryFrames, conn.binaryBytes]).toEqual([2, 2 * 1280]);
+    s.flush();
+    await waitFor(() => conn.texts.some((t) => (t as { type?: string }).type === 'Finalize'), 3000, 'Finalize');
+    // The fifth frame went before Finalize, on its own (a partial message).
+    expect([conn.binaryFrames, conn.binaryBytes]).toEqual([3, 2 * 1280 + 640]);
+    s.close();
+
+    const wide = open16(asr({ sendChunkMs: 100 }));
+    await opened(fake.connections.length + 1);
+    const wideConn = fake.connections.at(-1)!;
+    for (let i = 0; i < 7; i++) wide.push(new Int16Array(320));
+    wide.end();
+    await withTimeout(wideConn.closed, 3000, 'closed after CloseStream');
+    expect([wideConn.binaryFrames, wideConn.binaryBytes]).toEqual([2, 7 * 640]);
+    expect(wideConn.texts).toContainEqual({ type: 'CloseStream' });
+  });
+
   it('warm() pre-opens the socket the first stream adopts', async () => {
     const p = asr();
     await p.warm!();
@@ -214,6 +237,7 @@ describe('deepgram ASR adapter: faults', () => {
     // Audio reaching the fake proves the client side is open too (a close while still connecting
     // aborts the handshake instead, which is a different path).
     s.push(new Int16Array(320));
+    s.push(new Int16Array(320)); // two 20 ms frames: one 40 ms message (sendChunkMs)
     await waitFor(() => conn.binaryFrames > 0, 3000, 'audio at the fake');
     s.close();
     await collect(s, 2000);
