@@ -17,6 +17,7 @@ import { PEER_GOAL_PCT, PEER_P99_GOAL_MS, peerVerdict, runRestBench, type RestRo
 import { runGrpcBench, type GrpcRow } from './grpc.js';
 import { runRoutingBench } from './routing.js';
 import { GOAL_P95_MS, PIPELINE_DEFAULTS, runPipelineAnalyticsBench } from './pipeline-analytics.js';
+import { runAsrFeedBench } from './asr-feed.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-append': { type: 'boolean' } } });
 const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -67,6 +68,24 @@ if (want('dsp')) {
   const vad = off.inline.find((r) => r.name.includes('as shipped'));
   const vadFix = off.inline.find((r) => r.name.includes('flushed'));
   if (vad && vadFix) summary.push(['DSP', 'VAD on silence after speech (ns/frame)', num(vad.nsPerFrame), `state flushed ${num(vadFix.nsPerFrame)}`, `${num(vad.nsPerFrame / vadFix.nsPerFrame, 1)}x`, '~1x (no denormal slowdown)', '-']);
+}
+
+// ---------------------------------------------------------------- ASR feed (vendor socket)
+if (want('asr-feed')) {
+  log(`[${elapsed()}] asr-feed`);
+  const feed = await runAsrFeedBench({ streams: 200, seconds: 3, chunks: [20, 40], rounds: 1 }, log);
+  sections.push(feed.section);
+  const one = feed.rows.find((r) => r.chunkMs === 20);
+  const batched = feed.rows.find((r) => r.chunkMs === 40);
+  summary.push([
+    'ASR feed',
+    'Deepgram stream, % of a core per call: 40 ms messages (default) / 20 ms frames',
+    one && batched ? `${batched.pctPerStream.toFixed(3)} / ${one.pctPerStream.toFixed(3)}` : '-',
+    '20 ms frames, same run',
+    one && batched ? `${((batched.usPerFrame / one.usPerFrame) * 100).toFixed(0)} %` : '-',
+    '- (part of a real call\'s per-call cost; sim providers have no socket)',
+    '-',
+  ]);
 }
 
 /**
