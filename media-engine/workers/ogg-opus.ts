@@ -26,6 +26,29 @@ const FRAME_MS = 20;
 const MAX_PACKETS_PER_PAGE = 50;
 /** Voice quality at 16 kHz is transparent well below this; keeps 30 days of turns small. */
 export const DEFAULT_BITRATE_BPS = 24_000;
+/**
+ * libopus's default complexity (10) runs its signal analysis on every 20 ms frame: 256-303 us of
+ * encoder time per frame at 16 kHz on the dev VM (measured 2026-11-29), and every turn of both
+ * sides is encoded, so about 1.5 % of a core per call in the worker pool, more than everything
+ * else a call costs. Complexity 5 with the signal declared as voice keeps the speech codec (SILK)
+ * the analysis picked anyway: 127-132 us per frame, waveform SNR within 0.2-1.0 dB of the
+ * default on the speech fixtures. Below 7 without the voice hint libopus switches to CELT, whose
+ * SNR on the same speech is 6 dB lower (docs/benchmarks.md, "recording").
+ */
+export const OPUS_COMPLEXITY = 5;
+/** OPUS_SET_COMPLEXITY_REQUEST and OPUS_SET_SIGNAL_REQUEST / OPUS_SIGNAL_VOICE (opus_defines.h). */
+const OPUS_SET_COMPLEXITY = 4010;
+const OPUS_SET_SIGNAL = 4024;
+const OPUS_SIGNAL_VOICE = 3001;
+
+/** The encoder every recording uses (and the bench measures): mono, `bitrateBps`, voice settings. */
+export function speechEncoder(sampleRateHz: number, bitrateBps = DEFAULT_BITRATE_BPS): opus.OpusEncoder {
+  const encoder = new opus.OpusEncoder(sampleRateHz, 1);
+  encoder.setBitrate(bitrateBps);
+  encoder.applyEncoderCTL(OPUS_SET_COMPLEXITY, OPUS_COMPLEXITY);
+  encoder.applyEncoderCTL(OPUS_SET_SIGNAL, OPUS_SIGNAL_VOICE);
+  return encoder;
+}
 const VENDOR = 'voiceplane';
 
 // ---------------------------------------------------------------- CRC-32 (Ogg)
@@ -129,8 +152,7 @@ export function encodeOggOpus(pcm: Int16Array, sampleRateHz: number, opts: Encod
     rate = 48000;
   }
   const frame = (rate * FRAME_MS) / 1000;
-  const encoder = new opus.OpusEncoder(rate, 1);
-  encoder.setBitrate(opts.bitrateBps ?? DEFAULT_BITRATE_BPS);
+  const encoder = speechEncoder(rate, opts.bitrateBps);
   const lengthAt48k = BigInt(Math.round((samples.length * 48000) / rate));
   // Feed the lookahead's worth of extra silence so the last real samples leave the encoder.
   const lookahead = Math.ceil((PRE_SKIP_48K * rate) / 48000);
