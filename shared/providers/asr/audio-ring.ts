@@ -45,7 +45,11 @@ export class AudioRing {
     return this.held;
   }
 
-  /** Forgets frames that end at or before `offset` (audio already covered by a final result). */
+  /**
+   * Forgets the audio before `offset` (covered by a final result): whole entries, and the covered
+   * head of the entry `offset` falls inside (entries are messages of up to 250 ms, and a replay
+   * after a drop must not repeat finalized audio).
+   */
   trimBefore(offset: number): void {
     let n = 0;
     while (n < this.frames.length) {
@@ -55,6 +59,12 @@ export class AudioRing {
       n++;
     }
     if (n > 0) this.frames.splice(0, n);
+    const head = this.frames[0];
+    if (head && head.start < offset) {
+      const cut = offset - head.start;
+      this.frames[0] = { bytes: head.bytes.subarray(cut), start: offset };
+      this.held -= cut;
+    }
   }
 
   /** Held frames, oldest first. */

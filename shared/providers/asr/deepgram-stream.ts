@@ -216,6 +216,9 @@ export class DeepgramStream implements AsrStream {
   }
 
   private onKeepAliveTick(): void {
+    // Pushes paused mid-message (an answering-machine hold, a client that stopped sending): the
+    // partial message goes now rather than with the next push.
+    if (!this.audioSinceTick) this.sendBatch();
     // Deepgram closes after 10 s without audio or KeepAlive; a tick with no audio sends one.
     if (this.state === 'open' && !this.audioSinceTick) this.sendControl('KeepAlive');
     this.audioSinceTick = false;

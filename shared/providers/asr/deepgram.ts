@@ -46,10 +46,12 @@ export interface DeepgramAsrOptions {
   endTimeoutMs?: number;
   /**
    * Audio per WebSocket message: pushed frames are joined up to this much before they are sent
-   * (Deepgram takes 20-250 ms per message). Default 40: half the sends of 20 ms frames, about half
-   * the main-thread cost of a call's ASR feed (docs/benchmarks.md, "the ASR feed"), for at most
-   * 20 ms more before the vendor hears the newest audio. `flush()` and `end()` send a partial
-   * message at once. 0..250; 0 or 20 sends every 20 ms frame alone.
+   * (Deepgram takes 20-250 ms per message). Default 40: half the sends of 20 ms frames, 38 % less
+   * event-loop time for a call's ASR feed (docs/benchmarks.md, "the ASR feed"), for at most 20 ms
+   * more before the vendor hears the newest audio while frames keep coming (calls stream
+   * continuously). `flush()` and `end()` send a partial message at once, and so does the next
+   * KeepAlive tick when pushes pause. 0..250, in whole pushed frames (30 with 20 ms frames acts as
+   * 20); 0 or 20 sends every 20 ms frame alone.
    */
   sendChunkMs?: number;
   /** Format `warm()` pre-opens; a stream adopts the warm socket only if its format matches. Default 16 kHz linear16. */

@@ -122,6 +122,16 @@ describe('deepgram ASR adapter: wire format', () => {
     expect(wideConn.texts).toContainEqual({ type: 'CloseStream' });
   });
 
+  it('a partial message left when pushes pause goes out with the next KeepAlive tick', async () => {
+    const s = open16(asr({ keepAliveMs: 50 }));
+    await opened(fake.connections.length + 1);
+    const conn = fake.connections.at(-1)!;
+    s.push(new Int16Array(320)); // half of a 40 ms message, then nothing
+    await waitFor(() => conn.binaryBytes === 640, 3000, 'the partial message');
+    expect(conn.binaryFrames).toBe(1);
+    s.close();
+  });
+
   it('warm() pre-opens the socket the first stream adopts', async () => {
     const p = asr();
     await p.warm!();

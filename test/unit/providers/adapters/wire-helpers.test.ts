@@ -86,8 +86,10 @@ describe('AudioRing', () => {
     for (let i = 0; i < 4; i++) r.append(new Uint8Array(4).fill(i));
     expect(r.all().map((f) => [f.start, f.bytes[0]])).toEqual([[8, 2], [12, 3]]);
     expect(r.droppedBytes).toBe(8);
-    r.trimBefore(13); // frame [12,16) still straddles the cut: kept
-    expect(r.startOffset).toBe(12);
+    r.trimBefore(13); // the message [12,16) straddles the cut: only its unfinalized tail is kept
+    expect(r.startOffset).toBe(13);
+    expect(r.heldBytes).toBe(3);
+    expect(r.all().map((f) => [f.start, f.bytes.length, f.bytes[0]])).toEqual([[13, 3, 3]]);
     r.trimBefore(16);
     expect(r.heldBytes).toBe(0);
     expect(r.startOffset).toBe(16);
