@@ -46,7 +46,10 @@ export class BrowserTransport implements CallTransport {
   private viewOf?: ArrayBufferLike;
   private readonly inFrame = new Int16Array(320);
   private inFill = 0;
+  /** The low byte of a sample whose high byte is in the next message (-1: none). */
   private oddByte = -1;
+  /** The next message starts with the high byte of a sample a dropped message cut: skip it. */
+  private skipByte = false;
 
   constructor(
     private readonly ws: BrowserSocket,
@@ -100,9 +103,15 @@ export class BrowserTransport implements CallTransport {
   receive(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
     if (data.byteLength < MIN_FRAME_BYTES || !this.takeBudget(data.byteLength >> 1)) {
       this.droppedInMessages++;
+      // The dropped bytes still moved the stream's position: keep its sample boundary. A held low
+      // byte belonged to a sample the drop cut; after an odd number of bytes the next message
+      // starts with the high byte of a cut sample, skipped.
+      const odd = (this.oddByte >= 0 || this.skipByte) !== ((data.byteLength & 1) === 1);
+      this.oddByte = -1;
+      this.skipByte = odd;
       return;
     }
-    if (HOST_LITTLE_ENDIAN && this.oddByte < 0) this.receiveAligned(data, onFrame);
+    if (HOST_LITTLE_ENDIAN && this.oddByte < 0 && !this.skipByte) this.receiveAligned(data, onFrame);
     else this.receiveBytes(data, onFrame);
   }
 
@@ -135,11 +144,14 @@ export class BrowserTransport implements CallTransport {
     if (data.byteLength & 1) this.oddByte = new Uint8Array(data, data.byteLength - 1, 1)[0]!;
   }
 
-  /** A sample straddles the previous message and this one (odd-sized chunks), or a big-endian host. */
+  /** A sample straddles the previous message and this one (odd-sized chunks), a drop left the stream mid-sample, or a big-endian host. */
   private receiveBytes(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
     const bytes = new Uint8Array(data);
     let i = 0;
-    if (this.oddByte >= 0) {
+    if (this.skipByte) {
+      this.skipByte = false;
+      i = 1;
+    } else if (this.oddByte >= 0) {
       this.pushSample((bytes[0]! << 8) | this.oddByte, onFrame);
       this.oddByte = -1;
       i = 1;

@@ -6,9 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../../shared/clock.js';
-import { BrowserTransport, INBOUND_BURST_MS } from '../../../media-engine/transports/browser.js';
+import { BrowserTransport, INBOUND_BURST_MS, MIN_FRAME_BYTES } from '../../../media-engine/transports/browser.js';
 
-const MIN_BYTES = 10;
 const socket = { send: () => 1, getBufferedAmount: () => 0, end: () => {} };
 
 function setup() {
@@ -40,9 +39,9 @@ describe('BrowserTransport inbound audio', () => {
     const sizes = [640, 641, 639, 10, 1001, 2, 33, 1280, 11, 999];
     let at = 0;
     for (let k = 0; at < bytes.length; k++) {
-      const size = Math.max(MIN_BYTES, Math.min(sizes[k % sizes.length]!, bytes.length - at));
+      const size = Math.max(MIN_FRAME_BYTES, Math.min(sizes[k % sizes.length]!, bytes.length - at));
       const chunk = bytes.slice(at, at + size);
-      if (chunk.length < MIN_BYTES) break;
+      if (chunk.length < MIN_FRAME_BYTES) break;
       t.receive(chunk.buffer, (frame) => out.push(...frame));
       at += size;
       clock.advance(20);
@@ -50,6 +49,27 @@ describe('BrowserTransport inbound audio', () => {
     expect(t.droppedInMessages).toBe(0);
     expect(out.length).toBe(Math.floor(at / 2 / 320) * 320);
     expect(Int16Array.from(out)).toEqual(source.subarray(0, out.length));
+  });
+
+  it('keeps the sample boundary across a dropped message of odd length', () => {
+    const clock = new SimulatedClock();
+    const t = new BrowserTransport(socket, clock);
+    const source = Int16Array.from({ length: 4000 }, (_, i) => ((i * 7919) % 65536) - 32768);
+    const bytes = new Uint8Array(source.buffer);
+    const out: number[] = [];
+    const feed = (from: number, to: number) => {
+      t.receive(bytes.slice(from, to).buffer, (frame) => out.push(...frame));
+      clock.advance(20);
+    };
+    feed(0, 640); // samples 0..319
+    feed(640, 649); // 9 bytes: under MIN_FRAME_BYTES, dropped; they held samples 320..323 and the low byte of 324
+    for (let at = 649; at + 640 <= bytes.length; at += 640) feed(at, at + 640);
+    feed(649 + 640 * Math.floor((bytes.length - 649) / 640), bytes.length);
+    expect(t.droppedInMessages).toBe(1);
+    // After the gap the stream resumes at sample 325, on its boundary (old code: bytes paired across samples).
+    const expected = [...source.subarray(0, 320), ...source.subarray(325)];
+    expect(out).toEqual(expected.slice(0, out.length));
+    expect(out.length).toBe(Math.floor(expected.length / 320) * 320);
   });
 
   it('accepts real time plus the burst; a flood of 64 KiB messages is dropped and counted', () => {
