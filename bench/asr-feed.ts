@@ -88,8 +88,14 @@ export async function runAsrFeedBench(o: Options, log: (l: string) => void = () 
         }
         const r = await feed(streams, o.seconds);
         for (const s of streams) s.end();
-        await sleep(300);
-        const after = await counts();
+        // Until every pushed byte reached the fake (or a bound: the row then says NO).
+        const want = before.bytes + r.frames * 160;
+        const settleBy = performance.now() + 5000;
+        let after = await counts();
+        while (after.bytes < want && performance.now() < settleBy) {
+          await sleep(50);
+          after = await counts();
+        }
         const s = sums.get(chunkMs) ?? { cpuUs: 0, frames: 0, messages: 0, bytesOk: true, runs: 0 };
         s.cpuUs += r.cpuUs;
         s.frames += r.frames;

@@ -49,7 +49,10 @@ export function createSimAsr(opts: SimAsrOptions = {}): SimAsrProvider {
 type Waiter = (result: IteratorResult<AsrEvent>) => void;
 
 class SimAsrStream implements AsrStream {
-  /** Made on the first frame: a call that never sends audio (gated silence) holds none (~17 KiB). */
+  /**
+   * Made on the first frame. The engine pushes every frame, so on a call this only defers it; a
+   * stream fed nothing (the engine bench's `sim-net` gates digital silence) holds none (~17 KiB).
+   */
   private decoder?: SimDecoder;
   private readonly rateHz: 8000 | 16000;
   private readonly mulaw: boolean;

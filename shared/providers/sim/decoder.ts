@@ -396,7 +396,6 @@ export class SimDecoder {
   }
 }
 
-/** Runs the Goertzel recurrences of tones t0..t3 over frame[from..to), interleaved. */
 interface RateTables {
   coef: Float64Array;
   cosW: Float64Array;
@@ -436,6 +435,7 @@ function rateTables(sampleRateHz: number, blockLen: number): RateTables {
   return t;
 }
 
+/** Runs the Goertzel recurrences of tones t0..t3 over frame[from..to), interleaved. */
 function goertzel4(frame: Int16Array, from: number, to: number, coef: Float64Array, s1: Float64Array, s2: Float64Array, t0: number, t1: number, t2: number, t3: number): void {
   const c0 = coef[t0]!;
   const c1 = coef[t1]!;
