@@ -67,7 +67,7 @@ export async function runAsrFeedBench(o: Options, log: (l: string) => void = () 
   const child = await forkChild('asr/deepgram-host.js');
   try {
     const { url, apiKey } = await child.call<{ url: string; apiKey: string }>('info');
-    const counts = () => child.call<{ open: number; messages: number; bytes: number }>('counts');
+    const counts = () => child.call<{ accepted: number; messages: number; bytes: number }>('counts');
     const sums = new Map<number, { cpuUs: number; frames: number; messages: number; bytesOk: boolean; runs: number }>();
     let baseUs = 0;
     let baseRuns = 0;
@@ -82,7 +82,8 @@ export async function runAsrFeedBench(o: Options, log: (l: string) => void = () 
         const before = await counts();
         const streams = Array.from({ length: o.streams }, () => asr.stream({ sampleRateHz: 8000, encoding: 'mulaw' }));
         const deadline = performance.now() + 10_000;
-        while ((await counts()).open - before.open < o.streams) {
+        // Accepted counts every handshake so far: the previous row's sockets may still be closing.
+        while ((await counts()).accepted - before.accepted < o.streams) {
           if (performance.now() > deadline) throw new Error('asr-feed: streams did not open within 10 s');
           await sleep(50);
         }

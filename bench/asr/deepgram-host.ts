@@ -13,17 +13,17 @@ const { url } = await fake.start();
 serveParent(
   {
     info: () => ({ url, apiKey: fake.apiKey }),
-    /** Open sockets, binary messages and bytes received so far (all connections). */
+    /** Sockets accepted (101), binary messages and bytes received so far, over all connections. */
     counts: () => {
-      let open = 0;
+      let accepted = 0;
       let messages = 0;
       let bytes = 0;
       for (const c of fake.connections) {
-        if (c.status === 101 && c.closeCode === undefined) open++;
+        if (c.status === 101) accepted++;
         messages += c.binaryFrames;
         bytes += c.binaryBytes;
       }
-      return { open, messages, bytes };
+      return { accepted, messages, bytes };
     },
   },
   () => fake.close(),
