@@ -10,7 +10,9 @@
  *
  * One writer per destination per process (every logger of the process shares stdout's), so lines
  * keep their order across loggers. Lines still pending when the process exits are written
- * synchronously, after what the writer itself held.
+ * synchronously, after what the writer itself held. What asynchronous writing still risks at exit
+ * (pino documents it): the one piece (<= 16 KiB) whose write is queued on the thread pool may never
+ * be written, or be written after the lines the exit hook writes; nothing here can see when it runs.
  */
 import fs from 'node:fs';
 import { pino } from 'pino';

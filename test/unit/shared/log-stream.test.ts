@@ -104,15 +104,22 @@ describe('the process log stream at exit', () => {
     }, 15_000);
   }
 
-  it('exiting while writes are in flight loses at most the one piece being written (<= 16 KiB)', async () => {
-    // sonic-boom writes one piece at a time on the thread pool; the process can end before that
-    // write runs (pino's documented risk of asynchronous logging). Every other line arrives, in order.
+  it('exiting while writes are in flight loses or delays at most the one piece being written (<= 16 KiB)', async () => {
+    // sonic-boom writes one piece at a time on the thread pool, and the exit hook cannot see when
+    // that write runs: the process may end before it (the piece is lost, pino's documented risk of
+    // asynchronous logging) or the thread pool may run it while the hook writes the later lines
+    // (the piece lands after them; seen once in CI on a loaded 2-core host). Every other line
+    // arrives, in order, and the piece, if it arrives, arrives whole.
     const lines = await run('later', LINES, true, 300);
     const got = lines.filter((l) => l.i !== undefined).map((l) => l.i!);
-    const missing = numbered(LINES).filter((i) => !got.includes(i));
-    expect(got).toEqual([...got].sort((a, b) => a - b));
-    expect(missing.length * 270).toBeLessThanOrEqual(16 * 1024 + 270);
-    expect(missing.length === 0 || missing.at(-1)! - missing[0]! === missing.length - 1).toBe(true);
+    // The piece starts at the first line out of place (or missing at the end) and ends before the line found there.
+    const first = got.findIndex((v, k) => v !== k);
+    const piece = first < 0 ? numbered(LINES).slice(got.length) : numbered(got[first]!).slice(first);
+    expect(piece.length * 270).toBeLessThanOrEqual(16 * 1024 + 270);
+    const inPiece = new Set(piece);
+    expect(got.filter((i) => !inPiece.has(i))).toEqual(numbered(LINES).filter((i) => !inPiece.has(i)));
+    const arrived = got.filter((i) => inPiece.has(i));
+    expect(arrived.length === 0 || arrived.join() === piece.join()).toBe(true);
     expect(lines.at(-1)!.msg).toBe('fatal, exiting');
   }, 15_000);
 });
