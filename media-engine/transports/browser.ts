@@ -48,7 +48,7 @@ export class BrowserTransport implements CallTransport {
   private inFill = 0;
   /** The low byte of a sample whose high byte is in the next message (-1: none). */
   private oddByte = -1;
-  /** The next message starts with the high byte of a sample a dropped message cut: skip it. */
+  /** The next message starts with the high byte of a sample an over-budget message cut: skip it. */
   private skipByte = false;
 
   constructor(
@@ -101,11 +101,17 @@ export class BrowserTransport implements CallTransport {
    * (the frame buffer is reused: consume it synchronously).
    */
   receive(data: ArrayBuffer, onFrame: (frame: Int16Array) => void): void {
-    if (data.byteLength < MIN_FRAME_BYTES || !this.takeBudget(data.byteLength >> 1)) {
+    // Under MIN_FRAME_BYTES a message is not audio (spec: discarded): the stream goes on as if it
+    // had not been sent.
+    if (data.byteLength < MIN_FRAME_BYTES) {
       this.droppedInMessages++;
-      // The dropped bytes still moved the stream's position: keep its sample boundary. A held low
-      // byte belonged to a sample the drop cut; after an odd number of bytes the next message
-      // starts with the high byte of a cut sample, skipped.
+      return;
+    }
+    if (!this.takeBudget(data.byteLength >> 1)) {
+      this.droppedInMessages++;
+      // Audio beyond the budget still moved the stream's position: keep its sample boundary. A
+      // held low byte belonged to a sample the drop cut; after an odd number of bytes the next
+      // message starts with the high byte of a cut sample, skipped.
       const odd = (this.oddByte >= 0 || this.skipByte) !== ((data.byteLength & 1) === 1);
       this.oddByte = -1;
       this.skipByte = odd;

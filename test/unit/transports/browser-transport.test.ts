@@ -51,25 +51,29 @@ describe('BrowserTransport inbound audio', () => {
     expect(Int16Array.from(out)).toEqual(source.subarray(0, out.length));
   });
 
-  it('keeps the sample boundary across a dropped message of odd length', () => {
+  it('a message under 10 bytes is not part of the stream; audio dropped over the budget keeps the sample boundary', () => {
     const clock = new SimulatedClock();
     const t = new BrowserTransport(socket, clock);
-    const source = Int16Array.from({ length: 4000 }, (_, i) => ((i * 7919) % 65536) - 32768);
+    const source = Int16Array.from({ length: 60_000 }, (_, i) => ((i * 7919) % 65536) - 32768);
     const bytes = new Uint8Array(source.buffer);
     const out: number[] = [];
-    const feed = (from: number, to: number) => {
-      t.receive(bytes.slice(from, to).buffer, (frame) => out.push(...frame));
+    const send = (chunk: Uint8Array) => {
+      t.receive(chunk.slice().buffer, (frame) => out.push(...frame));
       clock.advance(20);
     };
-    feed(0, 640); // samples 0..319
-    feed(640, 649); // 9 bytes: under MIN_FRAME_BYTES, dropped; they held samples 320..323 and the low byte of 324
-    for (let at = 649; at + 640 <= bytes.length; at += 640) feed(at, at + 640);
-    feed(649 + 640 * Math.floor((bytes.length - 649) / 640), bytes.length);
-    expect(t.droppedInMessages).toBe(1);
-    // After the gap the stream resumes at sample 325, on its boundary (old code: bytes paired across samples).
-    const expected = [...source.subarray(0, 320), ...source.subarray(325)];
-    expect(out).toEqual(expected.slice(0, out.length));
-    expect(out.length).toBe(Math.floor(expected.length / 320) * 320);
+    // A 3-byte junk message between whole frames (spec: discarded): the audio continues intact.
+    send(bytes.subarray(0, 640));
+    send(new Uint8Array(3));
+    send(bytes.subarray(640, 1280));
+    expect(out).toEqual([...source.subarray(0, 640)]);
+    // 100,001 bytes at once: over the 3 s budget (48,000 samples), dropped. Its odd length leaves the stream
+    // mid-sample: the next message's first byte (the high byte of sample 50,640) is skipped.
+    send(bytes.subarray(1280, 101_281));
+    for (let at = 101_281; at + 640 <= bytes.length; at += 640) send(bytes.subarray(at, at + 640));
+    expect(t.droppedInMessages).toBe(2);
+    const resumed = out.slice(640);
+    expect(resumed.length).toBeGreaterThan(320 * 10);
+    expect(resumed).toEqual([...source.subarray(50_641, 50_641 + resumed.length)]);
   });
 
   it('accepts real time plus the burst; a flood of 64 KiB messages is dropped and counted', () => {
