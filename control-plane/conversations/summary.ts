@@ -90,8 +90,15 @@ export async function transcriptOf(sql: Sql, conversationId: string): Promise<st
   return transcript.length > MAX_TRANSCRIPT_CHARS ? transcript.slice(-MAX_TRANSCRIPT_CHARS) : transcript;
 }
 
-/** A decision that ends the job without a summary and without a retry. */
-class Skip extends Error {}
+/**
+ * A decision that ends the job without a summary and without a retry. `seen` is the
+ * `summary_status` the decision was made on: the row is marked skipped only if it still holds it.
+ */
+class Skip extends Error {
+  constructor(message: string, readonly seen: string | null = null) {
+    super(message);
+  }
+}
 
 export async function createSummarizer(opts: SummarizerOptions): Promise<Summarizer> {
   const { sql, logger, clock, jobs } = opts;
@@ -121,7 +128,11 @@ export async function createSummarizer(opts: SummarizerOptions): Promise<Summari
       settle({ conversationId: id, status: 'completed' });
     } catch (err) {
       if (err instanceof Skip) {
-        await sql`update conversations set summary_status = 'skipped', updated_at = now() where id = ${id} and summary_status is distinct from 'completed'`;
+        // Compare-and-set: an explicit request (PUT with agent_id) may have marked the row pending
+        // after this job read it; that request queued its own job, which must find 'pending'.
+        await sql`
+          update conversations set summary_status = 'skipped', updated_at = now()
+          where id = ${id} and summary_status is not distinct from ${err.seen}::text and summary_status is distinct from 'completed'`;
         logger.debug({ conversationId: id, reason: err.message }, 'summary skipped');
         settle({ conversationId: id, status: 'skipped', reason: err.message });
         return;
@@ -141,22 +152,23 @@ export async function createSummarizer(opts: SummarizerOptions): Promise<Summari
     const [conv] = await sql<{ agent_id: string; summary_status: string | null }[]>`
       select agent_id, summary_status from conversations where id = ${conversationId}`;
     if (!conv) throw new Skip('conversation not found');
-    if (conv.summary_status === 'completed') throw new Skip('already summarised');
-    if (!opts.liveConfig) throw new Skip('no agent config resolver (liveConfig) wired');
+    const seen = conv.summary_status;
+    if (seen === 'completed') throw new Skip('already summarised', seen);
+    if (!opts.liveConfig) throw new Skip('no agent config resolver (liveConfig) wired', seen);
     let live: Awaited<ReturnType<LiveConfigFn>>;
     try {
       live = await opts.liveConfig(conv.agent_id);
     } catch (err) {
       // Unknown or never-published agent: nothing to retry. Anything else (database) is retried.
-      if (err instanceof AppError && err.status < 500) throw new Skip(err.message);
+      if (err instanceof AppError && err.status < 500) throw new Skip(err.message, seen);
       throw err;
     }
-    const asked = conv.summary_status === 'pending' || live?.telephony?.generate_call_summary === true;
-    if (!asked) throw new Skip('not asked for (generate_call_summary is off)');
+    const asked = seen === 'pending' || live?.telephony?.generate_call_summary === true;
+    if (!asked) throw new Skip('not asked for (generate_call_summary is off)', seen);
     const settings = live?.providers?.llm;
-    if (!settings?.provider_name) throw new Skip('the agent has no published LLM');
+    if (!settings?.provider_name) throw new Skip('the agent has no published LLM', seen);
     const transcript = await transcriptOf(sql, conversationId);
-    if (!transcript) throw new Skip('empty transcript');
+    if (!transcript) throw new Skip('empty transcript', seen);
     const llm = await llmFor(settings);
     const abort = new AbortController();
     const timer = clock.setTimeout(() => abort.abort(new Error(`summary timed out after ${timeoutMs} ms`)), timeoutMs);

@@ -23,10 +23,22 @@ let a2: string;
 let a3: string;
 let bobAgent: string;
 const C = '/api/v1/conversations';
+/** When set, the summary job's next agent-config lookup for this agent waits here (a race under test). */
+let liveConfigGate: { agentId: string; entered: () => void; release: Promise<void> } | null = null;
 
 beforeAll(async () => {
   infra = await startTestInfra();
-  h = await startConversationsServer(infra, { liveConfig: async () => ({ providers: { llm: { provider_name: 'sim' } } }) });
+  h = await startConversationsServer(infra, {
+    liveConfig: async (agentId) => {
+      const gate = liveConfigGate;
+      if (gate?.agentId === agentId) {
+        liveConfigGate = null;
+        gate.entered();
+        await gate.release;
+      }
+      return { providers: { llm: { provider_name: 'sim' } } };
+    },
+  });
   alice = await createTestUser(h);
   bob = await createTestUser(h);
   const ws = await api(h, 'POST', '/api/v1/auth/workspaces', { token: alice.token, body: { name: 'second' } });
@@ -100,6 +112,29 @@ describe('create, read, update', () => {
     expect(got.summary).toContain('book a table');
     expect((await as(bob).put(`${C}/${c.id}`, { status: 'failed' })).status).toBe(404);
   });
+
+  it('a summary asked for (PUT with agent_id) while the completion\'s own job is deciding is still written', async () => {
+    const agent = await createAgent(h, infra, alice, alice.workspaceId, 'race');
+    const c = await conversation(alice, agent);
+    expect((await as(alice).post(`${C}/messages`, { conversation_id: c.id, turn_number: 1, role: 'user', content: 'please move my delivery to Friday' })).status).toBe(201);
+    let release!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      liveConfigGate = { agentId: agent, entered: resolve, release: new Promise<void>((r) => (release = r)) };
+    });
+    // The completion queues the post-call job; it reads summary_status (not asked yet) and waits.
+    expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed' })).status).toBe(200);
+    await entered;
+    // Now the explicit request marks the row pending and queues a job behind the running one.
+    expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
+    release();
+    expect((await h.conversations.summarizer.waitFor(c.id, (o) => o.status === 'skipped')).reason).toMatch(/not asked/);
+    const outcome = await Promise.race([
+      h.conversations.summarizer.waitFor(c.id, (o) => o.status !== 'skipped'),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the explicit summary request was lost (the row was marked skipped)')), 15_000)),
+    ]);
+    expect(outcome.status).toBe('completed');
+    expect((await as(alice).get(`${C}/${c.id}`)).body.data.conversation.summary).toContain('Friday');
+  }, 30_000);
 
   it('GET detail, messages and by-session; other workspaces are 404', async () => {
     const c = await conversation(alice, a1);
