@@ -11,6 +11,11 @@
  * Bounds: `maxQueued` sentences waiting (over it: RATE_LIMITED, retryable), one sentence in flight
  * per worker, `timeoutMs` per sentence (a stuck worker is terminated and replaced), text capped at
  * `MAX_SENTENCE_CHARS` by the caller (tts/local.ts splits longer text).
+ *
+ * A worker that is idle too long or whose pool closes is asked to exit and ends by itself once its
+ * sentence is done; only a stuck one (or one that ignores the request past `timeoutMs`) is
+ * terminated. `Worker.terminate()` in the middle of WASI code has crashed Node processes
+ * (nodejs/node#33377), and our CI lost a test process that way in teardown more than once.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -32,7 +37,10 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-flite-'));
 const devnull = fs.openSync('/dev/null', 'w');
 const mod = new WebAssembly.Module(fs.readFileSync(workerData.wasmPath));
 let n = 0;
-parentPort.on('message', ({ id, text, voice }) => {
+parentPort.on('message', ({ id, text, voice, exit }) => {
+  // Asked to end: after the sentence in hand (messages are handled one at a time), never inside
+  // WASI. Closing the port leaves the thread nothing to do, so it exits by itself.
+  if (exit) return parentPort.close();
   const name = 'w' + n++ + '.wav';
   const file = path.join(dir, name);
   try {
@@ -165,7 +173,7 @@ export class FlitePool {
       slot.idleTimer = undefined;
       const id = this.nextId++;
       const timer = setTimeout(() => {
-        void this.retire(slot!, new ProviderError({ provider: LABEL, code: 'FIRST_BYTE_TIMEOUT', retryable: true, message: `local TTS: no audio after ${this.timeoutMs} ms` }));
+        void this.retire(slot!, new ProviderError({ provider: LABEL, code: 'FIRST_BYTE_TIMEOUT', retryable: true, message: `local TTS: no audio after ${this.timeoutMs} ms` }), false);
         this.dispatch();
       }, this.timeoutMs);
       slot.job = { ...job, id, timer };
@@ -220,7 +228,12 @@ export class FlitePool {
     slot.idleTimer.unref();
   }
 
-  private async retire(slot: Slot, err?: Error): Promise<void> {
+  /**
+   * Takes `slot` out of the pool; its sentence (if any) fails with `err` or is dropped. `graceful`:
+   * the worker is asked to exit after the sentence in hand and terminated only if it has not after
+   * `timeoutMs`; otherwise (a stuck sentence) it is terminated at once.
+   */
+  private async retire(slot: Slot, err?: Error, graceful = true): Promise<void> {
     if (!this.slots.delete(slot)) return;
     if (slot.idleTimer) clearTimeout(slot.idleTimer);
     if (slot.job) {
@@ -228,7 +241,18 @@ export class FlitePool {
       if (err) this.settle(slot.job, err);
       slot.job = undefined;
     }
-    await slot.worker.terminate();
+    const { worker } = slot;
+    if (!graceful || worker.threadId < 0) {
+      await worker.terminate();
+      return;
+    }
+    worker.ref(); // what it still does (its last sentence) is awaited by whoever closes the pool
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ exit: true });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.timeoutMs)));
+    if ((await Promise.race([exited, late])) === 'late') await worker.terminate();
+    clearTimeout(timer);
   }
 
   private settle(job: Job, err?: Error, pcm?: WavPcm): void {

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { encodeWav, parseWav } from '../../../shared/providers/audio/wav.js';
 import { ProviderError } from '../../../shared/providers/errors.js';
 import { createProviders, resolveProviderConfig } from '../../../shared/providers/registry.js';
@@ -89,6 +89,31 @@ describe('local TTS (Flite in a worker)', () => {
     await p.close();
     expect(p.workerCount).toBe(0);
     await expect(p.render('late.', 'slt')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+  });
+
+  it('close() and the idle timeout let a worker finish its sentence and exit by itself (never terminated inside WASI)', async () => {
+    const exits: number[] = [];
+    const onWorker = (w: import('node:worker_threads').Worker) => w.once('exit', (code) => exits.push(code));
+    process.on('worker', onWorker);
+    try {
+      const p = new FlitePool();
+      const inFlight = p.render('A sentence long enough that the worker is still busy with it when its pool is closed. '.repeat(4), 'slt').then(
+        () => null,
+        (err: unknown) => err,
+      );
+      await p.close();
+      // The worker ended (close awaited it) with code 0: it exited itself; terminate() gives 1.
+      expect(exits).toEqual([0]);
+      expect(await inFlight).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+
+      const idle = new FlitePool({ idleMs: 20 });
+      await expect(idle.render('Idle soon.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+      await vi.waitFor(() => expect(exits).toEqual([0, 0]), { timeout: 10_000, interval: 10 });
+      expect(idle.workerCount).toBe(0);
+      await idle.close();
+    } finally {
+      process.off('worker', onWorker);
+    }
   });
 
   it('WAV round trip', () => {
