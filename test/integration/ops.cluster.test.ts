@@ -363,9 +363,12 @@ describe('the issue-23 cluster: drain, node loss, Redis and control-plane restar
     expect(contacts).toHaveLength(CONTACTS);
     const dialed = new Map<string, number>();
     for (const x of campaignCalls()) dialed.set(x.to, (dialed.get(x.to) ?? 0) + 1);
+    // On a mismatch, what the control planes said about the campaign (recoveries, lost events) names the cause.
+    const campaignLog = () =>
+      JSON.stringify(rig.procs.flatMap((p) => p.logs).filter((l) => /campaign|dial/i.test(String(l.msg)) && Number(l.level ?? 30) >= 40).slice(-20));
     for (const x of contacts) {
       const answered = cl.outcomes.get(x.to_number) === 'answer';
-      expect([x.to_number, x.status, x.attempts, dialed.get(x.to_number)]).toEqual([x.to_number, answered ? 'completed' : 'failed', answered ? 1 : 2, answered ? 1 : 2]);
+      expect([x.to_number, x.status, x.attempts, dialed.get(x.to_number)], `contact ${x.id}; warnings: ${campaignLog()}`).toEqual([x.to_number, answered ? 'completed' : 'failed', answered ? 1 : 2, answered ? 1 : 2]);
     }
     // Its answered calls ended by their callees, but the ones the killed node carried.
     const campaignConvs = await rig.conversations(campaignCalls().filter((x) => x.media).map((x) => sessionOfMedia(x.media!)));
