@@ -6,7 +6,8 @@
  *   npm run build:bench && node dist-bench/bench/engine.js [--drivers twilio-lite,browser]
  *     [--calls 100,200,400,600,800,1000] [--window 15] [--warmup 5] [--idle 2] [--connect-rate 200]
  *     [--barge-every 3] [--jitter 20] [--loss 0] [--stop-after 2] [--baseline all|top|none]
- *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--heap-snapshot] [--engine-flags=--trace-gc] [--no-append]
+ *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--heap-snapshot] [--engine-flags=--trace-gc]
+ *     [--engines 2] [--no-append]
  *
  * Per step: engine CPU (total and per call), memory per call (post-GC, idle and in conversation),
  * outbound frame lateness (vs slot; see bench/engine/probe.ts), drops, engine event-loop delay,
@@ -58,6 +59,8 @@ export interface EngineBenchOptions {
   heapSnapshot: boolean;
   /** Extra node flags for the engine process (e.g. ['--trace-gc']). Default none. */
   engineFlags: string[];
+  /** Engine processes on the node, one engine node each (step.ts); the bare baseline runs as many. Default 1. */
+  engines: number;
   seed: number;
 }
 
@@ -79,6 +82,7 @@ export const ENGINE_DEFAULTS: EngineBenchOptions = {
   profile: false,
   heapSnapshot: false,
   engineFlags: [],
+  engines: 1,
   seed: 1,
 };
 
@@ -117,6 +121,7 @@ export async function runEngineBench(opts: Partial<EngineBenchOptions> = {}, log
       seed: o.seed,
       providers: { llmTtftMs: 0, llmTokensPerSecond: 0, ttsTtfbMs: 0, asrLatencyMs: 0, providerMode: o.providerMode, vadDenormalFix: o.vadDenormalFix, cheapUpsample: o.cheapUpsample },
       engineFlags: o.engineFlags,
+      engines: o.engines,
       cpuProfDir: o.profile ? path.resolve(import.meta.dirname, '../../bench/profiles') : undefined,
       heapSnapshotDir: o.heapSnapshot ? path.resolve(import.meta.dirname, '../../bench/profiles') : undefined,
     });
@@ -157,14 +162,17 @@ export function engineSection(o: EngineBenchOptions, r: EngineRamp): Section {
   const bareByN = new Map(r.bare.map((b) => [b.calls, b]));
   const telephony = r.driver !== 'browser';
   return {
-    title: `Engine capacity: ${r.driver} (${o.providerMode} providers, zero latency${projections(o)})`,
+    title: `Engine capacity: ${r.driver}${o.engines > 1 ? `, ${o.engines} engine processes` : ''} (${o.providerMode} providers, zero latency${projections(o)})`,
     settings: {
       callers: DRIVER_TEXT[r.driver] + (telephony ? `; link jitter 0..${o.jitterMs} ms, loss ${o.lossProb}` : ''),
       steps: r.steps.map((s) => s.calls).join(', ') + (r.steps.length < o.calls.length ? ` (ramp stopped after ${o.stopAfter} steps not real time)` : ''),
       'window / warm-up / idle': `${o.windowSec} s / ${o.warmupSec} s / ${o.idleSec} s; connect rate ${o.connectPerSec} calls/s`,
       script: `think 0.3-1.2 s, say a phrase, agent answers; 1 turn in ${o.bargeEvery} asks for a long answer and interrupts it 0.6-1.4 s in`,
       providers: o.providerMode === 'sim' ? 'sim, as shipped (their DSP runs in the engine process)' : 'sim-net: sim minus its DSP artefacts (ASR not fed digital silence; TTS cached, one chunk per macrotask)',
-      processes: 'engine and load generator in separate processes (child_process.fork) on the same 2 cores',
+      processes:
+        o.engines > 1
+          ? `${o.engines} engine processes (each its own engine node and port, calls dealt round-robin; CPU, memory and counts summed, event-loop delay the worst process's) and the load generator, separate processes on the same 2 cores`
+          : 'engine and load generator in separate processes (child_process.fork) on the same 2 cores',
       lateness: "ms; departure minus the frame's slot on the pacer's 10 ms tick (probe.ts); sched = vs the ideal 20 ms schedule incl. 0-10 ms tick quantisation",
       cpu: "eng cpu % = the engine process (all threads) as % of one core; per call: / N. main %/call = the main thread alone (event loop: JavaScript, uWS, socket system calls; issue 13's goal is <= 0.07), without V8's GC/compiler threads",
       memory: 'post-GC deltas over the engine with no call (its young generation made resident first, a fixed ~15 MiB any engine carrying calls has; host.ts), per call; heap+ext counts typed arrays at full size even where pages are untouched',
@@ -207,6 +215,7 @@ if (isEntryPoint) {
       profile: { type: 'boolean' },
       'heap-snapshot': { type: 'boolean' },
       'engine-flags': { type: 'string' },
+      engines: { type: 'string' },
       seed: { type: 'string' },
       'no-append': { type: 'boolean' },
     },
@@ -229,6 +238,7 @@ if (isEntryPoint) {
   if (values.profile) opts.profile = true;
   if (values['heap-snapshot']) opts.heapSnapshot = true;
   if (values['engine-flags']) opts.engineFlags = values['engine-flags'].split(' ').filter(Boolean);
+  if (values.engines) opts.engines = Math.max(1, Math.floor(Number(values.engines)) || 1);
   if (values.seed) opts.seed = Number(values.seed);
   const r = await runEngineBench(opts);
   for (const s of r.sections) console.log(renderSection(s) + '\n');

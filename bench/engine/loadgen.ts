@@ -15,6 +15,8 @@ import { connectStreamLite } from './stream-drivers.js';
 export interface ConnectParams {
   host: string;
   port: number;
+  /** Several engine processes: the port of each session (parallel to `sessionIds`); else `port` for all. */
+  sessionPorts?: number[];
   driver: DriverKind;
   sessionIds: string[];
   /** New calls per second while ramping up. */
@@ -42,7 +44,7 @@ function tick(): void {
 }
 
 async function connect(p: ConnectParams): Promise<{ connected: number; failed: number; readyMs: number[]; firstError?: string }> {
-  const ctx: DriverContext = { host: p.host, port: p.port, jitterMs: p.jitterMs, lossProb: p.lossProb, seed: p.seed, sendLate, counts, closing: () => closing };
+  const baseCtx: DriverContext = { host: p.host, port: p.port, jitterMs: p.jitterMs, lossProb: p.lossProb, seed: p.seed, sendLate, counts, closing: () => closing };
   const rand = prng(p.seed);
   if (!timer) timer = setInterval(tick, TICK_MS);
   const gapMs = 1000 / Math.max(1, p.connectPerSec);
@@ -55,6 +57,7 @@ async function connect(p: ConnectParams): Promise<{ connected: number; failed: n
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const script = new CallScript(counters, p.bargeEvery, prng(Math.floor(rand() * 2 ** 31)));
     const id = p.sessionIds[i]!;
+    const ctx = p.sessionPorts ? { ...baseCtx, port: p.sessionPorts[i]! } : baseCtx;
     const opened =
       p.driver === 'browser'
         ? connectBrowser(ctx, id, script)

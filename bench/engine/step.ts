@@ -14,6 +14,7 @@ import type { HostInit } from './host.js';
 import type { ProbeSnapshot } from './probe.js';
 import type { DriverKind } from './drivers.js';
 import type { ConnectParams } from './loadgen.js';
+import { mergeMemory, mergeProbes, mergeWindowStats } from './merge.js';
 
 export interface StepOptions {
   calls: number;
@@ -41,6 +42,11 @@ export interface StepOptions {
   cpuProfDir?: string;
   /** Extra node flags for the engine process (e.g. --trace-gc). */
   engineFlags?: string[];
+  /**
+   * Engine processes on the node (default 1), each its own engine node on its own port; calls are
+   * dealt round-robin and every reading is their sum (merge.ts). The bare baseline runs as many.
+   */
+  engines?: number;
 }
 
 export interface StepResult {
@@ -108,60 +114,86 @@ function perCall(mem: NodeJS.MemoryUsage, base: NodeJS.MemoryUsage, n: number) {
   };
 }
 
-function profileName(o: StepOptions): string {
-  return `${o.server ?? 'engine'}-${o.driver}-${o.calls}.cpuprofile`;
+function profileName(o: StepOptions, index = 0): string {
+  return `${o.server ?? 'engine'}-${o.driver}-${o.calls}${index ? `-p${index + 1}` : ''}.cpuprofile`;
+}
+
+/** The same call on every engine process. */
+function allOf<T>(hosts: Child[], method: string, params?: unknown, timeoutMs?: number): Promise<T[]> {
+  return Promise.all(hosts.map((h) => h.call<T>(method, params, timeoutMs)));
+}
+
+async function snapshotAll(hosts: Child[]): Promise<HostSnapshot> {
+  const all = await allOf<HostSnapshot>(hosts, 'snapshot', { gc: true });
+  return { stats: mergeWindowStats(all.map((s) => s.stats)), probe: mergeProbes(all.map((s) => s.probe)), calls: all.reduce((n, s) => n + s.calls, 0), mem: mergeMemory(all.map((s) => s.mem)) };
 }
 
 export async function runEngineStep(o: StepOptions, log: (line: string) => void = () => {}): Promise<StepResult> {
-  const execArgv = ['--expose-gc', ...(o.engineFlags ?? [])];
-  if (o.cpuProfDir) {
-    fs.mkdirSync(o.cpuProfDir, { recursive: true });
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`, `--cpu-prof-name=${profileName(o)}`);
-  }
+  const engines = Math.max(1, o.engines ?? 1);
+  const execArgvOf = (index: number) => {
+    const argv = ['--expose-gc', ...(o.engineFlags ?? [])];
+    if (o.cpuProfDir) {
+      fs.mkdirSync(o.cpuProfDir, { recursive: true });
+      argv.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`, `--cpu-prof-name=${profileName(o, index)}`);
+    }
+    return argv;
+  };
   const loadAvg1 = os.loadavg()[0]!;
-  let host: Child | undefined;
+  const hosts: Child[] = [];
   let gen: Child | undefined;
   try {
-    host = await forkChild('engine/host.js', [], { execArgv });
+    for (let i = 0; i < engines; i++) hosts.push(await forkChild('engine/host.js', [], { execArgv: execArgvOf(i) }));
     gen = await forkChild('engine/loadgen.js', [], { execArgv: ['--max-semi-space-size=32'] });
-    const { port } =
+    // Calls dealt round-robin: process i carries calls i, i + engines, ...
+    const share = (i: number) => Math.floor(o.calls / engines) + (i < o.calls % engines ? 1 : 0);
+    const ports = (
       o.server === 'bare'
-        ? await host.call<{ port: number }>('initBare')
-        : await host.call<{ port: number }>('init', { registry: 'memory', capacity: o.calls, ...o.providers } satisfies HostInit);
-    const base = await host.call<NodeJS.MemoryUsage>('memory');
+        ? await allOf<{ port: number }>(hosts, 'initBare')
+        : await Promise.all(hosts.map((h, i) => h.call<{ port: number }>('init', { registry: 'memory', capacity: share(i), ...o.providers } satisfies HostInit)))
+    ).map((r) => r.port);
+    const base = mergeMemory(await allOf<NodeJS.MemoryUsage>(hosts, 'memory'));
     const snapshotTo = (phase: string) =>
-      o.heapSnapshotDir ? host!.call('heapSnapshot', { file: path.join(o.heapSnapshotDir, `${o.server ?? 'engine'}-${o.driver}-${o.calls}-${phase}.heapsnapshot`) }, 120_000) : undefined;
+      o.heapSnapshotDir
+        ? Promise.all(hosts.map((h, i) => h.call('heapSnapshot', { file: path.join(o.heapSnapshotDir!, `${o.server ?? 'engine'}-${o.driver}-${o.calls}${i ? `-p${i + 1}` : ''}-${phase}.heapsnapshot`) }, 120_000)))
+        : undefined;
     await snapshotTo('base');
-    const ids = await host.call<string[]>('createSessions', { count: o.calls });
-    log(`  ${o.calls} ${o.driver} calls (${o.server ?? 'engine'}): connecting at ${o.connectPerSec}/s`);
+    const idsByHost = await Promise.all(hosts.map((h, i) => h.call<string[]>('createSessions', { count: share(i) })));
+    const ids: string[] = [];
+    const sessionPorts: number[] = [];
+    for (let k = 0; k < o.calls; k++) {
+      const i = k % engines;
+      ids.push(idsByHost[i]![Math.floor(k / engines)]!);
+      sessionPorts.push(ports[i]!);
+    }
+    log(`  ${o.calls} ${o.driver} calls (${o.server ?? 'engine'}${engines > 1 ? `, ${engines} processes` : ''}): connecting at ${o.connectPerSec}/s`);
     const conn = await gen.call<{ connected: number; failed: number; readyMs: number[]; firstError?: string }>(
       'connect',
-      { host: '127.0.0.1', port, driver: o.driver, sessionIds: ids, connectPerSec: o.connectPerSec, bargeEvery: o.bargeEvery, jitterMs: o.jitterMs, lossProb: o.lossProb, seed: o.seed } satisfies ConnectParams,
+      { host: '127.0.0.1', port: ports[0]!, sessionPorts: engines > 1 ? sessionPorts : undefined, driver: o.driver, sessionIds: ids, connectPerSec: o.connectPerSec, bargeEvery: o.bargeEvery, jitterMs: o.jitterMs, lossProb: o.lossProb, seed: o.seed } satisfies ConnectParams,
       60_000 + (o.calls / o.connectPerSec) * 2000,
     );
     if (conn.failed) log(`  ${conn.failed} calls failed to connect: ${conn.firstError}`);
     // Idle: connected, streaming silence, no turn.
     await sleep(o.idleSec * 1000);
     // Carrier sockets open before the engine claims the session: count the calls it actually holds.
-    const engineCalls = await host.call<number>('calls');
+    const engineCalls = (await allOf<number>(hosts, 'calls')).reduce((n, c) => n + c, 0);
     if (engineCalls < conn.connected) {
       log(`  the engine holds ${engineCalls} of ${conn.connected} connected calls (refused or closed: see the engine log)`);
       conn.failed += conn.connected - engineCalls;
       conn.connected = engineCalls;
     }
-    await host.call('resetWindow');
+    await allOf(hosts, 'resetWindow');
     await sleep(o.idleSec * 1000);
-    const idleSnap = await host.call<HostSnapshot>('snapshot', { gc: true });
+    const idleSnap = await snapshotAll(hosts);
     await snapshotTo('idle');
     const idle = { engine: idleSnap.stats, ...perCall(idleSnap.mem, base, o.calls), cpuPctPerCall: idleSnap.stats.cpuPct / Math.max(1, conn.connected) };
     log(`  idle: engine cpu ${idleSnap.stats.cpuPct.toFixed(0)} %, rss/call ${idle.rssPerCallKiB.toFixed(0)} KiB; conversations for ${o.warmupSec + o.windowSec} s`);
     // Conversation.
     await gen.call('begin');
     await sleep(o.warmupSec * 1000);
-    await Promise.all([host.call('resetWindow'), gen.call('resetWindow')]);
+    await Promise.all([allOf(hosts, 'resetWindow'), gen.call('resetWindow')]);
     await sleep(o.windowSec * 1000);
     const [snap, client] = await Promise.all([
-      host.call<HostSnapshot>('snapshot', { gc: true }),
+      snapshotAll(hosts),
       gen.call<StepResult['client'] & { stats: WindowStats; sendLate: HistogramJson }>('snapshot'),
     ]);
     const p = snap.probe;
@@ -201,6 +233,6 @@ export async function runEngineStep(o: StepOptions, log: (line: string) => void 
     return result;
   } finally {
     await gen?.stop();
-    await host?.stop(30_000);
+    await Promise.all(hosts.map((h) => h.stop(30_000)));
   }
 }
