@@ -7,7 +7,7 @@
  *     [--calls 100,200,400,600,800,1000] [--window 15] [--warmup 5] [--idle 2] [--connect-rate 200]
  *     [--barge-every 3] [--jitter 20] [--loss 0] [--stop-after 2] [--baseline all|top|none]
  *     [--providers sim-net|sim] [--vad-fix] [--cheap-upsample] [--profile] [--heap-snapshot] [--engine-flags=--trace-gc]
- *     [--engines 2] [--no-append]
+ *     [--engines 2] [--carrier-out-ms 40] [--no-append]
  *
  * Per step: engine CPU (total and per call), memory per call (post-GC, idle and in conversation),
  * outbound frame lateness (vs slot; see bench/engine/probe.ts), drops, engine event-loop delay,
@@ -61,6 +61,8 @@ export interface EngineBenchOptions {
   engineFlags: string[];
   /** Engine processes on the node, one engine node each (step.ts); the bare baseline runs as many. Default 1. */
   engines: number;
+  /** CARRIER_OUT_MESSAGE_MS of the engine: audio per outgoing carrier message (20-100 ms). Default 20. */
+  carrierOutMessageMs: number;
   seed: number;
 }
 
@@ -83,6 +85,7 @@ export const ENGINE_DEFAULTS: EngineBenchOptions = {
   heapSnapshot: false,
   engineFlags: [],
   engines: 1,
+  carrierOutMessageMs: 20,
   seed: 1,
 };
 
@@ -119,7 +122,7 @@ export async function runEngineBench(opts: Partial<EngineBenchOptions> = {}, log
       windowSec: o.windowSec,
       bargeEvery: o.bargeEvery,
       seed: o.seed,
-      providers: { llmTtftMs: 0, llmTokensPerSecond: 0, ttsTtfbMs: 0, asrLatencyMs: 0, providerMode: o.providerMode, vadDenormalFix: o.vadDenormalFix, cheapUpsample: o.cheapUpsample },
+      providers: { llmTtftMs: 0, llmTokensPerSecond: 0, ttsTtfbMs: 0, asrLatencyMs: 0, providerMode: o.providerMode, vadDenormalFix: o.vadDenormalFix, cheapUpsample: o.cheapUpsample, carrierOutMessageMs: o.carrierOutMessageMs },
       engineFlags: o.engineFlags,
       engines: o.engines,
       cpuProfDir: o.profile ? path.resolve(import.meta.dirname, '../../bench/profiles') : undefined,
@@ -162,7 +165,7 @@ export function engineSection(o: EngineBenchOptions, r: EngineRamp): Section {
   const bareByN = new Map(r.bare.map((b) => [b.calls, b]));
   const telephony = r.driver !== 'browser';
   return {
-    title: `Engine capacity: ${r.driver}${o.engines > 1 ? `, ${o.engines} engine processes` : ''} (${o.providerMode} providers, zero latency${projections(o)})`,
+    title: `Engine capacity: ${r.driver}${o.engines > 1 ? `, ${o.engines} engine processes` : ''}${o.carrierOutMessageMs !== 20 && telephony ? `, ${o.carrierOutMessageMs} ms per outgoing message` : ''} (${o.providerMode} providers, zero latency${projections(o)})`,
     settings: {
       callers: DRIVER_TEXT[r.driver] + (telephony ? `; link jitter 0..${o.jitterMs} ms, loss ${o.lossProb}` : ''),
       steps: r.steps.map((s) => s.calls).join(', ') + (r.steps.length < o.calls.length ? ` (ramp stopped after ${o.stopAfter} steps not real time)` : ''),
@@ -216,6 +219,7 @@ if (isEntryPoint) {
       'heap-snapshot': { type: 'boolean' },
       'engine-flags': { type: 'string' },
       engines: { type: 'string' },
+      'carrier-out-ms': { type: 'string' },
       seed: { type: 'string' },
       'no-append': { type: 'boolean' },
     },
@@ -239,6 +243,7 @@ if (isEntryPoint) {
   if (values['heap-snapshot']) opts.heapSnapshot = true;
   if (values['engine-flags']) opts.engineFlags = values['engine-flags'].split(' ').filter(Boolean);
   if (values.engines) opts.engines = Math.max(1, Math.floor(Number(values.engines)) || 1);
+  if (values['carrier-out-ms']) opts.carrierOutMessageMs = Number(values['carrier-out-ms']);
   if (values.seed) opts.seed = Number(values.seed);
   const r = await runEngineBench(opts);
   for (const s of r.sections) console.log(renderSection(s) + '\n');

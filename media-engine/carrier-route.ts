@@ -65,7 +65,7 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
     },
     open: (ws: WebSocket<CarrierSocketData>) => {
       const data = ws.getUserData();
-      const transport = new CarrierTransport(ws as never, clock, protocol);
+      const transport = new CarrierTransport(ws as never, clock, protocol, { framesPerMessage: config.carrierOutMessageMs / 20 });
       data.transport = transport;
       // Carriers without mark echoes: the transport's play-out clock says when a mark is heard.
       transport.onMarkEmulated((name) => data.actor?.post({ kind: 'mark', name }));

@@ -55,6 +55,11 @@ export interface Config {
   maxSocketsPerIp: number;
   /** A carrier socket must send `start` and be claimed, a browser socket be claimed, within this. Default 5000. */
   socketStartTimeoutMs: number;
+  /**
+   * Audio per outgoing carrier media message, ms (20, 40, 60, 80 or 100): Twilio, SignalWire,
+   * Telnyx and Plivo take several 20 ms frames per message; Vonage always gets 20, Exotel at least 100.
+   */
+  carrierOutMessageMs: number;
   /** Concurrent calls per engine node before new sessions get a capacity error frame. Default 1000. */
   engineCapacity: number;
   /** Days per-turn audio is kept. Default 30. */
@@ -252,6 +257,13 @@ function redactUrl(v: string): string {
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const ROLES: Role[] = ['all', 'control-plane', 'media-engine'];
 
+/** CARRIER_OUT_MESSAGE_MS: whole 20 ms frames, 20 to 100 ms. */
+function carrierOutMessageMs(env: Env): number {
+  const ms = int(env, 'CARRIER_OUT_MESSAGE_MS', 20, 20, 100);
+  if (ms % 20 !== 0) throw new ConfigError('CARRIER_OUT_MESSAGE_MS', 'must be a multiple of 20 (20, 40, 60, 80 or 100)');
+  return ms;
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
   const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
@@ -290,6 +302,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxSockets: int(env, 'MAX_SOCKETS', 2000, 1, 1_000_000),
     maxSocketsPerIp: int(env, 'MAX_SOCKETS_PER_IP', 200, 1, 1_000_000),
     socketStartTimeoutMs: int(env, 'SOCKET_START_TIMEOUT_MS', 5000, 100, 60_000),
+    carrierOutMessageMs: carrierOutMessageMs(env),
     engineCapacity: int(env, 'ENGINE_CAPACITY', 1000, 1, 1_000_000),
     audioRetentionDays: int(env, 'AUDIO_RETENTION_DAYS', 30, 1, 3650),
     seedDemo: bool(env, 'SEED_DEMO', nodeEnv !== 'production'),

@@ -35,7 +35,7 @@ export interface StepOptions {
   windowSec: number;
   bargeEvery: number;
   seed: number;
-  providers: Pick<HostInit, 'llmTtftMs' | 'llmTokensPerSecond' | 'ttsTtfbMs' | 'asrLatencyMs' | 'providerMode' | 'vadDenormalFix' | 'cheapUpsample'>;
+  providers: Pick<HostInit, 'llmTtftMs' | 'llmTokensPerSecond' | 'ttsTtfbMs' | 'asrLatencyMs' | 'providerMode' | 'vadDenormalFix' | 'cheapUpsample' | 'carrierOutMessageMs'>;
   /** When set, heap snapshots of the engine with no call and with the idle calls are written here. */
   heapSnapshotDir?: string;
   /** When set, the engine process runs with --cpu-prof and writes its profile here. */

@@ -85,8 +85,14 @@ export interface CarrierProtocol {
   readonly jsonMedia?: JsonMediaDialect;
   /** A binary frame (only carriers whose audio is binary, Vonage); absent: binary frames are invalid. */
   parseBinary?(bytes: Uint8Array): CarrierParse;
-  /** The outgoing media frame template of stream `streamId` for 20 ms of `fmt`. */
-  mediaTemplate(streamId: string, fmt: CarrierMediaFormat): OutboundMediaTemplate;
+  /**
+   * The carrier plays an outgoing `media` message of any whole number of 20 ms frames (Twilio: any
+   * payload length; Telnyx: 20 ms to 30 s), so the engine may send `CARRIER_OUT_MESSAGE_MS` per
+   * message. Absent: `framesPerMessage` frames, always (Vonage: exactly 20 ms binary frames).
+   */
+  readonly multiFrameOut?: boolean;
+  /** The outgoing media frame template of stream `streamId` for `frames` x 20 ms of `fmt`. */
+  mediaTemplate(streamId: string, fmt: CarrierMediaFormat, frames: number): OutboundMediaTemplate;
   /** The text frame that drops the audio queued at the carrier (barge-in). */
   clearFrame(streamId: string): string;
   /** The text frame asking the carrier to echo `name` once the audio before it played (only when `marks`). */

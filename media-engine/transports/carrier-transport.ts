@@ -42,6 +42,8 @@ const MAX_FRAME_BYTES = 640;
  */
 const MAX_MESSAGE_BYTES = 8000;
 const MAX_FRAMES_PER_MESSAGE = 25;
+/** Most 20 ms frames per outgoing message (CARRIER_OUT_MESSAGE_MS at most 100). */
+const MAX_OUT_FRAMES_PER_MESSAGE = 5;
 
 /**
  * Inbound scratch shared by every stream of the process (it was 8 kB per call): a payload is
@@ -169,7 +171,8 @@ export class CarrierTransport implements CallTransport {
     opts: CarrierTransportOptions = {},
   ) {
     this.carrier = protocol.carrier;
-    this.outBatch = Math.max(1, protocol.framesPerMessage ?? 1);
+    const own = Math.max(1, protocol.framesPerMessage ?? 1);
+    this.outBatch = protocol.multiFrameOut ? Math.max(own, Math.min(MAX_OUT_FRAMES_PER_MESSAGE, Math.floor(opts.framesPerMessage ?? 1))) : own;
     this.jitterOpts = opts.jitter;
     // Placeholders, sized by useFormat (the protocol's format now, `start`'s once it names one).
     this.format = protocol.format;
@@ -291,13 +294,13 @@ export class CarrierTransport implements CallTransport {
   mark(name: string): void {
     if (this.closed || !this.streamSid) return;
     this.counters.marksSent++;
+    // The audio queued before the mark goes first, even a batch not yet full.
+    if (this.outFill > 0) this.flushBatch();
     if (!this.protocol.marks) {
       this.emulatedMarks.push({ dueMs: Math.max(this.outPlayedUntilMs, this.clock.monotonicMs()), name });
       if (this.emulatedMarks.length > MAX_PENDING_MARKS) this.emulatedMarks.shift();
       return;
     }
-    // The audio queued before the mark goes first, even a batch not yet full.
-    if (this.outFill > 0) this.flushBatch();
     this.ws.send(this.protocol.markFrame(this.streamSid, name), false);
     this.pendingMarks.add(name);
     trim(this.pendingMarks);
@@ -578,7 +581,7 @@ export class CarrierTransport implements CallTransport {
   private setStreamSid(sid: string): void {
     this.streamSid = sid;
     this.streamSidBytes = Buffer.from(sid, 'utf8');
-    const t = this.protocol.mediaTemplate(sid, this.format);
+    const t = this.protocol.mediaTemplate(sid, this.format, this.outBatch);
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }

@@ -39,6 +39,12 @@ export interface CarrierTransportOptions {
   jitter?: JitterBufferOptions;
   /** Hand the raw mu-law frame to the sink too (the ASR takes mu-law). Default false. */
   passRawMulaw?: boolean;
+  /**
+   * 20 ms frames per outgoing media message on carriers that take several (`multiFrameOut`), at
+   * least the protocol's own `framesPerMessage` (Exotel: 5). Default 1. Fewer, larger messages
+   * cost the node less per call; the first audio of an answer may wait for its batch to fill.
+   */
+  framesPerMessage?: number;
 }
 
 export interface CarrierTransportStats {

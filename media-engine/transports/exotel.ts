@@ -19,10 +19,11 @@ export const exotelProtocol: CarrierProtocol = {
   maxDepthMs: 300,
   multiFrameMedia: true,
   framesPerMessage: 5,
+  multiFrameOut: true,
   parse: (text) => toCarrierParse(parseExotelFrame(text), keyByTimestamp),
-  mediaTemplate: (sid) => {
+  mediaTemplate: (sid, _fmt, frames) => {
     const { head, tail } = exotelMediaTemplate(sid);
-    return jsonMediaTemplate(head, tail, 320 * 5);
+    return jsonMediaTemplate(head, tail, 320 * frames);
   },
   clearFrame: (sid) => exotelClear(sid),
   markFrame: (sid, name) => exotelMark(sid, name),

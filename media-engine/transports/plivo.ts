@@ -14,9 +14,10 @@ export const plivoProtocol: CarrierProtocol = {
   marks: true,
   sessionParams: 'query',
   parse: (text) => toCarrierParse(parsePlivoFrame(text), keyByChunk),
-  mediaTemplate: (sid) => {
+  multiFrameOut: true,
+  mediaTemplate: (sid, _fmt, frames) => {
     const { head, tail } = plivoPlayAudioTemplate(sid);
-    return jsonMediaTemplate(head, tail, 160);
+    return jsonMediaTemplate(head, tail, 160 * frames);
   },
   clearFrame: (sid) => plivoClearAudio(sid),
   markFrame: (sid, name) => plivoCheckpoint(sid, name),

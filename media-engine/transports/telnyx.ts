@@ -120,7 +120,8 @@ export const telnyxProtocol: CarrierProtocol = {
   parse: parseTelnyxFrame,
   jsonMedia: telnyxMediaDialect,
   // Bidirectional RTP mode: the stream is implied by the socket, so no stream id in outgoing frames.
-  mediaTemplate: (_sid, fmt) => jsonMediaTemplate('{"event":"media","media":{"payload":"', '"}}', fmt.codec === 'l16' ? 320 : 160),
+  multiFrameOut: true,
+  mediaTemplate: (_sid, fmt, frames) => jsonMediaTemplate('{"event":"media","media":{"payload":"', '"}}', (fmt.codec === 'l16' ? 320 : 160) * frames),
   clearFrame: () => '{"event":"clear"}',
   markFrame: (_sid, name) => JSON.stringify({ event: 'mark', mark: { name } }),
 };

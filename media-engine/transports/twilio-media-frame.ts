@@ -33,12 +33,13 @@ export function base64Into(src: Uint8Array, dst: Uint8Array, off: number): numbe
   return o - off;
 }
 
-/** The `media` frame of stream `sid` with an empty 160-byte payload slot at `payloadOffset`. */
-export function mediaFrameTemplate(sid: string): { frame: Uint8Array<ArrayBuffer>; payloadOffset: number } {
+/** The `media` frame of stream `sid` with an empty payload slot of `frames` x 160 bytes at `payloadOffset`. */
+export function mediaFrameTemplate(sid: string, frames = 1): { frame: Uint8Array<ArrayBuffer>; payloadOffset: number } {
+  const chars = frames === 1 ? PAYLOAD_CHARS : Math.ceil((160 * frames) / 3) * 4;
   const prefix = new TextEncoder().encode(`{"event":"media","streamSid":${JSON.stringify(sid)},"media":{"payload":"`);
   const suffix = new TextEncoder().encode('"}}');
-  const frame = new Uint8Array(prefix.length + PAYLOAD_CHARS + suffix.length);
+  const frame = new Uint8Array(prefix.length + chars + suffix.length);
   frame.set(prefix, 0);
-  frame.set(suffix, prefix.length + PAYLOAD_CHARS);
+  frame.set(suffix, prefix.length + chars);
   return { frame, payloadOffset: prefix.length };
 }

@@ -27,7 +27,8 @@ export function twilioCompatibleProtocol(carrier: string): CarrierProtocol {
     sessionParams: 'start',
     parse: parseCarrierFrame,
     jsonMedia: twilioMediaDialect,
-    mediaTemplate: (sid) => ({ kind: 'json', ...mediaFrameTemplate(sid) }),
+    multiFrameOut: true,
+    mediaTemplate: (sid, _fmt, frames) => ({ kind: 'json', ...mediaFrameTemplate(sid, frames) }),
     clearFrame: (sid) => JSON.stringify({ event: 'clear', streamSid: sid }),
     markFrame: (sid, name) => JSON.stringify({ event: 'mark', streamSid: sid, mark: { name } }),
   };
