@@ -8,17 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
-import { realClock } from '../../shared/clock.js';
 import { MemoryRegistry } from '../../shared/registry/index.js';
-import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
-import { createSimAsr } from '../../shared/providers/asr/sim.js';
-import { createSimLlm } from '../../shared/providers/llm/sim.js';
-import { createSimTts } from '../../shared/providers/tts/sim.js';
+import type { EngineNode } from '../../media-engine/node.js';
 import type { CallRecorder, TurnRecord } from '../../media-engine/session/recorder.js';
 import type { TwilioTransportStats } from '../../media-engine/transports/twilio.js';
 import { MediaStreamCall } from '../carrier-sim/index.js';
 import { captureLogger } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
+import { startSimEngine } from '../helpers/sim-engine.js';
 
 let node: EngineNode;
 let registry: MemoryRegistry;
@@ -27,13 +24,12 @@ const turns = new Map<string, TurnRecord[]>();
 beforeAll(async () => {
   registry = new MemoryRegistry();
   const config = loadConfig({ CARRIER_OUT_MESSAGE_MS: '40' }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 4, maxSockets: 8 });
-  node = await startEngineNode({
+  node = await startSimEngine({
     config,
     logger: captureLogger('warn').logger,
-    clock: realClock,
     registry,
-    port: 0,
-    providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400 }), tts: createSimTts({ ttfbMs: 10 }) }),
+    llm: { ttftMs: 20, tokensPerSecond: 400 },
+    tts: { ttfbMs: 10 },
     recorderFactory: (c): CallRecorder => {
       const list: TurnRecord[] = [];
       turns.set(c.session_id, list);

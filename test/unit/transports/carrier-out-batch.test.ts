@@ -5,6 +5,7 @@
  * messages: frames in order, a mark sends the partial batch first, a clear drops it.
  */
 import { describe, expect, it } from 'vitest';
+import { FakeCarrierSocket } from '../../helpers/fake-carrier-socket.js';
 import { SimulatedClock } from '../../../shared/clock.js';
 import { loadConfig, ConfigError } from '../../../shared/config.js';
 import { mulawEncode } from '../../../media-engine/audio/g711.js';
@@ -15,22 +16,6 @@ import { telnyxProtocol } from '../../../media-engine/transports/telnyx.js';
 import { plivoProtocol } from '../../../media-engine/transports/plivo.js';
 import { vonageProtocol } from '../../../media-engine/transports/vonage.js';
 import { exotelProtocol } from '../../../media-engine/transports/exotel.js';
-
-class FakeSocket {
-  sent: Array<{ msg: Uint8Array | string; binary: boolean }> = [];
-  send(message: ArrayBufferView | string, isBinary = false): number {
-    this.sent.push({ msg: typeof message === 'string' ? message : new Uint8Array(message.buffer.slice(message.byteOffset, message.byteOffset + message.byteLength)), binary: isBinary });
-    return 1;
-  }
-  getBufferedAmount(): number {
-    return 0;
-  }
-  end(): void {}
-  /** Text messages, parsed. */
-  texts(): Array<Record<string, any>> {
-    return this.sent.filter((s) => !s.binary).map((s) => JSON.parse(typeof s.msg === 'string' ? s.msg : Buffer.from(s.msg).toString('utf8')));
-  }
-}
 
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).buffer as ArrayBuffer;
 
@@ -43,7 +28,7 @@ const STARTS: Record<string, unknown> = {
 };
 
 function started(protocol: CarrierProtocol, framesPerMessage: number) {
-  const ws = new FakeSocket();
+  const ws = new FakeCarrierSocket();
   const t = new CarrierTransport(ws, new SimulatedClock(), protocol, { framesPerMessage });
   expect(t.receiveFrame(enc(STARTS[protocol.carrier]), false)).toMatchObject({ event: 'start' });
   ws.sent.length = 0;
@@ -62,7 +47,7 @@ function mulaw(...ks: number[]): Buffer {
 }
 
 /** The payload bytes of each outgoing media message (mu-law), whatever the carrier calls its message. */
-function payloads(ws: FakeSocket): Buffer[] {
+function payloads(ws: FakeCarrierSocket): Buffer[] {
   return ws.texts().filter((m) => m.event === 'media' || m.event === 'playAudio').map((m) => Buffer.from(m.media.payload, 'base64'));
 }
 

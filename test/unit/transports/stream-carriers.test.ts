@@ -6,6 +6,7 @@
  * a lost L16 frame concealed as PCM), and the session parameters of each start.
  */
 import { describe, expect, it } from 'vitest';
+import { FakeCarrierSocket } from '../../helpers/fake-carrier-socket.js';
 import { SimulatedClock } from '../../../shared/clock.js';
 import { mulawEncode } from '../../../media-engine/audio/g711.js';
 import { CarrierTransport } from '../../../media-engine/transports/carrier-transport.js';
@@ -13,21 +14,6 @@ import type { CarrierProtocol } from '../../../media-engine/transports/carrier-p
 import { exotelProtocol } from '../../../media-engine/transports/exotel.js';
 import { plivoProtocol } from '../../../media-engine/transports/plivo.js';
 import { vonageProtocol } from '../../../media-engine/transports/vonage.js';
-
-class FakeSocket {
-  sent: Array<{ msg: Uint8Array | string; binary: boolean }> = [];
-  send(message: ArrayBufferView | string, isBinary = false): number {
-    this.sent.push({ msg: typeof message === 'string' ? message : new Uint8Array(message.buffer.slice(message.byteOffset, message.byteOffset + message.byteLength)), binary: isBinary });
-    return 1;
-  }
-  getBufferedAmount(): number {
-    return 0;
-  }
-  end(): void {}
-  texts(): Array<Record<string, any>> {
-    return this.sent.filter((s) => !s.binary).map((s) => JSON.parse(typeof s.msg === 'string' ? s.msg : Buffer.from(s.msg).toString('utf8')));
-  }
-}
 
 const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v)).buffer as ArrayBuffer;
 const le = (pcm: Int16Array) => {
@@ -38,7 +24,7 @@ const le = (pcm: Int16Array) => {
 const fromLe = (b: Uint8Array) => Int16Array.from({ length: b.length / 2 }, (_, i) => Buffer.from(b).readInt16LE(2 * i));
 
 function setup(protocol: CarrierProtocol, start: unknown) {
-  const ws = new FakeSocket();
+  const ws = new FakeCarrierSocket();
   const clock = new SimulatedClock();
   const t = new CarrierTransport(ws, clock, protocol);
   const ev = t.receiveFrame(enc(start), false);
@@ -146,7 +132,7 @@ describe('Vonage', () => {
   });
 
   it('closes a stream at any other rate at once, with the reason; media before websocket:connected is invalid', () => {
-    const ws = new FakeSocket();
+    const ws = new FakeCarrierSocket();
     const t = new CarrierTransport(ws, new SimulatedClock(), vonageProtocol);
     expect(t.receiveFrame(new ArrayBuffer(640), true)).toMatchObject({ event: 'invalid', reason: 'media_before_start', close: false });
     const refused = t.receiveFrame(enc({ ...START, 'content-type': 'audio/l16;rate=24000' }), false);
