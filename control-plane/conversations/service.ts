@@ -184,6 +184,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           -- Spec: with agent_id, a summary is asked for explicitly (whatever generate_call_summary says).
           summary_status = case when ${agentId ?? null}::uuid is not null and summary_status is distinct from 'completed'
             then 'pending' else summary_status end,
+          summary_requests = summary_requests + case when ${agentId ?? null}::uuid is not null then 1 else 0 end,
           ended_at = case
             when coalesce(${status ?? null}::text, status) = 'active' then null
             when ended_at is null and ${status ?? null}::text in ('completed', 'failed') then ${now}::timestamptz

@@ -13,6 +13,9 @@
  *   never touched by a failure.
  * - Idempotent (at least once): a completed summary is never regenerated; the final update is
  *   guarded by `summary_status is distinct from 'completed'`.
+ * - A skip or a failure is written only if no explicit request came in since the job read the row
+ *   (`summary_requests`): such a request queued a job of its own (pg-boss `stately`: one queued
+ *   behind the running one), which must find the row `pending`.
  */
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
@@ -90,15 +93,8 @@ export async function transcriptOf(sql: Sql, conversationId: string): Promise<st
   return transcript.length > MAX_TRANSCRIPT_CHARS ? transcript.slice(-MAX_TRANSCRIPT_CHARS) : transcript;
 }
 
-/**
- * A decision that ends the job without a summary and without a retry. `seen` is the
- * `summary_status` the decision was made on: the row is marked skipped only if it still holds it.
- */
-class Skip extends Error {
-  constructor(message: string, readonly seen: string | null = null) {
-    super(message);
-  }
-}
+/** A decision that ends the job without a summary and without a retry. */
+class Skip extends Error {}
 
 export async function createSummarizer(opts: SummarizerOptions): Promise<Summarizer> {
   const { sql, logger, clock, jobs } = opts;
@@ -120,21 +116,24 @@ export async function createSummarizer(opts: SummarizerOptions): Promise<Summari
 
   async function run(job: JobContext<'post-call.summary'>): Promise<void> {
     const id = job.data.conversation_id;
+    // The explicit requests this attempt has seen (read with the row, below; -1: the read failed).
+    // A skip or a failure is written only while it is unchanged: a request made meanwhile (PUT
+    // with agent_id) marked the row pending and queued a job of its own, which must find it so.
+    const seen = { requests: -1 };
     try {
-      const summary = await generate(id, job.signal);
+      const summary = await generate(id, job.signal, seen);
       await sql`
         update conversations set summary = ${summary}, summary_status = 'completed', summary_error = null, updated_at = now()
         where id = ${id} and summary_status is distinct from 'completed'`;
       settle({ conversationId: id, status: 'completed' });
     } catch (err) {
       if (err instanceof Skip) {
-        // Compare-and-set: an explicit request (PUT with agent_id) may have marked the row pending
-        // after this job read it; that request queued its own job, which must find 'pending'.
-        await sql`
+        const marked = await sql`
           update conversations set summary_status = 'skipped', updated_at = now()
-          where id = ${id} and summary_status is not distinct from ${err.seen}::text and summary_status is distinct from 'completed'`;
-        logger.debug({ conversationId: id, reason: err.message }, 'summary skipped');
-        settle({ conversationId: id, status: 'skipped', reason: err.message });
+          where id = ${id} and (${seen.requests}::int < 0 or summary_requests = ${seen.requests}) and summary_status is distinct from 'completed'`;
+        const reason = marked.count > 0 ? err.message : `${err.message}; superseded by a newer request`;
+        logger.debug({ conversationId: id, reason }, 'summary skipped');
+        settle({ conversationId: id, status: 'skipped', reason });
         return;
       }
       const message = ((err as Error)?.message ?? String(err)).slice(0, MAX_ERROR_CHARS);
@@ -142,33 +141,33 @@ export async function createSummarizer(opts: SummarizerOptions): Promise<Summari
       const status = job.isLastAttempt ? 'failed' : 'pending';
       await sql`
         update conversations set summary_status = ${status}, summary_error = ${message}, updated_at = now()
-        where id = ${id} and summary_status is distinct from 'completed'`.catch(() => {});
+        where id = ${id} and (${seen.requests}::int < 0 or summary_requests = ${seen.requests}) and summary_status is distinct from 'completed'`.catch(() => {});
       settle({ conversationId: id, status: job.isLastAttempt ? 'failed' : 'retrying', reason: message });
       throw err;
     }
   }
 
-  async function generate(conversationId: string, signal: AbortSignal): Promise<string> {
-    const [conv] = await sql<{ agent_id: string; summary_status: string | null }[]>`
-      select agent_id, summary_status from conversations where id = ${conversationId}`;
+  async function generate(conversationId: string, signal: AbortSignal, seen: { requests: number }): Promise<string> {
+    const [conv] = await sql<{ agent_id: string; summary_status: string | null; summary_requests: number }[]>`
+      select agent_id, summary_status, summary_requests from conversations where id = ${conversationId}`;
     if (!conv) throw new Skip('conversation not found');
-    const seen = conv.summary_status;
-    if (seen === 'completed') throw new Skip('already summarised', seen);
-    if (!opts.liveConfig) throw new Skip('no agent config resolver (liveConfig) wired', seen);
+    seen.requests = conv.summary_requests;
+    if (conv.summary_status === 'completed') throw new Skip('already summarised');
+    if (!opts.liveConfig) throw new Skip('no agent config resolver (liveConfig) wired');
     let live: Awaited<ReturnType<LiveConfigFn>>;
     try {
       live = await opts.liveConfig(conv.agent_id);
     } catch (err) {
       // Unknown or never-published agent: nothing to retry. Anything else (database) is retried.
-      if (err instanceof AppError && err.status < 500) throw new Skip(err.message, seen);
+      if (err instanceof AppError && err.status < 500) throw new Skip(err.message);
       throw err;
     }
-    const asked = seen === 'pending' || live?.telephony?.generate_call_summary === true;
-    if (!asked) throw new Skip('not asked for (generate_call_summary is off)', seen);
+    const asked = conv.summary_status === 'pending' || live?.telephony?.generate_call_summary === true;
+    if (!asked) throw new Skip('not asked for (generate_call_summary is off)');
     const settings = live?.providers?.llm;
-    if (!settings?.provider_name) throw new Skip('the agent has no published LLM', seen);
+    if (!settings?.provider_name) throw new Skip('the agent has no published LLM');
     const transcript = await transcriptOf(sql, conversationId);
-    if (!transcript) throw new Skip('empty transcript', seen);
+    if (!transcript) throw new Skip('empty transcript');
     const llm = await llmFor(settings);
     const abort = new AbortController();
     const timer = clock.setTimeout(() => abort.abort(new Error(`summary timed out after ${timeoutMs} ms`)), timeoutMs);

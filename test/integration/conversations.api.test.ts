@@ -24,7 +24,7 @@ let a3: string;
 let bobAgent: string;
 const C = '/api/v1/conversations';
 /** When set, the summary job's next agent-config lookup for this agent waits here (a race under test). */
-let liveConfigGate: { agentId: string; entered: () => void; release: Promise<void> } | null = null;
+let liveConfigGate: { agentId: string; entered: () => void; release: Promise<void>; answer?: Record<string, unknown> } | null = null;
 
 beforeAll(async () => {
   infra = await startTestInfra();
@@ -35,6 +35,7 @@ beforeAll(async () => {
         liveConfigGate = null;
         gate.entered();
         await gate.release;
+        if (gate.answer) return gate.answer;
       }
       return { providers: { llm: { provider_name: 'sim' } } };
     },
@@ -134,6 +135,29 @@ describe('create, read, update', () => {
     ]);
     expect(outcome.status).toBe('completed');
     expect((await as(alice).get(`${C}/${c.id}`)).body.data.conversation.summary).toContain('Friday');
+  }, 30_000);
+
+  it('a second explicit request while the first one\'s job decides to skip is still answered', async () => {
+    const agent = await createAgent(h, infra, alice, alice.workspaceId, 'race-2');
+    const c = await conversation(alice, agent);
+    expect((await as(alice).post(`${C}/messages`, { conversation_id: c.id, turn_number: 1, role: 'user', content: 'cancel my Tuesday appointment' })).status).toBe(201);
+    let release!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      // The first job reads the row (pending), then finds no LLM published: a skip.
+      liveConfigGate = { agentId: agent, entered: resolve, release: new Promise<void>((r) => (release = r)), answer: { providers: {} } };
+    });
+    expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
+    await entered;
+    // The same status again (pending), but a new request: its own job must find the row pending.
+    expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
+    release();
+    expect((await h.conversations.summarizer.waitFor(c.id, (o) => o.status === 'skipped')).reason).toMatch(/superseded/);
+    const outcome = await Promise.race([
+      h.conversations.summarizer.waitFor(c.id, (o) => o.status !== 'skipped'),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the second request was lost (the row was marked skipped)')), 15_000)),
+    ]);
+    expect(outcome.status).toBe('completed');
+    expect((await as(alice).get(`${C}/${c.id}`)).body.data.conversation.summary).toContain('Tuesday');
   }, 30_000);
 
   it('GET detail, messages and by-session; other workspaces are 404', async () => {
