@@ -110,6 +110,8 @@ export class FlitePool {
   private readonly idleMs: number;
   private readonly queue: Job[] = [];
   private readonly slots = new Set<Slot>();
+  /** Workers on their way out (idle, replaced): `close()` waits for them too. */
+  private readonly retiring = new Set<Promise<void>>();
   private nextId = 1;
   private closed = false;
   /** Sentences rendered (tests read it to see the worker did the work). */
@@ -151,6 +153,7 @@ export class FlitePool {
     this.closed = true;
     for (const job of this.queue.splice(0)) this.settle(job, new ProviderError({ provider: LABEL, code: 'UPSTREAM_UNAVAILABLE', message: 'local TTS: pool closed' }));
     await Promise.all([...this.slots].map((s) => this.retire(s, new ProviderError({ provider: LABEL, code: 'UPSTREAM_UNAVAILABLE', message: 'local TTS: pool closed' }))));
+    await Promise.all([...this.retiring]);
   }
 
   /** Starts one worker (it compiles the .wasm at once) so the first sentence of a call is not cold. */
@@ -233,15 +236,21 @@ export class FlitePool {
    * the worker is asked to exit after the sentence in hand and terminated only if it has not after
    * `timeoutMs`; otherwise (a stuck sentence) it is terminated at once.
    */
-  private async retire(slot: Slot, err?: Error, graceful = true): Promise<void> {
-    if (!this.slots.delete(slot)) return;
+  private retire(slot: Slot, err?: Error, graceful = true): Promise<void> {
+    if (!this.slots.delete(slot)) return Promise.resolve();
     if (slot.idleTimer) clearTimeout(slot.idleTimer);
     if (slot.job) {
       clearTimeout(slot.job.timer);
       if (err) this.settle(slot.job, err);
       slot.job = undefined;
     }
-    const { worker } = slot;
+    const ending = this.end(slot.worker, graceful);
+    this.retiring.add(ending);
+    void ending.finally(() => this.retiring.delete(ending));
+    return ending;
+  }
+
+  private async end(worker: Worker, graceful: boolean): Promise<void> {
     if (!graceful || worker.threadId < 0) {
       await worker.terminate();
       return;
