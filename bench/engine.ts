@@ -61,8 +61,8 @@ export interface EngineBenchOptions {
   engineFlags: string[];
   /** Engine processes on the node, one engine node each (step.ts); the bare baseline runs as many. Default 1. */
   engines: number;
-  /** CARRIER_OUT_MESSAGE_MS of the engine: audio per outgoing carrier message (20-100 ms). Default 20. */
-  carrierOutMessageMs: number;
+  /** CARRIER_OUT_MESSAGE_MS of the engine: audio per outgoing carrier message (20-100 ms). Default: the engine's (40). */
+  carrierOutMessageMs?: number;
   seed: number;
 }
 
@@ -85,7 +85,6 @@ export const ENGINE_DEFAULTS: EngineBenchOptions = {
   heapSnapshot: false,
   engineFlags: [],
   engines: 1,
-  carrierOutMessageMs: 20,
   seed: 1,
 };
 
@@ -165,7 +164,7 @@ export function engineSection(o: EngineBenchOptions, r: EngineRamp): Section {
   const bareByN = new Map(r.bare.map((b) => [b.calls, b]));
   const telephony = r.driver !== 'browser';
   return {
-    title: `Engine capacity: ${r.driver}${o.engines > 1 ? `, ${o.engines} engine processes` : ''}${o.carrierOutMessageMs !== 20 && telephony ? `, ${o.carrierOutMessageMs} ms per outgoing message` : ''} (${o.providerMode} providers, zero latency${projections(o)})`,
+    title: `Engine capacity: ${r.driver}${o.engines > 1 ? `, ${o.engines} engine processes` : ''}${o.carrierOutMessageMs && telephony ? `, ${o.carrierOutMessageMs} ms per outgoing message` : ''} (${o.providerMode} providers, zero latency${projections(o)})`,
     settings: {
       callers: DRIVER_TEXT[r.driver] + (telephony ? `; link jitter 0..${o.jitterMs} ms, loss ${o.lossProb}` : ''),
       steps: r.steps.map((s) => s.calls).join(', ') + (r.steps.length < o.calls.length ? ` (ramp stopped after ${o.stopAfter} steps not real time)` : ''),

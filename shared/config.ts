@@ -56,8 +56,9 @@ export interface Config {
   /** A carrier socket must send `start` and be claimed, a browser socket be claimed, within this. Default 5000. */
   socketStartTimeoutMs: number;
   /**
-   * Audio per outgoing carrier media message, ms (20, 40, 60, 80 or 100): Twilio, SignalWire,
-   * Telnyx and Plivo take several 20 ms frames per message; Vonage always gets 20, Exotel at least 100.
+   * Audio per outgoing carrier media message, ms (20, 40, 60, 80 or 100). Default 40: Twilio,
+   * SignalWire, Telnyx and Plivo play any length, and half the messages cost the node about 15 % less
+   * CPU per call; Vonage always gets 20 (its frames are exactly 20 ms), Exotel at least 100.
    */
   carrierOutMessageMs: number;
   /** Concurrent calls per engine node before new sessions get a capacity error frame. Default 1000. */
@@ -259,7 +260,7 @@ const ROLES: Role[] = ['all', 'control-plane', 'media-engine'];
 
 /** CARRIER_OUT_MESSAGE_MS: whole 20 ms frames, 20 to 100 ms. */
 function carrierOutMessageMs(env: Env): number {
-  const ms = int(env, 'CARRIER_OUT_MESSAGE_MS', 20, 20, 100);
+  const ms = int(env, 'CARRIER_OUT_MESSAGE_MS', 40, 20, 100);
   if (ms % 20 !== 0) throw new ConfigError('CARRIER_OUT_MESSAGE_MS', 'must be a multiple of 20 (20, 40, 60, 80 or 100)');
   return ms;
 }

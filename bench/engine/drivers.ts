@@ -22,6 +22,17 @@ import { encodeClientFrame, WsLite } from './ws-lite.js';
 
 export type DriverKind = 'browser' | 'twilio-lite' | 'twilio-carrier' | 'telnyx-pcmu' | 'telnyx-pcma' | 'plivo' | 'vonage' | 'vonage-16k' | 'exotel';
 
+/**
+ * 20 ms frames in an agent media message (CARRIER_OUT_MESSAGE_MS may put several in one): the
+ * base64 `"payload":"..."` length, without parsing the JSON; at least 1.
+ */
+export function payloadFrames(text: string, bytesPerFrame: number): number {
+  const at = text.indexOf('"payload":"');
+  if (at < 0) return 1;
+  const end = text.indexOf('"', at + 11);
+  return Math.max(1, Math.round(((end - at - 11) * 3) / 4 / bytesPerFrame));
+}
+
 export interface DriverContext {
   host: string;
   port: number;
@@ -202,7 +213,7 @@ export async function connectTwilioLite(ctx: DriverContext, sessionId: string, s
   ws = await WsLite.connect(ctx.host, ctx.port, `/api/v1/voice/ws/twilio/${callSid}`, {
     onText: (text) => {
       if (text.startsWith('{"event":"media"')) {
-        ctx.counts.framesReceived++;
+        ctx.counts.framesReceived += payloadFrames(text, 160);
         script.onAgentFrame(performance.now());
       } else if (text.includes('"event":"mark"')) {
         // Echo at once (the engine only uses marks to re-arm its idle timer, which the bench disables).

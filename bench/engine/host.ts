@@ -41,7 +41,7 @@ export interface HostInit {
   vadDenormalFix: boolean;
   /** Projection only: carrier 8 -> 16 kHz upsampling by linear interpolation (probe.ts). */
   cheapUpsample?: boolean;
-  /** CARRIER_OUT_MESSAGE_MS of the node (20 = one frame per outgoing carrier message, the default). */
+  /** CARRIER_OUT_MESSAGE_MS of the node; absent: the engine's default (40). */
   carrierOutMessageMs?: number;
 }
 
@@ -53,7 +53,7 @@ const win = new ProcessWindow(10);
 
 async function init(p: HostInit): Promise<{ port: number; nodeId: string; gc: boolean }> {
   registry = p.registry === 'redis' ? await RedisRegistry.connect({ url: p.redisUrl!, prefix: p.redisPrefix }) : new MemoryRegistry();
-  const config = loadConfig({ CARRIER_OUT_MESSAGE_MS: String(p.carrierOutMessageMs ?? 20) }, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16, maxSocketsPerIp: p.capacity + 16 });
+  const config = loadConfig(p.carrierOutMessageMs ? { CARRIER_OUT_MESSAGE_MS: String(p.carrierOutMessageMs) } : {}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16, maxSocketsPerIp: p.capacity + 16 });
   node = await startEngineNode({
     config,
     logger: createLogger({ level: 'warn' }),

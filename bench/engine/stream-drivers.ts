@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { alawEncode, mulawEncode, MULAW_SILENCE } from '../../media-engine/audio/g711.js';
 import { encodeText } from '../../shared/providers/sim/codec.js';
 import { ImpairedLink } from '../../test/carrier-sim/index.js';
-import type { Driver, DriverContext } from './drivers.js';
+import { payloadFrames, type Driver, type DriverContext } from './drivers.js';
 import type { CallScript } from './scenario.js';
 import { encodeClientFrame, WsLite } from './ws-lite.js';
 
@@ -38,8 +38,8 @@ interface Dialect {
   start(ids: { streamId: string; callId: string; sessionId: string }): string[];
   /** The link message for frame `n` (1-based); binary frames travel the link as NUL + base64. */
   media(n: number, frame: Buffer, streamId: string): string;
-  /** 20 ms frames in one agent media message (counted as frames received). */
-  framesPerAgentMessage: number;
+  /** Payload bytes of one 20 ms frame in the agent's media messages (frames received = payload / this). */
+  bytesPerAgentFrame: number;
   /** Reply to an engine text message: a mark echo, or undefined. `clear` counts are read from `isClear`. */
   echo(msg: Record<string, any>, streamId: string): string | undefined;
   isMedia(text: string): boolean;
@@ -71,7 +71,7 @@ function telnyx(codec: 'PCMU' | 'PCMA'): Dialect {
     isMedia: (text) => text.startsWith('{"event":"media"'),
     isClear: (msg) => msg.event === 'clear',
     binaryOut: false,
-    framesPerAgentMessage: 1,
+    bytesPerAgentFrame: 160,
   };
 }
 
@@ -85,7 +85,7 @@ function vonage(rate: 8000 | 16000): Dialect {
     isMedia: () => false,
     isClear: (msg) => msg.action === 'clear',
     binaryOut: true,
-    framesPerAgentMessage: 1,
+    bytesPerAgentFrame: 160,
   };
 }
 
@@ -103,7 +103,7 @@ const DIALECTS: Record<StreamWire, Dialect> = {
     isMedia: (text) => text.startsWith('{"event":"playAudio"'),
     isClear: (msg) => msg.event === 'clearAudio',
     binaryOut: false,
-    framesPerAgentMessage: 1,
+    bytesPerAgentFrame: 160,
   },
   vonage: vonage(8000),
   'vonage-16k': vonage(16000),
@@ -123,7 +123,7 @@ const DIALECTS: Record<StreamWire, Dialect> = {
     isMedia: (text) => text.startsWith('{"event":"media"'),
     isClear: (msg) => msg.event === 'clear',
     binaryOut: false,
-    framesPerAgentMessage: EXOTEL_BATCH,
+    bytesPerAgentFrame: 320,
   },
 };
 
@@ -216,7 +216,7 @@ export async function connectStreamLite(ctx: DriverContext, sessionId: string, s
     },
     onText: (text) => {
       if (d0.isMedia(text)) {
-        ctx.counts.framesReceived += d0.framesPerAgentMessage;
+        ctx.counts.framesReceived += payloadFrames(text, d0.bytesPerAgentFrame);
         script.onAgentFrame(performance.now());
         return;
       }

@@ -58,6 +58,7 @@ export class SpeechOutput {
    */
   pace(nowMs: number): boolean {
     if (this.playout.queuedSamples === 0) {
+      if (this.playing) this.transport.flushAudio?.();
       this.playing = false;
       return true;
     }
@@ -68,7 +69,12 @@ export class SpeechOutput {
     }
     const leadFrames = Math.ceil(this.transport.leadMs / FRAME_MS);
     const due = Math.floor((nowMs - this.paceStartMs) / FRAME_MS) + 1 + leadFrames;
-    while (this.paceFramesSent < due && this.playout.takeFrame(this.frame)) {
+    while (this.paceFramesSent < due) {
+      if (!this.playout.takeFrame(this.frame)) {
+        // Starved mid-answer (the TTS is slower than real time): a held partial message goes now.
+        this.transport.flushAudio?.();
+        break;
+      }
       if (!this.firstFrameSentAtMs) this.firstFrameSentAtMs = this.clock.monotonicMs();
       this.transport.sendAudio(this.frame);
       this.paceFramesSent++;

@@ -19,6 +19,11 @@ export interface CallTransport {
   sendEvent(ev: ServerEvent): void;
   /** One 20 ms frame at `outRateHz`. The transport must copy what it keeps (the frame is reused). */
   sendAudio(frame: Int16Array): void;
+  /**
+   * No more audio for now (the queue ran dry): send what a multi-frame message holds (carriers at
+   * `CARRIER_OUT_MESSAGE_MS` > 20) rather than wait for the next frame. Optional: a no-op elsewhere.
+   */
+  flushAudio?(): void;
   /** Drop audio buffered at the far end (carrier `clear`). */
   clearAudio(): void;
   /** Ask the far end to report when everything sent so far has played (carrier `mark`). */

@@ -272,6 +272,10 @@ export class CarrierTransport implements CallTransport {
     this.outPlayedUntilMs = Math.max(this.outPlayedUntilMs, now) + FRAME_MS;
   }
 
+  flushAudio(): void {
+    if (this.outFill > 0 && !this.closed && this.streamSid) this.flushBatch();
+  }
+
   clearAudio(): void {
     if (this.closed || !this.streamSid) return;
     // A batch still filling is audio the caller must not hear either.

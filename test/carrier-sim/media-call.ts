@@ -49,7 +49,7 @@ export class MediaStreamCall {
   readonly link: ImpairedLink;
   /** Every engine media message: performance.now() on arrival and its payload bytes (timing analysis). */
   readonly mediaArrivals: Array<[atMs: number, bytes: number]> = [];
-  /** Frames of engine audio received / played; binary frames (a protocol violation) received. */
+  /** 20 ms frames of engine audio received (a message may carry several) / played; binary frames (a protocol violation) received. */
   mediaReceived = 0;
   framesPlayed = 0;
   binaryReceived = 0;
@@ -216,8 +216,8 @@ export class MediaStreamCall {
     }
     const msg = JSON.parse(data.toString('utf8')) as { event: string; media?: { payload: string }; mark?: { name: string } };
     if (msg.event === 'media' && msg.media) {
-      this.mediaReceived++;
       const bytes = new Uint8Array(Buffer.from(msg.media.payload, 'base64'));
+      this.mediaReceived += Math.max(1, Math.round(bytes.length / 160));
       this.mediaArrivals.push([performance.now(), bytes.length]);
       if (this.o.keepMedia) this.mediaBytes.push(bytes);
       this.playout.push(bytes);

@@ -175,8 +175,9 @@ export class CarrierStreamCall {
     const msg = JSON.parse(data.toString('utf8')) as Record<string, any>;
     const kind = this.o.wire === 'vonage' ? msg.action : msg.event;
     if ((kind === 'playAudio' || kind === 'media') && msg.media?.payload) {
-      this.mediaReceived++;
       const bytes = Buffer.from(msg.media.payload, 'base64');
+      // 20 ms frames (a message may carry several): 160 bytes of mu-law, 320 of 8 kHz L16.
+      this.mediaReceived += Math.max(1, Math.round(bytes.length / (this.o.wire === 'plivo' ? 160 : 320)));
       if (this.o.wire === 'plivo') {
         const pcm = new Int16Array(bytes.length);
         mulawDecode(bytes, pcm);

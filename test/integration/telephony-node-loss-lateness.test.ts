@@ -73,7 +73,7 @@ describe('frame lateness on the surviving node while another node is SIGKILLed',
     const survivors = calls.filter((c) => c.port === survivor!.port);
     const lost = calls.filter((c) => c.port === victim!.port);
     // Every call is in its welcome's steady pacing (past the lead burst) before the baseline starts.
-    for (const c of calls) await c.media.waitUntil(() => c.media.mediaArrivals.length > 50, 20_000, 'welcome audio');
+    for (const c of calls) await c.media.waitUntil(() => c.media.mediaReceived > 50, 20_000, 'welcome audio');
 
     // The receiver's own event-loop lag (this process: carrier simulator and control plane), in
     // the same windows: a spike here is the measuring side's, not the survivor's.

@@ -16,6 +16,7 @@ import { telnyxProtocol } from '../../../media-engine/transports/telnyx.js';
 import { plivoProtocol } from '../../../media-engine/transports/plivo.js';
 import { vonageProtocol } from '../../../media-engine/transports/vonage.js';
 import { exotelProtocol } from '../../../media-engine/transports/exotel.js';
+import { SpeechOutput } from '../../../media-engine/session/speech-output.js';
 
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).buffer as ArrayBuffer;
 
@@ -78,6 +79,26 @@ describe('CARRIER_OUT_MESSAGE_MS: frames per outgoing carrier message', () => {
     });
   }
 
+  it('when the agent\'s audio runs dry mid-answer, a half-full message goes at once (not when the next audio comes)', () => {
+    const clock = new SimulatedClock();
+    const ws = new FakeCarrierSocket();
+    const t = new CarrierTransport(ws, clock, twilioProtocol, { framesPerMessage: 2 });
+    t.receiveFrame(enc(STARTS.twilio), false);
+    ws.sent.length = 0;
+    const out = new SpeechOutput(t, clock);
+    out.enqueue(Int16Array.from([0, 1, 2].flatMap((k) => [...frame(k)])), 8000);
+    out.pace(clock.monotonicMs()); // the lead: all three frames are due; the third waits for a partner
+    expect(payloads(ws).map((b) => b.length)).toEqual([320, 160]);
+    expect(Buffer.concat(payloads(ws))).toEqual(mulaw(0, 1, 2));
+    // Mid-answer, three more frames, then nothing: the third goes alone at once.
+    ws.sent.length = 0;
+    out.enqueue(Int16Array.from([...frame(3), ...frame(4), ...frame(5)]), 8000);
+    clock.advance(20);
+    out.pace(clock.monotonicMs());
+    expect(payloads(ws).map((b) => b.length)).toEqual([320, 160]);
+    expect(Buffer.concat(payloads(ws))).toEqual(mulaw(3, 4, 5));
+  });
+
   it('100 ms (5 frames) on Twilio: one message per 5 frames', () => {
     const { ws, t } = started(twilioProtocol, 5);
     for (let k = 0; k < 10; k++) t.sendAudio(frame(k));
@@ -94,8 +115,9 @@ describe('CARRIER_OUT_MESSAGE_MS: frames per outgoing carrier message', () => {
     expect(payloads(e.ws).map((b) => b.length)).toEqual([1600]);
   });
 
-  it('the default is one frame per message', () => {
-    const { ws, t } = started(twilioProtocol, loadConfig({}).carrierOutMessageMs / 20);
+  it('the default is 40 ms per message; 20 ms when asked for', () => {
+    expect(loadConfig({}).carrierOutMessageMs).toBe(40);
+    const { ws, t } = started(twilioProtocol, loadConfig({ CARRIER_OUT_MESSAGE_MS: '20' }).carrierOutMessageMs / 20);
     t.sendAudio(frame(0));
     expect(payloads(ws).map((b) => b.length)).toEqual([160]);
   });
