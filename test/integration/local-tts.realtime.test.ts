@@ -9,6 +9,7 @@
  *
  * Real-time audio (20 ms schedules): in REALTIME (vitest.config.ts).
  */
+import { writeSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.js';
 import { realClock } from '../../shared/clock.js';
@@ -40,11 +41,21 @@ beforeAll(async () => {
   node = await startEngineNode({ config, logger: log.logger, clock: realClock, registry, port: 0 });
 });
 
+// This file's test process has died in CI after its tests passed (vitest says only "Worker exited
+// unexpectedly"; the tests are all reported). Each teardown step is written straight to stderr,
+// synchronously, so the log shows the last one reached if it dies again.
+const teardownMark = (step: string) => writeSync(2, `[local-tts.realtime teardown] ${step} at ${Math.round(performance.now())} ms\n`);
+process.once('exit', (code) => teardownMark(`process exit ${code}`));
+
 afterAll(async () => {
+  teardownMark('engine node closing');
   await node?.close();
+  teardownMark('registry closing');
   await registry?.close();
   // The process-wide Flite workers end before the test process does.
+  teardownMark('flite pool closing');
   await closeSharedFlitePool();
+  teardownMark('done');
 });
 
 function demoSession(overrides: Partial<SessionConfig> = {}): SessionConfig {
