@@ -11,6 +11,8 @@
 export interface LatenessSample {
   atMs: number;
   lateMs: number;
+  /** 20 ms frames the sample stands for (a carrier message may carry several: CARRIER_OUT_MESSAGE_MS); default 1. */
+  frames?: number;
 }
 
 export interface WindowStats {
@@ -20,26 +22,25 @@ export interface WindowStats {
   maxMs: number;
 }
 
-/** `arrivals`: [arrival time, payload bytes] of one run's frames, in order. */
+/** `arrivals`: [arrival time, payload bytes] of one run's messages, in order (lateness per message, frames counted by bytes). */
 export function runLateness(arrivals: ReadonlyArray<readonly [number, number]>, leadFrames = 10, bytesPerMs = 8): LatenessSample[] {
   const origins: LatenessSample[] = [];
   let bytes = 0;
   arrivals.forEach(([atMs, n], i) => {
-    if (i >= leadFrames) origins.push({ atMs, lateMs: atMs - bytes / bytesPerMs });
+    if (i >= leadFrames) origins.push({ atMs, lateMs: atMs - bytes / bytesPerMs, frames: Math.max(1, Math.round(n / (bytesPerMs * 20))) });
     bytes += n;
   });
   const t0 = Math.min(...origins.map((o) => o.lateMs));
-  return origins.map((o) => ({ atMs: o.atMs, lateMs: o.lateMs - t0 }));
+  return origins.map((o) => ({ atMs: o.atMs, lateMs: o.lateMs - t0, frames: o.frames }));
 }
 
 /** Percentiles of the samples that arrived within [fromMs, toMs). */
 export function windowStats(samples: LatenessSample[], fromMs: number, toMs: number): WindowStats {
-  const late = samples
-    .filter((s) => s.atMs >= fromMs && s.atMs < toMs)
-    .map((s) => s.lateMs)
-    .sort((a, b) => a - b);
+  const inWindow = samples.filter((s) => s.atMs >= fromMs && s.atMs < toMs);
+  const late = inWindow.map((s) => s.lateMs).sort((a, b) => a - b);
+  const frames = inWindow.reduce((n, s) => n + (s.frames ?? 1), 0);
   const at = (q: number) => (late.length ? late[Math.min(late.length - 1, Math.floor(q * late.length))]! : 0);
-  return { frames: late.length, p50Ms: round(at(0.5)), p99Ms: round(at(0.99)), maxMs: round(late.length ? late[late.length - 1]! : 0) };
+  return { frames, p50Ms: round(at(0.5)), p99Ms: round(at(0.99)), maxMs: round(late.length ? late[late.length - 1]! : 0) };
 }
 
 function round(ms: number): number {
