@@ -26,6 +26,23 @@ const C = '/api/v1/conversations';
 /** When set, the summary job's next agent-config lookup for this agent waits here (a race under test). */
 let liveConfigGate: { agentId: string; entered: () => void; release: Promise<void>; answer?: Record<string, unknown> } | null = null;
 
+/** Holds the next summary job of `agentId` inside its decision: `entered` once it is there; `release()` lets it go on (with `answer` as the agent's config). */
+function holdSummaryJob(agentId: string, answer?: Record<string, unknown>): { entered: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const entered = new Promise<void>((resolve) => {
+    liveConfigGate = { agentId, entered: resolve, release: new Promise<void>((r) => (release = r)), answer };
+  });
+  return { entered, release };
+}
+
+/** The summary outcome after the skipped one(s): `lost` names the failure if none comes in 15 s. */
+function summaryAfterSkips(conversationId: string, lost: string) {
+  return Promise.race([
+    h.conversations.summarizer.waitFor(conversationId, (o) => o.status !== 'skipped'),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(lost)), 15_000)),
+  ]);
+}
+
 beforeAll(async () => {
   infra = await startTestInfra();
   h = await startConversationsServer(infra, {
@@ -118,10 +135,7 @@ describe('create, read, update', () => {
     const agent = await createAgent(h, infra, alice, alice.workspaceId, 'race');
     const c = await conversation(alice, agent);
     expect((await as(alice).post(`${C}/messages`, { conversation_id: c.id, turn_number: 1, role: 'user', content: 'please move my delivery to Friday' })).status).toBe(201);
-    let release!: () => void;
-    const entered = new Promise<void>((resolve) => {
-      liveConfigGate = { agentId: agent, entered: resolve, release: new Promise<void>((r) => (release = r)) };
-    });
+    const { entered, release } = holdSummaryJob(agent);
     // The completion queues the post-call job; it reads summary_status (not asked yet) and waits.
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed' })).status).toBe(200);
     await entered;
@@ -129,10 +143,7 @@ describe('create, read, update', () => {
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
     release();
     expect((await h.conversations.summarizer.waitFor(c.id, (o) => o.status === 'skipped')).reason).toMatch(/not asked/);
-    const outcome = await Promise.race([
-      h.conversations.summarizer.waitFor(c.id, (o) => o.status !== 'skipped'),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the explicit summary request was lost (the row was marked skipped)')), 15_000)),
-    ]);
+    const outcome = await summaryAfterSkips(c.id, 'the explicit summary request was lost (the row was marked skipped)');
     expect(outcome.status).toBe('completed');
     expect((await as(alice).get(`${C}/${c.id}`)).body.data.conversation.summary).toContain('Friday');
   }, 30_000);
@@ -141,21 +152,15 @@ describe('create, read, update', () => {
     const agent = await createAgent(h, infra, alice, alice.workspaceId, 'race-2');
     const c = await conversation(alice, agent);
     expect((await as(alice).post(`${C}/messages`, { conversation_id: c.id, turn_number: 1, role: 'user', content: 'cancel my Tuesday appointment' })).status).toBe(201);
-    let release!: () => void;
-    const entered = new Promise<void>((resolve) => {
-      // The first job reads the row (pending), then finds no LLM published: a skip.
-      liveConfigGate = { agentId: agent, entered: resolve, release: new Promise<void>((r) => (release = r)), answer: { providers: {} } };
-    });
+    // The first job reads the row (pending), then finds no LLM published: a skip.
+    const { entered, release } = holdSummaryJob(agent, { providers: {} });
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
     await entered;
     // The same status again (pending), but a new request: its own job must find the row pending.
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);
     release();
     expect((await h.conversations.summarizer.waitFor(c.id, (o) => o.status === 'skipped')).reason).toMatch(/superseded/);
-    const outcome = await Promise.race([
-      h.conversations.summarizer.waitFor(c.id, (o) => o.status !== 'skipped'),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the second request was lost (the row was marked skipped)')), 15_000)),
-    ]);
+    const outcome = await summaryAfterSkips(c.id, 'the second request was lost (the row was marked skipped)');
     expect(outcome.status).toBe('completed');
     expect((await as(alice).get(`${C}/${c.id}`)).body.data.conversation.summary).toContain('Tuesday');
   }, 30_000);

@@ -34,28 +34,30 @@ let node: EngineNode;
 let registry: MemoryRegistry;
 const log = captureLogger('info');
 
+// This file's test process dies in CI now and then, during its tests (vitest says only "Worker
+// exited unexpectedly"; no exit handler runs, so a signal or a native abort). Not reproduced
+// locally. Each step is written straight to stderr, synchronously, so the CI log shows the last
+// one reached; .ci/run reruns the file when that is the only failure.
+const mark = (step: string) => writeSync(2, `[local-tts.realtime] ${step} at ${Math.round(performance.now())} ms\n`);
+process.once('exit', (code) => mark(`process exit ${code}`));
+
 beforeAll(async () => {
+  mark('engine node starting');
   registry = new MemoryRegistry();
   const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 4, maxSockets: 8 });
   // No providerFactory: the real registry builds the demo agent's providers from the session.
   node = await startEngineNode({ config, logger: log.logger, clock: realClock, registry, port: 0 });
 });
 
-// This file's test process has died in CI after its tests passed (vitest says only "Worker exited
-// unexpectedly"; the tests are all reported). Each teardown step is written straight to stderr,
-// synchronously, so the log shows the last one reached if it dies again.
-const teardownMark = (step: string) => writeSync(2, `[local-tts.realtime teardown] ${step} at ${Math.round(performance.now())} ms\n`);
-process.once('exit', (code) => teardownMark(`process exit ${code}`));
-
 afterAll(async () => {
-  teardownMark('engine node closing');
+  mark('engine node closing');
   await node?.close();
-  teardownMark('registry closing');
+  mark('registry closing');
   await registry?.close();
   // The process-wide Flite workers end before the test process does.
-  teardownMark('flite pool closing');
+  mark('flite pool closing');
   await closeSharedFlitePool();
-  teardownMark('done');
+  mark('done');
 });
 
 function demoSession(overrides: Partial<SessionConfig> = {}): SessionConfig {
@@ -105,11 +107,14 @@ describe('local TTS: the demo welcome is real speech', () => {
   it('browser (16 kHz): what the caller receives is Flite rendering the welcome', { timeout: 30_000 }, async () => {
     const cfg = demoSession();
     await put(cfg);
+    mark('browser: connecting');
     const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}`, { keepAudio: true });
     try {
       await c.waitForType('tts_complete', 20_000);
       // tts_complete is sent when the last chunk is queued; the frames arrive paced behind it.
+      mark('browser: welcome queued; rendering the reference');
       const ref = referenceBySentence();
+      mark('browser: reference rendered');
       await waitFor(() => c.audio.reduce((n, f) => n + f.length, 0) >= ref.length, 10_000, 'welcome frames');
       const got = trim(concat(c.audio));
       const want = trim(ref);
@@ -142,10 +147,13 @@ describe('local TTS: the demo welcome is real speech', () => {
       customParameters: { session_id: cfg.session_id, agent_id: cfg.agent_id },
       keepMedia: true,
     });
+    mark('carrier: connecting');
     await media.connect();
     try {
       // The reference through the same steps, done here: 16 kHz -> 8 kHz, mu-law, back to PCM.
+      mark('carrier: rendering the reference');
       const ref16 = referenceBySentence();
+      mark('carrier: reference rendered');
       const ref8 = new Resampler(16000, 8000).process(ref16);
       const refLaw = new Uint8Array(ref8.length);
       mulawEncode(ref8, refLaw);
