@@ -72,7 +72,22 @@ beforeAll(async () => {
   redisServer([conf, '--sentinel']);
   await ping(sentinelPort);
   // A failover needs the sentinel to know the replica and the replica to be in sync.
-  await until(async () => withNode(sentinelPort, async (c) => ((await c.sendCommand(['SENTINEL', 'REPLICAS', MASTER])) as unknown[]).length > 0), 20_000, 'sentinel sees the replica');
+  // Listed is not enough: the sentinel promotes only a replica it has itself reached (flags exactly
+  // `slave`, not `slave,disconnected`) whose link to the master it saw up; before that a FAILOVER
+  // is refused (NOGOODSLAVE), which a loaded CI host hit once.
+  await until(
+    async () =>
+      withNode(sentinelPort, async (c) => {
+        const replicas = (await c.sendCommand(['SENTINEL', 'REPLICAS', MASTER])) as string[][];
+        return replicas.some((r) => {
+          const f = new Map<string, string>();
+          for (let i = 0; i + 1 < r.length; i += 2) f.set(r[i]!, r[i + 1]!);
+          return f.get('flags') === 'slave' && f.get('master-link-status') === 'ok';
+        });
+      }),
+    20_000,
+    'sentinel sees the replica, connected and in sync',
+  );
   await until(async () => withNode(replicaPort, async (c) => (await c.info('replication')).includes('master_link_status:up')), 20_000, 'replica in sync');
   url = `redis+sentinel://127.0.0.1:${sentinelPort}/${MASTER}`;
 }, 60_000);
@@ -142,10 +157,27 @@ describe('registry over Redis Sentinel', () => {
     await withNode(masterPort, (c) => c.del(`${prefix}:node:node-a`));
     await until(async () => (await withNode(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 0, 10_000, 'replica caught up');
 
-    await withNode(sentinelPort, (c) => c.sendCommand(['SENTINEL', 'FAILOVER', MASTER]));
-    await until(async () => withNode(replicaPort, async (c) => (await c.info('replication')).includes('role:master')), 30_000, 'replica promoted');
+    // Refused while the sentinel's view of the replica is not fresh enough (NOGOODSLAVE) or a
+    // failover is still in progress (INPROG): asked again until accepted.
+    await until(
+      async () =>
+        withNode(sentinelPort, (c) => c.sendCommand(['SENTINEL', 'FAILOVER', MASTER])).then(
+          () => true,
+          (err: Error) => {
+            if (/NOGOODSLAVE|INPROG/.test(err.message)) return false;
+            throw err;
+          },
+        ),
+      20_000,
+      'failover accepted',
+      250,
+    );
+    // The sentinel disconnects every client of both servers as it reconfigures them (so clients
+    // find the new master): a probe cut that way ("The client is closed") is asked again.
+    const probe = <T>(port: number, fn: (c: Parameters<Parameters<typeof withNode>[1]>[0]) => Promise<T>) => withNode(port, fn).catch(() => undefined);
+    await until(async () => (await probe(replicaPort, async (c) => (await c.info('replication')).includes('role:master'))) === true, 30_000, 'replica promoted');
     // The owner wrote its node again on the new master (replay on the master change).
-    await until(async () => (await withNode(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 1, 30_000, 'node replayed on the new master');
+    await until(async () => (await probe(replicaPort, (c) => c.exists(`${prefix}:node:node-a`))) === 1, 30_000, 'node replayed on the new master');
 
     // Commands and pub/sub work on the new topology.
     const stop = await a.commands.serveCommands('node-a', async () => 'pong');
