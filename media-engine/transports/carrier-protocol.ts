@@ -105,7 +105,7 @@ export function base64Chars(n: number): number {
 }
 
 /** A JSON media frame template `prefix + <payload slot> + suffix` (see OutboundMediaTemplate). */
-export function jsonMediaTemplate(prefix: string, suffix: string, payloadBytes: number): OutboundMediaTemplate {
+export function jsonMediaTemplate(prefix: string, suffix: string, payloadBytes: number): Extract<OutboundMediaTemplate, { kind: 'json' }> {
   const p = new TextEncoder().encode(prefix);
   const s = new TextEncoder().encode(suffix);
   const slot = base64Chars(payloadBytes);

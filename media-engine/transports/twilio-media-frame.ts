@@ -4,9 +4,7 @@
  * then every 20 ms the mu-law frame is base64-encoded straight into the payload slot. Apart from
  * twilio.ts because it is byte-level encoding with its own unit tests, not transport state.
  */
-
-/** base64 of 160 bytes. */
-const PAYLOAD_CHARS = 216;
+import { jsonMediaTemplate } from './carrier-protocol.js';
 
 const B64 = new TextEncoder().encode('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/');
 const PAD = 0x3d; // '='
@@ -34,12 +32,6 @@ export function base64Into(src: Uint8Array, dst: Uint8Array, off: number): numbe
 }
 
 /** The `media` frame of stream `sid` with an empty payload slot of `frames` x 160 bytes at `payloadOffset`. */
-export function mediaFrameTemplate(sid: string, frames = 1): { frame: Uint8Array<ArrayBuffer>; payloadOffset: number } {
-  const chars = frames === 1 ? PAYLOAD_CHARS : Math.ceil((160 * frames) / 3) * 4;
-  const prefix = new TextEncoder().encode(`{"event":"media","streamSid":${JSON.stringify(sid)},"media":{"payload":"`);
-  const suffix = new TextEncoder().encode('"}}');
-  const frame = new Uint8Array(prefix.length + chars + suffix.length);
-  frame.set(prefix, 0);
-  frame.set(suffix, prefix.length + chars);
-  return { frame, payloadOffset: prefix.length };
+export function mediaFrameTemplate(sid: string, frames = 1) {
+  return jsonMediaTemplate(`{"event":"media","streamSid":${JSON.stringify(sid)},"media":{"payload":"`, '"}}', 160 * frames);
 }

@@ -28,7 +28,7 @@ export function twilioCompatibleProtocol(carrier: string): CarrierProtocol {
     parse: parseCarrierFrame,
     jsonMedia: twilioMediaDialect,
     multiFrameOut: true,
-    mediaTemplate: (sid, _fmt, frames) => ({ kind: 'json', ...mediaFrameTemplate(sid, frames) }),
+    mediaTemplate: (sid, _fmt, frames) => mediaFrameTemplate(sid, frames),
     clearFrame: (sid) => JSON.stringify({ event: 'clear', streamSid: sid }),
     markFrame: (sid, name) => JSON.stringify({ event: 'mark', streamSid: sid, mark: { name } }),
   };
