@@ -67,21 +67,20 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
       await jobs.enqueue('webhook.deliver', { delivery_id: d.id }, { singletonKey: d.id, delaySeconds: NOT_DUE_RECHECK_S });
       return;
     }
-    const settings = await store.getSettings(sql, d.workspace_id);
-    if (!settings?.webhook_url || !settings.secret_enc) {
-      await sql`update webhook_deliveries set status = 'skipped', next_attempt_at = null, updated_at = ${new Date(now)} where id = ${d.id}`;
-      return;
-    }
-    const [{ attempts: n }] = await sql<{ attempts: number }[]>`
-      update webhook_deliveries set status = 'in_flight', attempts = attempts + 1, updated_at = ${new Date(now)}
-      where id = ${d.id} returning attempts`;
+    const claim = await claimAttempt(d.id, d.workspace_id, new Date(now));
+    if (!claim) return;
+    const { settings, n } = claim;
     const result = await attempt(settings.webhook_url, secrets.decrypt(settings.secret_enc), d, job.signal);
     const verdict = classify(result.outcome);
     const after = clock.now();
     const wait = verdict === 'retry' ? nextWaitMs(n, result.outcome, after, random()) : undefined;
-    const status = verdict === 'delivered' ? 'delivered' : wait !== undefined ? 'pending' : 'dead';
-    const nextAt = wait !== undefined ? new Date(after + wait) : null;
-    await sql.begin(async (tx) => {
+    const { status, nextAt } = await sql.begin(async (tx) => {
+      // Under the settings lock: an endpoint removed while this attempt was out leaves nothing
+      // pending behind it (the removal skipped every pending delivery; this one was in flight).
+      await store.lockWorkspaceWebhooks(tx, d.workspace_id);
+      const removed = wait !== undefined && !(await store.getSettings(tx, d.workspace_id))?.webhook_url;
+      const status = verdict === 'delivered' ? 'delivered' : removed ? 'skipped' : wait !== undefined ? 'pending' : 'dead';
+      const nextAt = status === 'pending' ? new Date(after + wait!) : null;
       await tx`
         insert into webhook_attempts (id, delivery_id, n, started_at, status_code, latency_ms, error, response_excerpt)
         values (${newId()}, ${d.id}, ${n}, ${new Date(now)}, ${result.outcome.status ?? null}, ${result.latencyMs}, ${result.outcome.error ?? null}, ${result.excerpt})
@@ -92,8 +91,29 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
           delivered_at = ${status === 'delivered' ? new Date(after) : null}, updated_at = ${new Date(after)}
         where id = ${d.id}`;
       if (nextAt) await schedule(d.id, nextAt, tx);
+      return { status, nextAt };
     });
     logger.info({ delivery: d.id, event: d.event_id, attempt: n, status: result.outcome.status, verdict: status, nextAt }, 'webhook attempt');
+  }
+
+  /**
+   * Marks the attempt in flight, or the delivery skipped when the workspace has no endpoint. Under
+   * the settings lock, so an endpoint removal either comes first (skipped here) or finds this
+   * attempt already out (the old endpoint gets it, as it would have a moment earlier).
+   */
+  async function claimAttempt(id: string, workspaceId: string, now: Date): Promise<{ settings: { webhook_url: string; secret_enc: string }; n: number } | undefined> {
+    return sql.begin(async (tx) => {
+      await store.lockWorkspaceWebhooks(tx, workspaceId);
+      const settings = await store.getSettings(tx, workspaceId);
+      if (!settings?.webhook_url || !settings.secret_enc) {
+        await tx`update webhook_deliveries set status = 'skipped', next_attempt_at = null, updated_at = ${now} where id = ${id} and status in ('pending', 'in_flight')`;
+        return undefined;
+      }
+      const [row] = await tx<{ attempts: number }[]>`
+        update webhook_deliveries set status = 'in_flight', attempts = attempts + 1, updated_at = ${now}
+        where id = ${id} and status in ('pending', 'in_flight') returning attempts`;
+      return row ? { settings: { webhook_url: settings.webhook_url, secret_enc: settings.secret_enc }, n: row.attempts } : undefined;
+    });
   }
 
   async function attempt(url: string, secret: string, d: store.DeliveryRow, signal: AbortSignal): Promise<{ outcome: AttemptResult; latencyMs: number; excerpt: string | null }> {

@@ -51,6 +51,9 @@ afterAll(async () => {
 
 const statusOf = async (id: string) => (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data.status;
 const ping = async () => api(cp, 'POST', TEST, { token: owner.token });
+const attemptsOf = async (id: string) => (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data.attempt_log.length;
+const openDeliveries = async (workspaceId: string) =>
+  (await infra.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where workspace_id = ${workspaceId} and status in ('pending', 'in_flight')`)[0].n;
 
 describe('TEST_LIMIT: five test pings still un-sent', () => {
   it('the sixth is 429 TEST_LIMIT; after the endpoint recovers they drain and pings work again', { timeout: 40_000 }, async () => {
@@ -86,8 +89,10 @@ describe('concurrent requests on a fresh workspace', () => {
       const pings = await Promise.all(Array.from({ length: 10 }, () => api(cp, 'POST', TEST, { token: other.token })));
       expect(pings.filter((p) => p.status === 202)).toHaveLength(5);
       expect(pings.filter((p) => p.status === 429).map((p) => p.body.error.code)).toEqual(Array(5).fill('TEST_LIMIT'));
-      // Clearing the endpoint skips them, so they do not linger for the suites below.
+      // Clearing the endpoint skips them, so they do not linger for the suites below. One already
+      // in flight fails against the stopped receiver and is skipped then, before it comes back.
       await api(cp, 'PUT', S, { token: other.token, body: { webhook_url: '' } });
+      await expect.poll(() => openDeliveries(other.workspaceId), { timeout: 10_000, interval: 50 }).toBe(0);
     } finally {
       await receiver.start();
     }
@@ -97,18 +102,43 @@ describe('concurrent requests on a fresh workspace', () => {
 describe('endpoint removed -> pending deliveries skipped', () => {
   it('a pending delivery becomes skipped when webhook_url is cleared; the secret survives', { timeout: 30_000 }, async () => {
     receiver.respond({ status: 503 });
-    const before = receiver.requests.length;
     const id = (await ping()).body.data.delivery_id;
-    await receiver.until(before + 1);
+    // Pending again after its first attempt (not pending before it: that attempt could race the PUT).
+    await expect.poll(() => attemptsOf(id), { timeout: 10_000, interval: 50 }).toBe(1);
     await expect.poll(() => statusOf(id), { timeout: 10_000, interval: 50 }).toBe('pending');
-    const cleared = await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: '' } });
-    expect(cleared.body.data).toMatchObject({ webhook_url: '', has_webhook_secret: true });
-    expect(cleared.body.data).not.toHaveProperty('webhook_secret');
-    expect(await statusOf(id)).toBe('skipped');
-    const listed = await api(cp, 'GET', `${D}?status=skipped`, { token: owner.token });
-    expect(listed.body.data.map((d: any) => d.id)).toContain(id);
-    const restored = await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: receiver.url } });
-    expect(restored.body.data).not.toHaveProperty('webhook_secret'); // not rotated: the old secret still signs
+    try {
+      const cleared = await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: '' } });
+      expect(cleared.body.data).toMatchObject({ webhook_url: '', has_webhook_secret: true });
+      expect(cleared.body.data).not.toHaveProperty('webhook_secret');
+      expect(await statusOf(id)).toBe('skipped');
+      const listed = await api(cp, 'GET', `${D}?status=skipped`, { token: owner.token });
+      expect(listed.body.data.map((d: any) => d.id)).toContain(id);
+    } finally {
+      const restored = await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: receiver.url } });
+      expect(restored.body.data).not.toHaveProperty('webhook_secret'); // not rotated: the old secret still signs
+    }
+  });
+
+  it('an attempt in flight when the endpoint is removed, and then failing, is skipped rather than retried', { timeout: 30_000 }, async () => {
+    receiver.respond({ status: 503 });
+    const release = receiver.hold();
+    let released = false;
+    try {
+      const id = (await ping()).body.data.delivery_id;
+      await expect.poll(() => receiver.held, { timeout: 10_000, interval: 20 }).toBe(1);
+      expect(await statusOf(id)).toBe('in_flight');
+      await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: '' } });
+      expect(await statusOf(id)).toBe('in_flight'); // already out: the removal does not recall it
+      release();
+      released = true;
+      await expect.poll(() => statusOf(id), { timeout: 10_000, interval: 50 }).toBe('skipped');
+      const d = (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data;
+      expect(d.attempts).toBe(1);
+      expect(d.next_attempt_at ?? null).toBeNull();
+    } finally {
+      if (!released) release();
+      await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: receiver.url } });
+    }
   });
 });
 
