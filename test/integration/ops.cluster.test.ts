@@ -306,7 +306,9 @@ describe('the issue-23 cluster: drain, node loss, Redis and control-plane restar
         pings.push(r.body.data.delivery_id);
       }
       // Five deliveries in flight at once: each control plane runs at most four, so both have some.
-      await until(() => receiver.held >= 5, 15_000, 'deliveries in flight');
+      // Waited for by event id: the campaign's call.completed deliveries are held here too.
+      const pingEvents = (await h.infra.sql<Array<{ e: string }>>`select event_id as e from webhook_deliveries where id = any(${pings})`).map((x) => x.e);
+      await until(() => pingEvents.every((e) => receiver.requests.some((q) => q.headers['webhook-id'] === e)), 15_000, 'the test pings in flight');
       const inFlight = receiver.held;
       let holder: (typeof rig.cps)[number] | undefined;
       await until(async () => {

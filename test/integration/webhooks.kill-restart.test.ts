@@ -50,21 +50,27 @@ describe('control plane killed mid-delivery, then restarted', () => {
     const put = await api(a, 'PUT', '/api/v1/call-center/settings', { token: user.token, body: { webhook_url: receiver.url } });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     const secret = put.body.data.webhook_secret as string;
-    // A's attempts all hang: the receiver takes them and never answers.
-    receiver.respond(...Array.from({ length: EVENTS }, () => ({ status: 200, hang: true })));
+    // A's attempts all hang: the receiver holds every answer until A is gone. Waited for by event
+    // id, not by count: on a slow host A may send one of them twice (its job expired and retried).
+    const release = receiver.hold();
     const ids: string[] = [];
-    for (let i = 0; i < EVENTS; i++) {
-      const r = await api(a, 'POST', '/api/v1/call-center/webhooks/test', { token: user.token });
-      expect(r.status, JSON.stringify(r.body)).toBe(202);
-      ids.push(r.body.data.delivery_id);
-    }
-    await receiver.until(EVENTS);
-    const inFlight = await infra.sql`select status from webhook_deliveries where id = any(${ids})`;
-    expect(inFlight.map((r) => r.status)).toEqual(Array(EVENTS).fill('in_flight'));
+    try {
+      for (let i = 0; i < EVENTS; i++) {
+        const r = await api(a, 'POST', '/api/v1/call-center/webhooks/test', { token: user.token });
+        expect(r.status, JSON.stringify(r.body)).toBe(202);
+        ids.push(r.body.data.delivery_id);
+      }
+      const events = (await infra.sql<{ event_id: string }[]>`select event_id from webhook_deliveries where id = any(${ids})`).map((r) => r.event_id);
+      await expect.poll(() => events.every((e) => receiver.requests.some((r) => r.headers['webhook-id'] === e)), { timeout: 20_000, interval: 50 }).toBe(true);
+      const inFlight = await infra.sql`select status from webhook_deliveries where id = any(${ids})`;
+      expect(inFlight.map((r) => r.status)).toEqual(Array(EVENTS).fill('in_flight'));
 
-    const exited = new Promise((resolve) => a.proc.once('exit', resolve));
-    a.proc.kill('SIGKILL');
-    await exited;
+      const exited = new Promise((resolve) => a.proc.once('exit', resolve));
+      a.proc.kill('SIGKILL');
+      await exited;
+    } finally {
+      release(); // answers A's dead sockets; B's attempts are answered at once
+    }
 
     b = await startControlPlane({ ...infra }, { port: 0, host: '127.0.0.1', jobs: JOBS });
     await expect
