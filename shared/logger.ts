@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { logStream } from './log-stream.js';
+import { isoNow } from './iso-time.js';
 
 export type { Logger };
 
@@ -46,17 +47,17 @@ export interface LoggerOptions {
   name?: string;
 }
 
-let stampedAtMs = -1;
+let stampedIso = '';
 let stamp = '';
 /**
- * pino's `isoTime`, formatted once per millisecond: a busy control plane writes ~30 access lines per
+ * pino's `isoTime`, built once per millisecond: a busy control plane writes ~30 access lines per
  * millisecond, and `toISOString` was the costliest part of a line after the JSON itself.
  */
 export function isoTimeOncePerMs(): string {
-  const ms = Date.now();
-  if (ms !== stampedAtMs) {
-    stampedAtMs = ms;
-    stamp = `,"time":"${new Date(ms).toISOString()}"`;
+  const iso = isoNow();
+  if (iso !== stampedIso) {
+    stampedIso = iso;
+    stamp = `,"time":"${iso}"`;
   }
   return stamp;
 }

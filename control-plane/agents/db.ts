@@ -1,4 +1,5 @@
 /** Small SQL helpers shared by the agents domain and the provider registry. */
+import { isoOf } from '../../shared/iso-time.js';
 
 /**
  * Runs a postgres.js query for a request. When the client is already gone the query is never
@@ -21,10 +22,7 @@ export class ClientGoneError extends Error {
 }
 
 /** RFC 3339 UTC with milliseconds; "" for null. Accepts Date or the text form of json_agg rows. */
-export function iso(d: Date | string | null | undefined): string {
-  if (d === null || d === undefined) return '';
-  return (d instanceof Date ? d : new Date(d)).toISOString();
-}
+export const iso = isoOf;
 
 /** Postgres unique_violation (23505), optionally on a named constraint/index. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

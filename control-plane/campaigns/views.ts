@@ -4,9 +4,10 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { CampaignContactSchema, CampaignSchema } from '../../shared/gen/voiceplane/v1/campaigns_pb.js';
+import { isoTime } from '../../shared/iso-time.js';
 import type { CampaignRow, ContactRow, Counters } from './store.js';
 
-const iso = (d: Date | null | undefined): string | undefined => (d ? d.toISOString() : undefined);
+const iso = (d: Date | null | undefined): string | undefined => (d ? isoTime(d.getTime()) : undefined);
 const opt = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
 
 export function campaignView(c: CampaignRow, n: Counters): MessageInitShape<typeof CampaignSchema> {
@@ -33,10 +34,10 @@ export function campaignView(c: CampaignRow, n: Counters): MessageInitShape<type
       timezone: opt(cfg.timezone),
     },
     columnMap: c.column_map,
-    createdAt: c.created_at.toISOString(),
+    createdAt: isoTime(c.created_at.getTime()),
     startedAt: iso(c.started_at),
     completedAt: iso(c.completed_at),
-    updatedAt: c.updated_at.toISOString(),
+    updatedAt: isoTime(c.updated_at.getTime()),
   };
 }
 

@@ -5,6 +5,7 @@
 import { fromJson, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { ConversationMessageSchema, ConversationSchema, ToolCallRecordSchema } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
+import { isoTime } from '../../shared/iso-time.js';
 import type { AudioLinks } from './audio-links.js';
 import type { ConversationRow, ListRow, MessageRow, ToolCallRow } from './store.js';
 
@@ -13,7 +14,7 @@ export const SEGMENT_SEPARATOR = ' -> ';
 
 const INT32_MAX = 2_147_483_647;
 const int32 = (n: number | null | undefined) => Math.min(INT32_MAX, Math.max(0, Math.round(Number(n ?? 0))));
-const iso = (d: Date) => d.toISOString();
+const iso = (d: Date) => isoTime(d.getTime());
 const opt = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
 
 export function conversationView(r: ConversationRow): MessageInitShape<typeof ConversationSchema> {

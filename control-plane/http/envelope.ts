@@ -6,6 +6,7 @@
  * - `detail`: connector routes: listings `{data}`, errors `{detail}`.
  */
 import type { AppError } from '../../shared/errors.js';
+import { isoNow } from '../../shared/iso-time.js';
 
 export type Family = 'envelope' | 'raw' | 'detail';
 
@@ -20,7 +21,7 @@ export function successBody(family: Family, data: unknown, meta?: unknown): unkn
   if (family === 'envelope') {
     const body: Record<string, unknown> = { success: true, data, error: null };
     if (meta !== undefined) body.meta = meta;
-    body.timestamp = new Date().toISOString();
+    body.timestamp = isoNow();
     return body;
   }
   return data;
@@ -33,13 +34,13 @@ export function successBody(family: Family, data: unknown, meta?: unknown): unkn
 export function successJson(family: Family, dataJson: string, metaJson?: string): string {
   if (family !== 'envelope') return dataJson;
   const meta = metaJson === undefined ? '' : `,"meta":${metaJson}`;
-  return `{"success":true,"data":${dataJson},"error":null${meta},"timestamp":"${new Date().toISOString()}"}`;
+  return `{"success":true,"data":${dataJson},"error":null${meta},"timestamp":"${isoNow()}"}`;
 }
 
 export function errorBody(family: Family, err: AppError): unknown {
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details?.length) error.details = err.details;
-  if (family === 'envelope') return { success: false, data: null, error, timestamp: new Date().toISOString() };
+  if (family === 'envelope') return { success: false, data: null, error, timestamp: isoNow() };
   if (family === 'detail') return { detail: err.message, ...err.options.body };
   return { error };
 }

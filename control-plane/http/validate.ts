@@ -6,6 +6,7 @@
  */
 import { invalid, notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
+import { isoOf } from '../../shared/iso-time.js';
 import { assertTenantUrl, type OutboundPolicy } from '../../shared/outbound/index.js';
 
 /** Names, labels and other short single-line strings. */
@@ -149,10 +150,7 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** RFC 3339 with milliseconds in UTC (API conventions); '' for a missing timestamp. */
-export function iso(d: Date | string | null | undefined): string {
-  if (!d) return '';
-  return (d instanceof Date ? d : new Date(d)).toISOString();
-}
+export const iso = isoOf;
 
 /** Stable JSON for "same body" comparisons of idempotent creates (key order ignored). */
 export function canonicalJson(v: unknown): string {

@@ -61,7 +61,7 @@ describe('TurnBatchedLogStream', () => {
 });
 
 describe('the process log stream at exit', () => {
-  const dir = transpileToTemp(['shared/logger.ts', 'shared/log-stream.ts', 'test/helpers/log-then-exit.ts'], 'vp-log-exit-');
+  const dir = transpileToTemp(['shared/logger.ts', 'shared/log-stream.ts', 'shared/iso-time.ts', 'test/helpers/log-then-exit.ts'], 'vp-log-exit-');
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   /** Runs the child; a slow reader starts reading `readAfterMs` after the start (the pipe fills first). */
