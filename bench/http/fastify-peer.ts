@@ -169,7 +169,7 @@ export async function startFastifyPeer(o: PeerOptions): Promise<RunningPeer> {
     idle_timeout: 30,
     connect_timeout: 3,
     onnotice: () => {},
-    connection: { statement_timeout: '10000', search_path: `${o.schema},public` },
+    connection: { statement_timeout: '10000', jit: 'off', search_path: `${o.schema},public` },
     types: { bigint: { to: 20, from: [20], serialize: (x: number) => x.toString(), parse: (x: string) => Number(x) } },
     ...(o.pgNoDelay ? { socket: (t: { host: string[]; port: number[] }) => net.connect(t.port[0] ?? 5432, t.host[0] ?? 'localhost').setNoDelay(true) } : {}),
   } as never) as unknown as postgres.Sql<Record<string, unknown>>;
@@ -242,9 +242,24 @@ export async function startFastifyPeer(o: PeerOptions): Promise<RunningPeer> {
     const meta = (total: number) => ({ page: Math.floor(offset / limit) + 1, per_page: limit, total, total_pages: Math.ceil(total / limit) });
     reply.type('application/json; charset=utf-8');
     if (!ws.length) return envelope([], meta(0));
-    // control-plane/conversations/store.ts listConversations, no filters (agent_id, user_id null).
-    const from = () => sql`
+    // control-plane/conversations/store.ts listConversations, no filters (agent_id, user_id, status).
+    const inWs = (alias: 'c' | 's' | 'e') => (ws.length === 1 ? sql`${sql(`${alias}.workspace_id`)} = ${ws[0]}::uuid` : sql`${sql(`${alias}.workspace_id`)} = any(${ws}::uuid[])`);
+    const matching = () => sql`
     from conversations c
+    where ${inWs('c')}
+      and (c.call_id is null or not exists (
+        select 1 from conversations e
+        where e.call_id = c.call_id and ${inWs('e')}
+          and (e.started_at < c.started_at or (e.started_at = c.started_at and e.id < c.id))))
+      ${sql``}
+      ${sql``}
+      ${sql``}`;
+    const rows = await sql<Row[]>`
+    with page as (select c.* ${matching()} order by c.started_at desc, c.id desc limit ${limit} offset ${offset})
+    select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
+           g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended,
+           (select count(*)::int ${matching()}) as g_total
+    from page c
     left join lateral (
       select count(*)::int as g_sessions,
              bool_or(s.status = 'active') as g_any_active,
@@ -255,28 +270,13 @@ export async function startFastifyPeer(o: PeerOptions): Promise<RunningPeer> {
              sum(s.avg_response_latency_ms::bigint * s.total_turns)::bigint as g_latency_weighted,
              avg(s.avg_response_latency_ms)::float8 as g_latency_avg,
              max(s.ended_at) as g_ended_at,
-             bool_and(s.ended_at is not null) as g_all_ended,
-             bool_or(s.agent_id = ${null}::uuid) as g_has_agent,
-             bool_or(s.user_id = ${null}::text) as g_has_user
+             bool_and(s.ended_at is not null) as g_all_ended
       from conversations s
-      where s.call_id = c.call_id and s.workspace_id = any(${ws}::uuid[])
+      where s.call_id = c.call_id and ${inWs('s')}
     ) g on c.call_id is not null
-    where c.workspace_id = any(${ws}::uuid[])
-      and (c.call_id is null or not exists (
-        select 1 from conversations e
-        where e.call_id = c.call_id and e.workspace_id = any(${ws}::uuid[])
-          and (e.started_at < c.started_at or (e.started_at = c.started_at and e.id < c.id))))
-      ${sql``}
-      ${sql``}
-      ${sql``}`;
-    const rows = await sql<Row[]>`
-      select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
-             g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended, (count(*) over ())::int as g_total
-      ${from()}
-      order by c.started_at desc, c.id desc
-      limit ${limit} offset ${offset}`;
+    order by c.started_at desc, c.id desc`;
     let total = rows.length ? (rows[0].g_total as number) : 0;
-    if (!rows.length && offset > 0) [{ n: total }] = await sql<{ n: number }[]>`select count(*)::int as n ${from()}`;
+    if (!rows.length && offset > 0) [{ n: total }] = await sql<{ n: number }[]>`select count(*)::int as n ${matching()}`;
     return envelope(rows.map(conversationJson), meta(total));
   });
 

@@ -70,6 +70,9 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
       statement_timeout: String(statementTimeoutMs),
       // A transaction left idle this long is abandoned (its holder hung): end it, free its locks.
       idle_in_transaction_session_timeout: String(statementTimeoutMs * 3),
+      // Short OLTP queries only: JIT compiling a plan whose cost estimate crosses jit_above_cost
+      // took 0.4 s for a 0.08 s list query over 100,000 conversations (benchmarks.md).
+      jit: 'off',
       ...(opts.schema ? { search_path: `${opts.schema},public` } : {}),
     },
     types: {

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listConversations } from '../../control-plane/conversations/store.js';
 import { createAudioStore } from '../../media-engine/records/audio-store.js';
 import { createConversationWriter } from '../../media-engine/records/writer.js';
 import { newId } from '../../shared/ids.js';
@@ -101,6 +102,44 @@ describe('folding of transferred calls', () => {
     const after = (await get(`${C}?workspace_id=${ws}&status=completed`)).body.data;
     expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ id: s1.id, status: 'completed', total_turns: 6, avg_response_latency_ms: 350 });
+  });
+});
+
+describe('folded list filters and pages', () => {
+  it('agent_id matches a call through any stint; pages and totals count calls; one workspace or several give the same rows', async () => {
+    const second = await createAgent(h, infra, alice, ws, 'Second agent');
+    const callId = newId();
+    const first = await stint(callId, 'ai', { turns: 1, durationMs: 1000, latencyMs: 300 });
+    const taken = await api(h, 'POST', C, { token: alice.token, body: { session_id: `s-${newId()}`, agent_id: second, call_id: callId, segment_kind: 'ai' } });
+    expect(taken.status).toBe(201);
+
+    const bySecond = await get(`${C}?workspace_id=${ws}&agent_id=${second}`);
+    expect(bySecond.body.data.map((r: any) => [r.id, r.agent_id, r.session_count])).toEqual([[first.id, agent, 2]]);
+    expect(bySecond.body.meta).toMatchObject({ total: 1, total_pages: 1 });
+    const byFirst = (await get(`${C}?workspace_id=${ws}&agent_id=${agent}`)).body.data.map((r: any) => r.id);
+    expect(byFirst).toContain(first.id);
+    expect(byFirst).not.toContain(taken.body.data.id); // a later stint is never a row of its own
+
+    const all = await get(`${C}?workspace_id=${ws}`);
+    const ids = all.body.data.map((r: any) => r.id) as string[];
+    const total = all.body.meta.total as number;
+    expect(ids).toHaveLength(total);
+    for (let offset = 0; offset < total; offset++) {
+      const one = await get(`${C}?workspace_id=${ws}&limit=1&offset=${offset}`);
+      expect(one.body.data.map((r: any) => r.id)).toEqual([ids[offset]]);
+      expect(one.body.meta).toMatchObject({ total, per_page: 1, total_pages: total });
+    }
+    const past = await get(`${C}?workspace_id=${ws}&limit=5&offset=${total + 5}`);
+    expect(past.body).toMatchObject({ data: [], meta: { total } });
+
+    // Several workspaces (`= any`) and one (`=`) are the same query but for the comparison.
+    const several = await listConversations(infra.sql, { ws: [ws, newId()] }, { limit: 50, offset: 0 });
+    const single = await listConversations(infra.sql, { ws: [ws] }, { limit: 50, offset: 0 });
+    expect(several.rows.map((r) => r.id)).toEqual(ids);
+    expect(single.rows.map((r) => r.id)).toEqual(ids);
+    expect([several.total, single.total]).toEqual([total, total]);
+    const filtered = await listConversations(infra.sql, { ws: [newId(), ws], agentId: second, status: 'active' }, { limit: 50, offset: 0 });
+    expect(filtered.rows.map((r) => r.id)).toEqual([first.id]);
   });
 });
 
