@@ -4,7 +4,7 @@
  * process with real Postgres and Redis; autocannon runs here.
  *
  *   npm run build:bench && node dist-bench/bench/rest.js [--connections 32] [--duration 8] [--rounds 2]
- *     [--log-level info] [--only agents] [--profile] [--rate 2000] [--no-append]
+ *     [--log-level info] [--only agents] [--profile] [--rate 2000] [--older-conversations 100000] [--no-append]
  *
  * Per endpoint: req/s, latency p50/p99 for the API and for the raw baseline, and API/raw. For the
  * two conversations routes, also the Fastify + postgres.js peer (bench/http/fastify-peer.ts) and
@@ -39,6 +39,8 @@ export interface RestBenchOptions {
    * every server sustains. Default none (saturating).
    */
   rate?: number;
+  /** Older conversations in the workspace besides the 25 (bench/http/server-host.ts). Default 0. */
+  olderConversations?: number;
 }
 
 export const REST_DEFAULTS: RestBenchOptions = { connections: 32, durationSec: 8, rounds: 2, logLevel: 'info' };
@@ -86,7 +88,7 @@ export async function runRestBench(opts: Partial<RestBenchOptions> = {}, log: (l
     execArgv: o.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(import.meta.dirname, '../../bench/profiles')}`, '--cpu-prof-name=control-plane-rest.cpuprofile'] : [],
   });
   try {
-    const info = await server.call<ServerInfo>('init', { logLevel: o.logLevel });
+    const info = await server.call<ServerInfo>('init', { logLevel: o.logLevel, olderConversations: o.olderConversations ?? 0 });
     const rows: RestRow[] = [];
     for (const ep of info.endpoints) {
       const row: RestRow = { endpoint: ep };
@@ -152,7 +154,7 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
       'srv cpu': 'server process CPU (% of one core) during the measurement; autocannon shares the machine. us/req: that CPU per completed request (the cost of a request; req/s also moves with the machine\'s other load)',
       'tbl scans/req': 'seq + index scans in the bench schema per completed request (pg_stat_user_tables): a proxy for SQL queries per request; Postgres may publish a backend\'s counters up to 10 s late, so adjacent peer/API windows can trade a few (both issue 27 per list request when measured apart)',
       peer: 'conversations routes only: Fastify 5 + postgres.js in the same child, same schema and SQL, same response JSON; bearer verified (jose) and its session/workspaces read once per token, kept 4 s; no cross-replica invalidation, API keys or scopes (bench/http/fastify-peer.ts)',
-      data: 'the workspace holds 25 conversations (a full page of 20, total 25); messages are inserted into the first',
+      data: `the workspace holds 25 conversations (a full page of 20)${o.olderConversations ? ` and ${o.olderConversations} older ones written by SQL (one in five a stint of a two-stint call)` : ', total 25'}; messages are inserted into the first`,
     },
     blocks: [
       table(
@@ -182,7 +184,7 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, rate: { type: 'string' }, 'no-append': { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, rate: { type: 'string' }, 'older-conversations': { type: 'string' }, 'no-append': { type: 'boolean' } } });
   const r = await runRestBench({
     ...(values.connections ? { connections: Number(values.connections) } : {}),
     ...(values.duration ? { durationSec: Number(values.duration) } : {}),
@@ -191,6 +193,7 @@ if (isEntryPoint) {
     ...(values.only ? { only: values.only } : {}),
     ...(values.profile ? { profile: true } : {}),
     ...(values.rate ? { rate: Number(values.rate) } : {}),
+    ...(values['older-conversations'] ? { olderConversations: Number(values['older-conversations']) } : {}),
   });
   console.log(renderSection(r.section));
   if (!values['no-append']) appendResults('control plane REST', [r.section], { command: commandLine() });

@@ -53,6 +53,11 @@ export interface ServerInit {
   grpcNative?: boolean;
   /** Conversations in the workspace: the list reads a full page of 20. Default 25. */
   conversations?: number;
+  /**
+   * Older conversations written straight into the table (a workspace with history; the page stays
+   * the API-created ones): one in five is a stint of a two-stint call. Default 0.
+   */
+  olderConversations?: number;
 }
 
 export interface ServerInfo {
@@ -117,6 +122,26 @@ function capture(port: number, method: string, path: string, token: string, body
   });
 }
 
+/**
+ * Rows a day and more older than the API-created ones; pairs of stints share a call_id (the older
+ * one `ai`, then `human`). History, not new calls: the post-call events the insert trigger writes
+ * are dropped in the same transaction, so no summary or webhook work runs during the measurement.
+ */
+async function seedOlderConversations(n: number, agentId: string, workspaceId: string): Promise<void> {
+  await infra!.sql.begin(async (tx) => {
+    await tx`set local statement_timeout = 0`;
+    await tx`
+      insert into conversations (id, session_id, agent_id, workspace_id, call_id, segment_kind, status, total_turns, total_duration_ms,
+                                 started_at, ended_at, created_at, updated_at, metadata)
+      select gen_random_uuid(), 'bench-old-' || g, ${agentId}::uuid, ${workspaceId}::uuid,
+             case when g % 10 in (1, 2) then md5('call-' || (g / 10))::uuid end, case when g % 10 = 1 then 'human' else 'ai' end, 'completed', 4, 60000,
+             t, t + interval '1 minute', t, t, jsonb_build_object('channel', 'bench-history', 'n', g)
+      from generate_series(1, ${n}::int) g, lateral (select now() - interval '1 day' - g * interval '1 minute' as t) at`;
+    await tx`delete from post_call_events where conversation_id in (select id from conversations where session_id like 'bench-old-%')`;
+  });
+  await infra!.sql`vacuum analyze conversations`;
+}
+
 async function init(p: ServerInit = {}): Promise<ServerInfo> {
   schema = `bench_${randomBytes(5).toString('hex')}`;
   const redisPrefix = p.redisPrefix ?? `vpbench_${randomBytes(4).toString('hex')}`;
@@ -147,6 +172,7 @@ async function init(p: ServerInit = {}): Promise<ServerInfo> {
       const more = await api(app, 'POST', '/api/v1/conversations', { token, body: { session_id: `bench-${randomBytes(6).toString('hex')}`, agent_id: agentId, metadata: { channel: 'bench', n: i } } });
       if (more.status !== 201 && more.status !== 200) throw new Error(`create conversation: ${more.status} ${JSON.stringify(more.body)}`);
     }
+    if (p.olderConversations) await seedOlderConversations(p.olderConversations, agentId, user.workspaceId);
   }
   const port = app.port;
   const messageBody = JSON.stringify({ conversation_id: conversationId ?? '00000000-0000-7000-8000-000000000000', role: 'user', content: 'what time do you open on friday night?', turn_number: 1 });

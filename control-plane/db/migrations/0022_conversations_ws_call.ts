@@ -8,6 +8,9 @@ export const m0022_conversations_ws_call = {
   version: 22,
   name: 'conversations_ws_call',
   sql: /* sql */ `
-create index conversations_ws_call_idx on conversations (workspace_id, call_id);
+-- A large table takes a while: no statement timeout for the build. An operator who cannot block
+-- writes that long builds it first with CREATE INDEX CONCURRENTLY; this is then a no-op.
+set local statement_timeout = 0;
+create index if not exists conversations_ws_call_idx on conversations (workspace_id, call_id);
 `,
 };
