@@ -34,14 +34,25 @@ let node: EngineNode;
 let registry: MemoryRegistry;
 const log = captureLogger('info');
 
-// This file's test process dies in CI now and then, during its tests (vitest says only "Worker
-// exited unexpectedly"; no exit handler runs, so a signal or a native abort). Not reproduced
-// locally. Each step is written straight to stderr, synchronously, so the CI log shows the last
-// one reached; .ci/run reruns the file when that is the only failure.
+// This file's test process died in CI now and then (vitest says only "Worker exited
+// unexpectedly"; no exit handler runs, so a signal or a native abort): see the references below.
+// Each step is written straight to stderr, synchronously, so a CI log shows the last one reached;
+// .ci/run reruns the file when that is the only failure.
 const mark = (step: string) => writeSync(2, `[local-tts.realtime] ${step} at ${Math.round(performance.now())} ms\n`);
 process.once('exit', (code) => mark(`process exit ${code}`));
 
+// The references are rendered before the engine starts. Rendering one on this thread while the
+// engine's Flite worker was synthesizing the same welcome (two WASI instances in two threads of
+// one process) is where this file's process died in CI: twice in a row at "carrier: rendering the
+// reference", and 1 run in 2 in a fresh clone. Production never runs two at once: the pool has one
+// thread by default and the main thread never runs Flite.
+let reference: Int16Array;
+let referenceWhole: Int16Array;
+
 beforeAll(async () => {
+  mark('rendering the references');
+  reference = referenceBySentence();
+  referenceWhole = renderFliteDirect(WELCOME).samples;
   mark('engine node starting');
   registry = new MemoryRegistry();
   const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 4, maxSockets: 8 });
@@ -112,9 +123,8 @@ describe('local TTS: the demo welcome is real speech', () => {
     try {
       await c.waitForType('tts_complete', 20_000);
       // tts_complete is sent when the last chunk is queued; the frames arrive paced behind it.
-      mark('browser: welcome queued; rendering the reference');
-      const ref = referenceBySentence();
-      mark('browser: reference rendered');
+      mark('browser: welcome queued');
+      const ref = reference;
       await waitFor(() => c.audio.reduce((n, f) => n + f.length, 0) >= ref.length, 10_000, 'welcome frames');
       const got = trim(concat(c.audio));
       const want = trim(ref);
@@ -126,7 +136,7 @@ describe('local TTS: the demo welcome is real speech', () => {
       // Against Flite on the whole text at once: the same words, but Flite then phrases across the
       // sentence boundary (other pauses and intonation), so only a looser match holds (measured
       // r = 0.57 on 50 ms windows, deterministic: Flite and the path are both bit-exact).
-      const whole = trim(renderFliteDirect(WELCOME).samples);
+      const whole = trim(referenceWhole);
       expect(got.length / whole.length).toBeGreaterThan(0.85);
       expect(got.length / whole.length).toBeLessThan(1.15);
       expect(bestLagCorrelation(energyEnvelope(whole, 16000, 50), energyEnvelope(got, 16000, 50), 10).r).toBeGreaterThan(0.5);
@@ -151,9 +161,7 @@ describe('local TTS: the demo welcome is real speech', () => {
     await media.connect();
     try {
       // The reference through the same steps, done here: 16 kHz -> 8 kHz, mu-law, back to PCM.
-      mark('carrier: rendering the reference');
-      const ref16 = referenceBySentence();
-      mark('carrier: reference rendered');
+      const ref16 = reference;
       const ref8 = new Resampler(16000, 8000).process(ref16);
       const refLaw = new Uint8Array(ref8.length);
       mulawEncode(ref8, refLaw);

@@ -10,7 +10,7 @@
  */
 import { abortedError, ProviderError } from '../errors.js';
 import type { PcmChunk, TtsProvider, TtsRequest } from '../types.js';
-import { FLITE_VOICES, MAX_SENTENCE_CHARS, sharedFlitePool, type FlitePool, type FliteVoice } from './flite-pool.js';
+import { FLITE_VOICES, sharedFlitePool, type FlitePool, type FliteVoice } from './flite-pool.js';
 
 export interface LocalTtsOptions {
   /** Default `slt` (US English, female). A request's `voice` wins. */
@@ -32,8 +32,31 @@ export function checkFliteVoice(voice: string | undefined): FliteVoice {
 }
 
 /**
- * Sentences of at most `MAX_SENTENCE_CHARS`: cut after . ! ? ; : followed by space, a longer run
- * at its last space. Control characters go (they cannot travel in a WASI argument).
+ * Flite's memory grows with the speech one run renders, and under Node 20's WASI a run whose
+ * memory passes ~48 MiB kills the whole process (SIGSEGV or SIGABRT, no JavaScript error): measured
+ * with flite.wasm alone, 7-8 of 8 runs of an 800-1000 character sentence and 5 of 6 runs of 150
+ * characters of digits crashed; 600 characters of words reached 46 MiB and survived. So one run
+ * gets at most `MAX_PIECE_WEIGHT`, a digit weighing `DIGIT_WEIGHT` (it is read out as words):
+ * 300 characters of words or 60 digits stay under ~35 MiB.
+ */
+export const MAX_PIECE_WEIGHT = 300;
+const DIGIT_WEIGHT = 5;
+
+/** Index just past the longest prefix of `text` within MAX_PIECE_WEIGHT (at least 1). */
+function pieceEnd(text: string): number {
+  let weight = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    weight += c >= 48 && c <= 57 ? DIGIT_WEIGHT : 1;
+    if (weight > MAX_PIECE_WEIGHT) return Math.max(1, i);
+  }
+  return text.length;
+}
+
+/**
+ * Sentences cut after . ! ? ; : followed by space; a run longer than MAX_PIECE_WEIGHT is cut at
+ * its last space within it (mid-word only when there is none). Control characters go (they cannot
+ * travel in a WASI argument).
  */
 export function splitSentences(text: string): string[] {
   // eslint-disable-next-line no-control-regex
@@ -42,9 +65,9 @@ export function splitSentences(text: string): string[] {
   const out: string[] = [];
   for (const sentence of clean.split(/(?<=[.!?;:])\s+/)) {
     let rest = sentence.trim();
-    while (rest.length > MAX_SENTENCE_CHARS) {
-      const cut = rest.lastIndexOf(' ', MAX_SENTENCE_CHARS);
-      const at = cut > 0 ? cut : MAX_SENTENCE_CHARS;
+    for (let end = pieceEnd(rest); end < rest.length; end = pieceEnd(rest)) {
+      const cut = rest.lastIndexOf(' ', end);
+      const at = cut > 0 ? cut : end;
       out.push(rest.slice(0, at));
       rest = rest.slice(at).trim();
     }

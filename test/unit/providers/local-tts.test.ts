@@ -3,7 +3,7 @@ import { encodeWav, parseWav } from '../../../shared/providers/audio/wav.js';
 import { ProviderError } from '../../../shared/providers/errors.js';
 import { createProviders, resolveProviderConfig } from '../../../shared/providers/registry.js';
 import { FlitePool } from '../../../shared/providers/tts/flite-pool.js';
-import { createLocalTts, splitSentences } from '../../../shared/providers/tts/local.js';
+import { createLocalTts, MAX_PIECE_WEIGHT, splitSentences } from '../../../shared/providers/tts/local.js';
 import { renderFliteDirect } from '../../helpers/flite-direct.js';
 
 const pool = new FlitePool({ threads: 1, maxQueued: 2 });
@@ -32,8 +32,24 @@ describe('local TTS (Flite in a worker)', () => {
     expect(splitSentences(' ... \n ')).toEqual([]);
     expect(splitSentences('a\u0000b\nc.')).toEqual(['a b c.']);
     const long = splitSentences('word '.repeat(400));
-    expect(long.length).toBe(2);
-    expect(long.every((s) => s.length <= 1000)).toBe(true);
+    expect(long.length).toBe(7); // 1,999 characters in runs of at most 300, cut at spaces
+    expect(long.every((s) => s.length <= MAX_PIECE_WEIGHT && /^(word )*word$/.test(s))).toBe(true);
+    // Digits are read out as words: 60 of them weigh as much as 300 letters.
+    const digits = splitSentences('1234567 890123 '.repeat(20).trim());
+    expect(digits.every((s) => s.replace(/\D/g, '').length <= MAX_PIECE_WEIGHT / 5)).toBe(true);
+    expect(digits.join(' ')).toBe('1234567 890123 '.repeat(20).trim());
+    expect(splitSentences('9'.repeat(200))).toEqual(['9'.repeat(60), '9'.repeat(60), '9'.repeat(60), '9'.repeat(20)]);
+  });
+
+  it('renders the texts that crashed the process in one Flite run (Node 20 WASI past ~48 MiB) in pieces that do not', { timeout: 60_000 }, async () => {
+    // A 1,000-character sentence and 150 characters of digits: 7-8 of 8 and 5 of 6 runs of one
+    // Flite instance each killed its process (SIGSEGV/SIGABRT). Pieces keep every run small.
+    const words = ('The quick brown fox jumps over the lazy dog near the river bank, '.repeat(16)).slice(0, 1000);
+    const digits = '1234567 890123 4567 89012 '.repeat(6).slice(0, 150);
+    for (const text of [words, digits]) {
+      const got = await collect(text);
+      expect(got.samples.length).toBeGreaterThan(16000); // seconds of speech, and this process alive
+    }
   });
 
   it("is sample-identical to Flite's own rendering, sentence by sentence, in 40 ms chunks", async () => {
