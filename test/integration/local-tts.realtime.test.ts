@@ -25,7 +25,7 @@ import { sessionConfig } from '../helpers/session-config.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 import { bestLagCorrelation, energyEnvelope, renderFliteDirect } from '../helpers/flite-direct.js';
 import { splitSentences } from '../../shared/providers/tts/local.js';
-import { closeSharedFlitePool } from '../../shared/providers/tts/flite-pool.js';
+import { closeSharedFlitePool, sharedFlitePool } from '../../shared/providers/tts/flite-pool.js';
 
 // The welcome as the control plane renders it for a caller without a `name` variable.
 const WELCOME = DEMO_WELCOME_MESSAGE.replace('{{name|there}}', 'there');
@@ -45,7 +45,8 @@ process.once('exit', (code) => mark(`process exit ${code}`));
 // engine's Flite worker was synthesizing the same welcome (two WASI instances in two threads of
 // one process) is where this file's process died in CI: twice in a row at "carrier: rendering the
 // reference", and 1 run in 2 in a fresh clone. Production never runs two at once: the pool has one
-// thread by default and the main thread never runs Flite.
+// thread by default and the main thread never runs Flite (and since 2026-11-29 Flite runs in a
+// child process, so a fault there no longer reaches the engine: the crash test below).
 let reference: Int16Array;
 let referenceWhole: Int16Array;
 
@@ -141,6 +142,37 @@ describe('local TTS: the demo welcome is real speech', () => {
       expect(got.length / whole.length).toBeLessThan(1.15);
       expect(bestLagCorrelation(energyEnvelope(whole, 16000, 50), energyEnvelope(got, 16000, 50), 10).r).toBeGreaterThan(0.5);
       expect(rms(got)).toBeGreaterThan(500);
+    } finally {
+      c.close();
+      await c.closed();
+    }
+  });
+
+  it('a Flite process that crashes mid-welcome costs one retry: the caller hears the whole welcome, the engine lives', { timeout: 30_000 }, async () => {
+    const pool = sharedFlitePool();
+    pool.warm();
+    await waitFor(() => pool.pids.length === 1, 10_000, 'flite process');
+    const [victim] = pool.pids;
+    // Frozen, the process takes the welcome's first sentence and holds it; then it dies the way a
+    // fault inside Flite or WASI kills a process (before, a thread that took the engine with it).
+    process.kill(victim!, 'SIGSTOP');
+    const cfg = demoSession();
+    await put(cfg);
+    mark('crash: connecting');
+    const c = await VoiceClient.connect(`ws://127.0.0.1:${node.port}/api/v1/voice/ws/${cfg.session_id}`, { keepAudio: true });
+    try {
+      await waitFor(() => pool.busyCount === 1, 10_000, 'welcome dispatched to the frozen process');
+      process.kill(victim!, 'SIGSEGV');
+      process.kill(victim!, 'SIGCONT');
+      const retry = await c.waitForType('tts_retry', 10_000);
+      expect(retry).toMatchObject({ attempt: 1 });
+      await c.waitForType('tts_complete', 20_000);
+      await waitFor(() => c.audio.reduce((n, f) => n + f.length, 0) >= reference.length, 10_000, 'welcome frames');
+      const got = trim(concat(c.audio));
+      const want = trim(reference);
+      expect(Math.abs(got.length - want.length)).toBeLessThanOrEqual(320);
+      expect(bestLagCorrelation(energyEnvelope(want, 16000), energyEnvelope(got, 16000), 10).r).toBeGreaterThan(0.99);
+      expect(pool.pids).not.toContain(victim);
     } finally {
       c.close();
       await c.closed();

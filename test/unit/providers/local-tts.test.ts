@@ -1,12 +1,15 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { encodeWav, parseWav } from '../../../shared/providers/audio/wav.js';
 import { ProviderError } from '../../../shared/providers/errors.js';
 import { createProviders, resolveProviderConfig } from '../../../shared/providers/registry.js';
-import { FlitePool } from '../../../shared/providers/tts/flite-pool.js';
+import { FlitePool, MAX_SENTENCE_CHARS } from '../../../shared/providers/tts/flite-pool.js';
 import { createLocalTts, MAX_PIECE_WEIGHT, splitSentences } from '../../../shared/providers/tts/local.js';
 import { renderFliteDirect } from '../../helpers/flite-direct.js';
 
-const pool = new FlitePool({ threads: 1, maxQueued: 2 });
+const pool = new FlitePool({ processes: 1, maxQueued: 2 });
 afterAll(() => pool.close());
 
 async function collect(text: string, voice?: string): Promise<{ samples: Int16Array; rates: Set<number>; chunks: number }> {
@@ -26,7 +29,7 @@ async function collect(text: string, voice?: string): Promise<{ samples: Int16Ar
   return { samples, rates, chunks: parts.length };
 }
 
-describe('local TTS (Flite in a worker)', () => {
+describe('local TTS (Flite in a child process)', () => {
   it('splits sentences, caps long runs and drops text with nothing to say', () => {
     expect(splitSentences('Hello there. How are you?  Fine;thanks')).toEqual(['Hello there.', 'How are you?', 'Fine;thanks']);
     expect(splitSentences(' ... \n ')).toEqual([]);
@@ -88,6 +91,7 @@ describe('local TTS (Flite in a worker)', () => {
     const first = pool.render('One sentence to keep the worker busy for a moment.', 'slt');
     const queued = [pool.render('two.', 'slt', ac.signal), pool.render('three.', 'slt')];
     await expect(pool.render('four.', 'slt')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(pool.render('x'.repeat(MAX_SENTENCE_CHARS + 1), 'slt')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     ac.abort();
     await expect(queued[0]).rejects.toMatchObject({ code: 'ABORTED' });
     await expect(first).resolves.toMatchObject({ sampleRateHz: 16000 });
@@ -107,29 +111,62 @@ describe('local TTS (Flite in a worker)', () => {
     await expect(p.render('late.', 'slt')).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
   });
 
-  it('close() and the idle timeout let a worker finish its sentence and exit by itself (never terminated inside WASI)', async () => {
-    const exits: number[] = [];
-    const onWorker = (w: import('node:worker_threads').Worker) => w.once('exit', (code) => exits.push(code));
-    process.on('worker', onWorker);
+  it('a Flite process that dies mid-sentence fails that sentence only (retryable); the next renders in a new one', { timeout: 30_000 }, async () => {
+    const p = new FlitePool();
     try {
-      const p = new FlitePool();
-      const inFlight = p.render('A sentence long enough that the worker is still busy with it when its pool is closed. '.repeat(4), 'slt').then(
-        () => null,
-        (err: unknown) => err,
-      );
-      await p.close();
-      // The worker ended (close awaited it) with code 0: it exited itself; terminate() gives 1.
-      expect(exits).toEqual([0]);
-      expect(await inFlight).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
-
-      const idle = new FlitePool({ idleMs: 20 });
-      await expect(idle.render('Idle soon.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
-      await vi.waitFor(() => expect(exits).toEqual([0, 0]), { timeout: 10_000, interval: 10 });
-      expect(idle.workerCount).toBe(0);
-      await idle.close();
+      await expect(p.render('Warm.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+      const [first] = p.pids;
+      const inFlight = p.render('A sentence long enough that its process is still rendering it when it crashes. '.repeat(3), 'slt');
+      // What a fault inside Flite or Node's WASI does to its process (it did to the engine's, in a thread).
+      process.kill(first!, 'SIGSEGV');
+      await expect(inFlight).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', retryable: true, message: expect.stringContaining('SIGSEGV') });
+      await expect(p.render('Still here.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+      expect(p.pids).toHaveLength(1);
+      expect(p.pids[0]).not.toBe(first);
     } finally {
-      process.off('worker', onWorker);
+      await p.close();
     }
+  });
+
+  it('a stuck sentence is killed at its timeout and the process replaced', { timeout: 30_000 }, async () => {
+    const p = new FlitePool({ timeoutMs: 50 });
+    try {
+      const stuck = p.render('A sentence that takes longer than fifty milliseconds to render, certainly. '.repeat(3), 'slt');
+      await expect(stuck).rejects.toMatchObject({ code: 'FIRST_BYTE_TIMEOUT', retryable: true });
+      expect(p.workerCount).toBe(0);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('close() and the idle timeout end the child process and remove its files', { timeout: 30_000 }, async () => {
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vp-flite-test-'));
+    const p = new FlitePool({ tmpDir });
+    const inFlight = p.render('A sentence long enough that the process is still busy with it when its pool is closed. '.repeat(4), 'slt').then(
+      () => null,
+      (err: unknown) => err,
+    );
+    const [pid] = p.pids;
+    await p.close();
+    expect(alive(pid!)).toBe(false); // close() awaited its exit
+    expect(await inFlight).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+
+    const idle = new FlitePool({ idleMs: 20, tmpDir });
+    await expect(idle.render('Idle soon.', 'slt')).resolves.toMatchObject({ sampleRateHz: 16000 });
+    const [idlePid] = idle.pids;
+    await vi.waitFor(() => expect(idle.workerCount).toBe(0), { timeout: 10_000, interval: 10 });
+    await idle.close();
+    expect(alive(idlePid!)).toBe(false);
+    expect(fs.readdirSync(tmpDir)).toEqual([]); // both children's directories are gone
+    fs.rmdirSync(tmpDir);
   });
 
   it('WAV round trip', () => {
