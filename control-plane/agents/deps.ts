@@ -6,8 +6,12 @@ import type { AgentRow, ConnectorBindingJson } from './types.js';
 export interface ConnectorBinder {
   /** The workspace's live, healthy connection of a provider (id or name) as a binding of every usable action. */
   bindingFor(workspaceId: string, idOrName: string): Promise<{ providerId: string; description: string; binding: ConnectorBindingJson }>;
-  /** Throws NOT_FOUND unless `connectionId` is a live connection of the workspace. */
-  assertLive(workspaceId: string, connectionId: string): Promise<void>;
+  /**
+   * Throws NOT_FOUND unless `connectionId` is a live connection of the workspace, and 400 naming
+   * the action unless each of `actionNames` (`<provider_id>__<action>`) is an action of that
+   * connection's provider in the catalog.
+   */
+  assertLive(workspaceId: string, connectionId: string, actionNames?: string[]): Promise<void>;
 }
 
 /**

@@ -4,7 +4,7 @@
  * bounded slice of the agent's index; every failure is a 400 naming its field.
  */
 import { invalid } from '../../shared/errors.js';
-import { uuidField } from '../http/validate.js';
+import { MAX_YEAR, MIN_YEAR, uuidField } from '../http/validate.js';
 
 /** Longest range one request may cover (inclusive days): a quarter. */
 export const MAX_RANGE_DAYS = 92;
@@ -41,7 +41,8 @@ export function dateMs(field: string, value: string): number {
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const ms = Date.UTC(y, mo - 1, d);
   const back = new Date(ms);
-  if (y < 1970 || back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) throw invalid(field, 'must be a valid calendar date YYYY-MM-DD');
+  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) throw invalid(field, 'must be a valid calendar date YYYY-MM-DD');
+  if (y < MIN_YEAR || y > MAX_YEAR) throw invalid(field, `must be a date between ${MIN_YEAR}-01-01 and ${MAX_YEAR}-12-31`);
   return ms;
 }
 

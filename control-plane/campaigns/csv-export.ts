@@ -9,11 +9,17 @@ import type { Sql } from '../../shared/db/client.js';
 import { contactBatches, type CampaignRow } from './store.js';
 
 const BATCH_ROWS = 500;
+/**
+ * Records end in CRLF. csv-stringify quotes a field holding the record delimiter, a comma or a
+ * quote, but not a bare LF or CR: `Lon\ndon` went out unquoted and split its row in two for every
+ * CSV reader. Any line break quotes the field.
+ */
+const OPTIONS = { record_delimiter: 'windows', quoted_match: /[\r\n]/ } as const;
 const FIXED_TAIL = ['status', 'attempts', 'duration_seconds', 'dialed_at', 'completed_at', 'error_message'];
 
 export async function* exportCsv(sql: Sql, campaign: CampaignRow): AsyncGenerator<string> {
   const vars = campaign.variable_names;
-  yield stringify([['phone', ...vars, ...FIXED_TAIL]], { record_delimiter: 'windows' });
+  yield stringify([['phone', ...vars, ...FIXED_TAIL]], OPTIONS);
   for await (const rows of contactBatches(sql, campaign.id, BATCH_ROWS)) {
     const records = rows.map((r) => [
       r.to_number,
@@ -25,6 +31,6 @@ export async function* exportCsv(sql: Sql, campaign: CampaignRow): AsyncGenerato
       r.completed_at ? r.completed_at.toISOString() : '',
       r.error_message ?? '',
     ]);
-    yield stringify(records, { record_delimiter: 'windows' });
+    yield stringify(records, OPTIONS);
   }
 }

@@ -97,6 +97,9 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
           }
           summary.phone_column = summary.headers[phoneIdx];
           names = summary.headers.map((h, i) => campaign.column_map[h] ?? (h || `column_${i + 1}`));
+          // Each column becomes a variable: a second one of the same name would overwrite the first.
+          const twice = names.findIndex((n, i) => names.indexOf(n) !== i);
+          if (twice >= 0) throw invalid('file', `columns ${names.indexOf(names[twice]!) + 1} and ${twice + 1} are both named "${names[twice]}" (after column_map): each column becomes a variable, so names must be unique`);
           continue;
         }
         summary.total++;

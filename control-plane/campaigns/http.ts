@@ -53,8 +53,9 @@ export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: N
       const file = await fileField(req);
       // The upload is spooled to a temporary file first, so the import's transaction (and its pool
       // connection) lasts as long as a local read, never as long as a slow or stalled client.
-      const spool = await spoolUpload(req, file);
+      const spool = await spoolUpload(req, file.stream);
       try {
+        await file.rest;
         const summary = await importCsv(deps.sql, row, createReadStream(spool.file), new Date(deps.clock.now()));
         sendJson(res, 200, successBody('envelope', summary));
       } finally {
@@ -99,10 +100,12 @@ export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: N
 }
 
 /**
- * The multipart field `file` as a byte stream. busboy stops the file one byte past the limit, so
- * the importer's own count sees 10 MB + 1 and refuses it (FILE_TOO_LARGE) without reading more.
+ * The multipart field `file` as a byte stream, and `rest`: settles once the whole body is parsed,
+ * rejecting when it held a second file (only the first would be read: a silent loss). busboy stops
+ * the file one byte past the limit, so the importer's own count sees 10 MB + 1 and refuses it
+ * (FILE_TOO_LARGE) without reading more.
  */
-function fileField(req: NodeReq): Promise<Readable> {
+function fileField(req: NodeReq): Promise<{ stream: Readable; rest: Promise<void> }> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -112,14 +115,21 @@ function fileField(req: NodeReq): Promise<Readable> {
       return;
     }
     let found = false;
+    let extraFile = false;
+    const rest = new Promise<void>((done, fail) => {
+      bb.on('close', () => (extraFile ? fail(invalid('file', 'send one file per upload: the body holds more than one file part')) : done()));
+      bb.on('error', (err) => fail(invalid('file', `malformed multipart body: ${(err as Error).message}`)));
+    });
+    rest.catch(() => {}); // observed by the caller once the file is spooled
     bb.on('file', (name, stream) => {
       if (name !== 'file' || found) {
         stream.resume();
         return;
       }
       found = true;
-      resolve(stream);
+      resolve({ stream, rest });
     });
+    bb.on('filesLimit', () => (extraFile = true));
     bb.on('error', (err) => reject(invalid('file', `malformed multipart body: ${(err as Error).message}`)));
     bb.on('close', () => {
       if (!found) reject(invalid('file', 'the multipart field file is required'));

@@ -4,7 +4,7 @@
  * The agents domain sees only the ConnectorBinder interface of agents/deps.ts.
  */
 import type { Sql } from '../../shared/db/client.js';
-import { AppError, notFound } from '../../shared/errors.js';
+import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import type { ConnectorBinder } from '../agents/deps.js';
 import type { Catalog } from '../../shared/connectors/catalog.js';
@@ -32,10 +32,19 @@ export function createConnectorBinder(sql: Sql, catalog: Catalog): ConnectorBind
       };
     },
 
-    async assertLive(workspaceId, connectionId) {
+    async assertLive(workspaceId, connectionId, actionNames = []) {
       // A foreign id looks exactly like a missing one.
       const row = isUuid(connectionId) ? await store.getConnection(sql, connectionId) : undefined;
       if (!row || row.workspace_id !== workspaceId || !row.is_active) throw notFound('connection');
+      // An action of another provider, or one the catalog does not have, could never run (the
+      // engine drops it at call time): refused here, where the author can see why.
+      const entry = catalog.find(row.provider_id);
+      actionNames.forEach((name, i) => {
+        const [provider, action] = name.split('__', 2);
+        if (provider !== row.provider_id || !entry?.actions.some((a) => a.name === action)) {
+          throw invalid(`connector_binding.actions[${i}].name`, `is not an action of this ${entry?.name ?? row.provider_id} connection (${row.provider_id}__<action>; GET /api/v1/connectors/connectors lists them)`);
+        }
+      });
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
 import type { RestRoute } from '../http/rest.js';
+import { invalid } from '../../shared/errors.js';
 
 const C = '/api/v1/connectors';
 const S = ConnectorService;
@@ -57,7 +58,12 @@ export const connectorRoutes: RestRoute[] = [
     path: `${C}/agents/:agent_id/connectors`,
     service: S,
     rpc: 'enableAgentConnector',
-    request: ({ params, body }) => ({ agent_id: params.agent_id, connection_id: (body as { connection_id?: unknown } | undefined)?.connection_id }),
+    request: ({ params, body }) => {
+      const id = (body as { connection_id?: unknown } | undefined)?.connection_id;
+      if (id === undefined || id === null || id === '') throw invalid('connection_id', 'is required');
+      if (typeof id !== 'string') throw invalid('connection_id', 'must be a string');
+      return { agent_id: params.agent_id, connection_id: id };
+    },
   },
   { method: 'DELETE', path: `${C}/agents/:agent_id/connectors/:connection_id`, service: S, rpc: 'disableAgentConnector' },
   {

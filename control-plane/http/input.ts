@@ -1,5 +1,7 @@
 /**
- * Text Postgres cannot store, refused at the edge (issue 11, "NUL bytes -> 500").
+ * Text Postgres cannot store, refused at the edge (issue 11, "NUL bytes -> 500"), and numbers
+ * JSON cannot hold (a free-form JSON field's `1e309`, which parses as Infinity: jsonb and
+ * `JSON.stringify` cannot write it).
  *
  * Postgres `text` cannot hold U+0000 (`invalid byte sequence for encoding "UTF8": 0x00`) and
  * `jsonb` refuses the `\u0000` escape and unpaired UTF-16 surrogates (`\ud800`, which
@@ -21,6 +23,8 @@ export const MAX_INPUT_DEPTH = 64;
 
 /** NUL, or a UTF-16 surrogate without its partner. */
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+const NON_FINITE = 'must not hold a number beyond the range of a double (such as 1e309)';
 
 const JSON_TYPES = new Set(['google.protobuf.Struct', 'google.protobuf.Value', 'google.protobuf.ListValue']);
 
@@ -52,8 +56,15 @@ function walkMessage(desc: DescMessage, message: unknown, path: string, depth: n
   if (message === null || typeof message !== 'object') return;
   const d = deeper(path, depth);
   if (JSON_TYPES.has(desc.typeName)) {
-    // A Struct / Value message (not unwrapped to plain JSON): walk its JSON form.
-    walkJson(toJson(desc, message as never), path, d);
+    // A Struct / Value message (not unwrapped to plain JSON): walk its JSON form. The decoder lets
+    // a number past double range through (`1e309` parses as Infinity), which JSON cannot write back.
+    let json: JsonValue;
+    try {
+      json = toJson(desc, message as never);
+    } catch {
+      throw invalid(path || 'body', NON_FINITE);
+    }
+    walkJson(json, path, d);
     return;
   }
   const m = message as Record<string, unknown>;
@@ -112,6 +123,10 @@ function walkSingular(desc: DescMessage, value: unknown, path: string, depth: nu
 function walkJson(value: JsonValue | undefined, path: string, depth: number): void {
   if (typeof value === 'string') {
     checkString(value, path);
+    return;
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(path || 'body', NON_FINITE);
     return;
   }
   if (value === null || typeof value !== 'object') return;

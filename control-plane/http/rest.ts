@@ -18,6 +18,7 @@ import { errorBody, type Family, familyForPath, successBody, successJson } from 
 import { RouteTable } from './route-table.js';
 import { kRemoteIp, kRequestId } from './context.js';
 import { assertStorableText } from './input.js';
+import { checkBodyShape } from './body-shape.js';
 import { requestUrl, setRouteTemplate } from './request-url.js';
 import { NodeRequestHeaders } from './request-headers.js';
 import { writeJson } from './json-writer.js';
@@ -196,11 +197,16 @@ function clientSignal(req: NodeReq, res: NodeRes): AbortSignal {
   return ac.signal;
 }
 
-function defaultRequest(input: DescMessage, parts: RestRequestParts): unknown {
-  const body = parts.body && typeof parts.body === 'object' && !Array.isArray(parts.body) ? (parts.body as Record<string, unknown>) : {};
+/**
+ * The request JSON of a route without its own builder: query, then body, then path params (params
+ * win). The body's JSON types are checked first (http/body-shape.ts: 400 naming the field path).
+ */
+export function defaultRequest(input: DescMessage, parts: RestRequestParts): unknown {
   if (parts.body !== undefined && (typeof parts.body !== 'object' || Array.isArray(parts.body) || parts.body === null)) {
     throw new AppError('INVALID_BODY', 'request body must be a JSON object');
   }
+  const body = (parts.body ?? {}) as Record<string, unknown>;
+  checkBodyShape(input, body);
   return { ...coerceQuery(input, parts.query), ...body, ...coerceQuery(input, parts.params) };
 }
 

@@ -163,3 +163,11 @@ export function canonicalJson(v: unknown): string {
     .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
     .join(',')}}`;
 }
+
+/**
+ * Years a date (`YYYY-MM-DD`) parameter may name. Queries run to the end of the last day, and a
+ * bound past year 9999 is not a timestamp Postgres reads (`+010000-01-01T...`: a 500 before this
+ * bound); records start in 1970 at the earliest.
+ */
+export const MIN_YEAR = 1970;
+export const MAX_YEAR = 9998;

@@ -17,6 +17,7 @@ import { computeAttendance, type AgentIn, type SessionIn, type ShiftIn, type Spa
 import type { PortalAccess } from './service.js';
 import type { AgentRow } from './store.js';
 import { DAY_MS, dayRange, parseDay, parseTime, startOfUtcDay, validTimezone } from './time.js';
+import { MAX_YEAR, MIN_YEAR } from '../http/validate.js';
 
 type Impl = ServiceImpl<typeof PortalService>;
 
@@ -107,7 +108,7 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
 
     async timeline(req, ctx) {
       const day = req.date ? parseDay(req.date) : startOfUtcDay(clock.now());
-      if (day === undefined) throw new AppError('INVALID_PARAM', 'date must be YYYY-MM-DD', { details: [{ field: 'date', problem: 'must be YYYY-MM-DD' }] });
+      if (day === undefined) throw new AppError('INVALID_PARAM', `date must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'date', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
       const a = await access.agent(ctx, req.agentId, 'member');
       const rows = await sql<{ id: string; event_type: string; status: string; source: string; session_id: string | null; ip_address: string; details: Record<string, unknown>; created_at: Date }[]>`
         select * from human_agent_presence_events where agent_id = ${a.id} and created_at >= ${new Date(day)} and created_at < ${new Date(day + DAY_MS)}

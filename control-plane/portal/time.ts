@@ -4,16 +4,23 @@
  * by asking Intl for the zone's offset at that instant (twice, so DST edges land right).
  */
 import { invalid, AppError } from '../../shared/errors.js';
+import { MAX_YEAR, MIN_YEAR } from '../http/validate.js';
 
 export const DAY_MS = 86_400_000;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME_RE = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
-/** Midnight UTC of a `YYYY-MM-DD`, or undefined when it is not a real date. */
+/**
+ * Midnight UTC of a `YYYY-MM-DD`, or undefined when it is not a real date of years
+ * MIN_YEAR..MAX_YEAR (a range ends a day after its last date: past 9999 that is no timestamp
+ * Postgres reads, which was a 500).
+ */
 export function parseDay(s: string): number | undefined {
   const m = DATE_RE.exec(s);
   if (!m) return undefined;
-  const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  const y = Number(m[1]);
+  if (y < MIN_YEAR || y > MAX_YEAR) return undefined;
+  const ms = Date.UTC(y, Number(m[2]) - 1, Number(m[3]));
   return dayString(ms) === s ? ms : undefined;
 }
 
@@ -29,9 +36,9 @@ export function startOfUtcDay(ms: number): number {
 export function dayRange(from: string, to: string, nowMs: number, maxDays: number): { fromMs: number; toMs: number } {
   const today = startOfUtcDay(nowMs);
   const fromMs = from ? parseDay(from) : today;
-  if (fromMs === undefined) throw new AppError('INVALID_PARAM', 'from must be YYYY-MM-DD', { details: [{ field: 'from', problem: 'must be YYYY-MM-DD' }] });
+  if (fromMs === undefined) throw new AppError('INVALID_PARAM', `from must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'from', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
   const toMs = to ? parseDay(to) : from ? fromMs : today;
-  if (toMs === undefined) throw new AppError('INVALID_PARAM', 'to must be YYYY-MM-DD', { details: [{ field: 'to', problem: 'must be YYYY-MM-DD' }] });
+  if (toMs === undefined) throw new AppError('INVALID_PARAM', `to must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'to', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
   if (toMs < fromMs) throw new AppError('INVALID_PARAM', 'to is before from', { details: [{ field: 'to', problem: 'is before from' }] });
   if ((toMs - fromMs) / DAY_MS + 1 > maxDays) throw new AppError('INVALID_PARAM', `at most ${maxDays} days per request`, { details: [{ field: 'to', problem: `at most ${maxDays} days after from` }] });
   return { fromMs, toMs };

@@ -46,6 +46,14 @@ export function uploadCsv(port: number, token: string, campaignId: string, conte
   return request(port, 'POST', `/api/v1/campaigns/${campaignId}/csv-upload`, token, m.body, m.contentType);
 }
 
+/** POST /campaigns/{id}/csv-upload with two file parts, both named `file`. */
+export function uploadTwoFiles(port: number, token: string, campaignId: string, first: string, second: string) {
+  const boundary = `----vp${randomBytes(8).toString('hex')}`;
+  const part = (content: string) => `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\n${content}\r\n`;
+  const body = Buffer.from(`${part(first)}${part(second)}--${boundary}--\r\n`);
+  return request(port, 'POST', `/api/v1/campaigns/${campaignId}/csv-upload`, token, body, `multipart/form-data; boundary=${boundary}`);
+}
+
 export function exportCsv(port: number, token: string, campaignId: string) {
   return request(port, 'GET', `/api/v1/campaigns/${campaignId}/export`, token);
 }

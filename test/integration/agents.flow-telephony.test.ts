@@ -29,9 +29,11 @@ describe('flow', () => {
     const res = await call('GET', `/agents/${agentId}/flow`, owner.token);
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({
-      id: '',
+      id: null,
       agent_id: agentId,
       version: 0,
+      created_at: null,
+      updated_at: null,
       graph: { nodes: [], edges: [], start_node_id: '' },
       variables: [],
       is_valid: false,

@@ -54,6 +54,11 @@ describe('agent fields', () => {
       [{ max_turns: 0 }, 'max_turns'],
       [{ max_turns: 1001 }, 'max_turns'],
       [{ max_turns: 'many' }, 'max_turns'],
+      // JSON numbers only: the proto3 JSON mapping would read these strings as 5, 16 and 0.1.
+      [{ max_turns: '5' }, 'max_turns'],
+      [{ max_turns: '0x10' }, 'max_turns'],
+      [{ vad_threshold: '1e-1' }, 'vad_threshold'],
+      [{ silence_timeout_ms: '8000' }, 'silence_timeout_ms'],
       [{ vad_threshold: 1.5 }, 'vad_threshold'],
       [{ silence_timeout_ms: -1 }, 'silence_timeout_ms'],
       [{ mode: 'chaos' }, 'mode'],
@@ -69,7 +74,7 @@ describe('agent fields', () => {
 
   it('update: connectors must be an array of non-empty strings; they accumulate', async () => {
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: 'calendar' }), 'connectors');
-    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [1] }), 'connectors');
+    expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [1] }), 'connectors[0]');
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { connectors: [''] }), 'connectors[0]');
     expectInvalid(await call('PUT', `/agents/${agentId}`, owner.token, { name: '' }), 'name');
     // Entries must name catalog providers with a live connection (issue 18): seeded as a key connect leaves them.
@@ -82,6 +87,10 @@ describe('agent fields', () => {
     expectError(await call('PUT', `/agents/${id}`, owner.token, { connectors: ['crm'] }), 404, 'UNKNOWN_CONNECTOR');
     expect((await call('PUT', `/agents/${id}`, owner.token, { connectors: ['hubspot', 'calcom'] })).body.data.connectors).toEqual(['hubspot', 'calcom']);
     expect((await call('PUT', `/agents/${id}`, owner.token, { connectors: ['calcom', 'zendesk'] })).body.data.connectors).toEqual(['hubspot', 'calcom', 'zendesk']);
+    // Ids and names match case-insensitively: another spelling is the same connector, kept once.
+    expect((await call('PUT', `/agents/${id}`, owner.token, { connectors: ['HubSpot', 'ZENDESK'] })).body.data.connectors).toEqual(['hubspot', 'calcom', 'zendesk']);
+    const fresh = (await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'D' })).body.data.id;
+    expect((await call('PUT', `/agents/${fresh}`, owner.token, { connectors: ['hubspot', 'HubSpot'] })).body.data.connectors).toEqual(['hubspot']);
   });
 
   it('update changes only the fields sent; nulls are ignored', async () => {

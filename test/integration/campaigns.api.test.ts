@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import type { TestUser } from '../helpers/accounts.js';
-import { exportCsv, uploadCsv } from '../helpers/campaigns.js';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { exportCsv, uploadCsv, uploadTwoFiles } from '../helpers/campaigns.js';
 
 let h: TelephonyHarness;
 let agentId = '';
@@ -173,6 +174,31 @@ describe('CSV upload, calls list, export', () => {
       '+442071838750,,,London,queued,0,,,,',
       '',
     ]);
+  });
+
+  it('a value with a bare line break is quoted in the export, so the row survives a CSV reader', async () => {
+    const id = await created();
+    expect((await upload(id, 'phone,name,city\r\n+14155550111,"Quote, Inc","Lon\ndon"\r\n+14155550112,"Cr\rLf",Paris\r\n')).status).toBe(200);
+    const ex = await exportCsv(h.app.port, h.user.token, id);
+    expect(ex.text).toContain('"Lon\ndon"');
+    expect(ex.text).toContain('"Cr\rLf"');
+    const rows = parseCsv(ex.text, { columns: true }) as Array<Record<string, string>>;
+    expect(rows.map((r) => [r.phone, r.name, r.city])).toEqual([
+      ['+14155550111', 'Quote, Inc', 'Lon\ndon'],
+      ['+14155550112', 'Cr\rLf', 'Paris'],
+    ]);
+  });
+
+  it('refuses columns of the same name and a second file part, adding nothing', async () => {
+    const id = await created();
+    const dup = await upload(id, 'phone,name,name\n+14155550113,a,b\n');
+    expect(dup.status).toBe(400);
+    expect(dup.body.error.details?.[0]?.field).toBe('file');
+    expect(dup.body.error.message).toContain('"name"');
+    const two = await uploadTwoFiles(h.app.port, h.user.token, id, 'phone\n+14155550114\n', 'phone\n+14155550115\n');
+    expect(two.status).toBe(400);
+    expect(two.body.error.message).toContain('one file per upload');
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(0);
   });
 
   it('an empty campaign exports only the header row', async () => {

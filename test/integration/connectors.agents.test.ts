@@ -101,6 +101,16 @@ describe('connector tools on agents', () => {
     envelope(await api(s.cp, 'POST', tools, { token: s.owner.token, body: { connector: 'Slack' } }), 409, 'CONNECTOR_NOT_CONNECTED');
     const hs = await connectionOf('hubspot');
     envelope(await api(s.cp, 'POST', tools, { token: s.owner.token, body: { connector: 'hubspot', connector_binding: { connection_id: hs.id, actions: [] } } }), 400, 'INVALID_REQUEST');
+    // An action list with `connector` would be ignored (it binds every action): refused, not dropped.
+    const onlyActions = await api(s.cp, 'POST', tools, { token: s.owner.token, body: { connector: 'hubspot', connector_binding: { actions: [{ name: 'hubspot__find_contact', parameters: { type: 'object' } }] } } });
+    envelope(onlyActions, 400, 'INVALID_REQUEST');
+    expect(onlyActions.body.error.details[0].field).toBe('connector');
+    // A hand-written binding's actions must be the connection's provider's, and in the catalog.
+    for (const [i, name] of [[0, 'stripe__create_customer'], [0, 'hubspot__delete_everything']] as const) {
+      const wrong = await api(s.cp, 'POST', tools, { token: s.owner.token, body: { name: `w${name.length}`, connector_binding: { connection_id: hs.id, actions: [{ name, description: 'x', parameters: { type: 'object' } }] } } });
+      envelope(wrong, 400, 'INVALID_REQUEST');
+      expect(wrong.body.error.details[0].field).toBe(`connector_binding.actions[${i}].name`);
+    }
     // Another workspace's live connection, written by hand: looks like a missing one.
     await connectKey('stripe', { api_key: STRIPE_KEY }, s.stranger.token, s.stranger.workspaceId);
     const foreign = (await s.infra.sql<Array<{ id: string }>>`select id from connector_connections where workspace_id = ${s.stranger.workspaceId}`)[0]!.id;
@@ -142,7 +152,8 @@ describe('connectors on PUT /agents/{id}', () => {
     const notConnected = await put(['slack']);
     expect(notConnected.body.error.code).toBe('CONNECTOR_NOT_CONNECTED');
     const agent = await api(s.cp, 'GET', `/api/v1/agents/${agentId}`, { token: s.owner.token });
-    expect(agent.body.data.agent.connectors).toEqual(['hubspot', 'Zendesk', 'HubSpot']);
+    // `HubSpot` names the connector `hubspot` already listed (ids and names match case-insensitively).
+    expect(agent.body.data.agent.connectors).toEqual(['hubspot', 'Zendesk']);
     expect(await tools()).toHaveLength(2);
   });
 });

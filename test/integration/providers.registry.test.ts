@@ -60,7 +60,7 @@ describe('provider definitions', () => {
       [{ auth_type: 'magic' }, 'auth_type'],
       [{ default_config: 'x' }, 'default_config'],
       [{ supported_models: 'x' }, 'supported_models'],
-      [{ supported_models: [1] }, 'supported_models'],
+      [{ supported_models: [1] }, 'supported_models[0]'],
       [{ is_active: 'yes' }, 'is_active'],
     ];
     for (const [b, field] of cases) expectInvalid(await call('POST', '/providers', h.orgKey, { ...body, name: 'other', ...b }), field);

@@ -89,7 +89,8 @@ export function checkConnectors(values: string[]): string[] {
     const t = v.trim();
     if (!t) throw invalid(`connectors[${i}]`, 'must be a non-empty string');
     if (t.length > LIMITS.connectorNameChars) throw invalid(`connectors[${i}]`, `must be at most ${LIMITS.connectorNameChars} characters`);
-    if (!out.includes(t)) out.push(t);
+    // Ids and names match case-insensitively (spec): `HubSpot` after `hubspot` is the same connector.
+    if (!out.some((o) => o.toLowerCase() === t.toLowerCase())) out.push(t);
   });
   if (out.length > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
   return out;

@@ -29,7 +29,7 @@ export async function insertAgentRow(sql: Sql, row: { id: string; workspace_id: 
 
 export type AgentPatch = Partial<Omit<AgentFields, 'connectors'>> & { add_connectors?: string[] };
 
-/** Only the fields present change; `add_connectors` is merged into `connectors` (order kept, no duplicates). */
+/** Only the fields present change; `add_connectors` is merged into `connectors` (order kept, no duplicates, case-insensitively: the first spelling stays). */
 export async function updateAgentRow(sql: Sql, id: string, p: AgentPatch, signal?: AbortSignal): Promise<AgentRow | undefined> {
   const n = <T>(v: T | undefined) => (v === undefined ? null : v);
   const rows = await run(
@@ -50,8 +50,8 @@ export async function updateAgentRow(sql: Sql, id: string, p: AgentPatch, signal
         mode = coalesce(${n(p.mode)}, mode),
         metadata = coalesce(${p.metadata === undefined ? null : sql.json(p.metadata)}::jsonb, metadata),
         connectors = array(
-          select c from unnest(connectors || ${p.add_connectors ?? []}::text[]) with ordinality as t(c, i)
-          group by c order by min(i)),
+          select (array_agg(c order by i))[1] from unnest(connectors || ${p.add_connectors ?? []}::text[]) with ordinality as t(c, i)
+          group by lower(c) order by min(i)),
         updated_at = now()
       where id = ${id}
       returning ${sql.unsafe(COLUMNS)}`,

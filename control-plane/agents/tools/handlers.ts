@@ -62,7 +62,8 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
 
   /** A hand-written binding must name a live connection of the agent's workspace (404 otherwise). */
   async function checkConnection(workspaceId: string, patch: ToolPatch): Promise<void> {
-    if (patch.connector_binding && deps.connectors) await deps.connectors.assertLive(workspaceId, patch.connector_binding.connection_id);
+    const binding = patch.connector_binding;
+    if (binding && deps.connectors) await deps.connectors.assertLive(workspaceId, binding.connection_id, binding.actions.map((a) => a.name));
   }
 
   return {

@@ -88,16 +88,17 @@ export function checkToolName(value: string): string {
 }
 
 /**
- * `connector` (connector tools): refused together with a hand-written `connector_binding`
- * (400). Resolving it to a connection is the connectors domain's (deps.connectors).
+ * `connector` (connector tools): refused together with a hand-written `connector_binding` (400).
+ * The spec names `connection_id`; an `actions` list alone is refused too, since `connector` binds
+ * every action the grant allows and a list sent with it would otherwise be silently ignored.
+ * Resolving it to a connection is the connectors domain's (deps.connectors).
  */
 export function checkConnectorRequest(connector: string | undefined, binding: ConnectorBindingInput | undefined): void {
-  if (connector === undefined) return;
-  if (binding?.connectionId) {
-    throw new AppError('INVALID_REQUEST', 'connector: cannot be combined with connector_binding.connection_id', {
-      details: [{ field: 'connector', problem: 'cannot be combined with connector_binding.connection_id' }],
-    });
-  }
+  if (connector === undefined || binding === undefined) return;
+  const part = binding.connectionId ? 'connector_binding.connection_id' : 'connector_binding';
+  throw new AppError('INVALID_REQUEST', `connector: cannot be combined with ${part} (connector binds every action its connection allows)`, {
+    details: [{ field: 'connector', problem: `cannot be combined with ${part}` }],
+  });
 }
 
 /** `policy`: the outbound address policy the endpoint URL must pass (shared/outbound); default: no exceptions. */

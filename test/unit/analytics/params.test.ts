@@ -57,7 +57,13 @@ describe('dateMs', () => {
     expect(dateMs('from', ' 2026-12-31 ')).toBe(Date.UTC(2026, 11, 31));
   });
 
-  it.each(['2026-02-30', '2025-02-29', '2026-13-01', '2026-00-10', '2026-1-5', '26-01-05', '2026-01-05T00:00:00Z', 'yesterday', '1969-12-31', ''])('refuses %j naming the field', (v) => {
+  it.each(['2026-02-30', '2025-02-29', '2026-13-01', '2026-00-10', '2026-1-5', '26-01-05', '2026-01-05T00:00:00Z', 'yesterday', '1969-12-31', '9999-12-31', ''])('refuses %j naming the field', (v) => {
     expect(fieldOf(() => dateMs('to', v))).toBe('to');
+  });
+
+  it('says why a real date outside the years it takes is refused (9999-12-31 was a 500: its day after is no Postgres timestamp)', () => {
+    expect(() => dateMs('from', '1969-12-31')).toThrow('from: must be a date between 1970-01-01 and 9998-12-31');
+    expect(() => dateMs('to', '9999-12-31')).toThrow('to: must be a date between 1970-01-01 and 9998-12-31');
+    expect(dateMs('to', '9998-12-31')).toBe(Date.UTC(9998, 11, 31));
   });
 });

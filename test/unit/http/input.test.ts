@@ -1,6 +1,6 @@
 /** The edge text check (control-plane/http/input.ts) on decoded messages, without a server. */
 import { describe, expect, it } from 'vitest';
-import { create } from '@bufbuild/protobuf';
+import { create, fromJson } from '@bufbuild/protobuf';
 import { CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import { assertStorableText, isStorableText, MAX_INPUT_DEPTH } from '../../../control-plane/http/input.js';
 
@@ -20,6 +20,16 @@ describe('assertStorableText', () => {
     expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: { a: { b: ['ok', '\uDC00'] } } })))).toBe('metadata.a.b[1]');
     expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: { 'k\u0000': 1 } })))).toBe('metadata');
     expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: { emoji: '🎧', accents: 'Zoë' } })))).toBeUndefined();
+  });
+
+  it('names the field of a number JSON cannot hold (1e309 parses as Infinity), plain or as a Value message', () => {
+    const msg = (init: object) => create(CreateMemoryItemRequestSchema, { workspaceId: 'w', title: 't', content: 'c', ...init });
+    const parsed = JSON.parse('{"a":[1,{"w":1e309}]}') as object;
+    expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: parsed })))).toBe('metadata.a[1].w');
+    // What the JSON decoder makes of it: Value messages inside the Struct; toJson of one throws.
+    const decoded = fromJson(CreateMemoryItemRequestSchema, { workspace_id: 'w', title: 't', content: 'c', metadata: { q: Infinity } } as never);
+    expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, decoded))).toMatch(/^metadata/);
+    expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: { n: 1e308 } })))).toBeUndefined();
   });
 
   it('refuses JSON nested deeper than the bound instead of walking it', () => {

@@ -16,6 +16,11 @@ describe('time', () => {
 
   it('refuses impossible dates and reversed ranges with INVALID_PARAM', () => {
     expect(parseDay('2026-02-30')).toBeUndefined();
+    // Its day after (the end of a range) would be year 10000: no Postgres timestamp (was a 500).
+    expect(parseDay('9999-12-31')).toBeUndefined();
+    expect(parseDay('1969-12-31')).toBeUndefined();
+    expect(parseDay('9998-12-31')).toBe(Date.UTC(9998, 11, 31));
+    expect(() => dayRange('9999-12-31', '9999-12-31', 0, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM' }));
     expect(() => dayRange('2026-02-30', '', 0, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM' }));
     expect(() => dayRange('2026-03-02', '2026-03-01', 0, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM' }));
     expect(() => dayRange('2026-01-01', '2026-12-31', 0, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM' }));

@@ -2,51 +2,73 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TurnBatchedLogStream } from '../../../shared/log-stream.js';
+import { BatchedLogStream } from '../../../shared/log-stream.js';
 import { transpileToTemp } from '../../helpers/child-build.js';
 
-/** A stand-in for sonic-boom that records what it is handed. */
-function recordingWriter() {
+/** A stand-in for sonic-boom that records what it is handed; `handed()` resolves at its next write. */
+function recordingWriter(handoverMs = 5) {
   const writes: string[] = [];
+  let waiter: (() => void) | undefined;
   const writer = {
     fd: -1,
-    write: (s: string) => writes.push(s) > 0,
+    write: (s: string) => {
+      writes.push(s);
+      waiter?.();
+      return true;
+    },
     flush: (cb?: () => void) => cb?.(),
     flushSync: () => undefined,
   };
-  return { writes, stream: new TurnBatchedLogStream(writer as never) };
+  const handed = () => new Promise<void>((r) => (waiter = r));
+  return { writes, handed, stream: new BatchedLogStream(writer as never, handoverMs) };
 }
 
 const turnEnd = () => new Promise((r) => setImmediate(r));
 
-describe('TurnBatchedLogStream', () => {
-  it('hands a turn\'s lines over as one string, in order, at the end of the turn', async () => {
-    const { writes, stream } = recordingWriter();
+describe('BatchedLogStream', () => {
+  it('hands the lines of several turns over as one string, in order, once the first has waited handoverMs', async () => {
+    const { writes, stream, handed } = recordingWriter(5);
+    const t0 = performance.now();
+    let first = handed();
     stream.write('a\n');
     stream.write('b\n');
+    await turnEnd();
     stream.write('c\n');
-    expect(writes).toEqual([]);
     await turnEnd();
+    expect(writes).toEqual([]); // not per turn any more: one write for many turns
+    await first;
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(4);
     expect(writes).toEqual(['a\nb\nc\n']);
+    first = handed();
     stream.write('d\n');
-    await turnEnd();
+    await first;
     expect(writes).toEqual(['a\nb\nc\n', 'd\n']);
   });
 
-  it('a turn that logs without end hands over every 1,024 lines (bounded)', async () => {
-    const { writes, stream } = recordingWriter();
+  it('a batch that would pass 16 KiB is handed over at once, without waiting, as one write', () => {
+    const { writes, stream } = recordingWriter(60_000);
+    const line = `${'z'.repeat(99)}\n`;
+    for (let i = 0; i < 164; i++) stream.write(line); // 16,400 characters
+    expect(writes).toEqual([line.repeat(163)]); // 16,300: the 164th would have passed 16,384
+    stream.flushSync();
+  });
+
+  it('a batch hands over every 1,024 lines (bounded)', async () => {
+    const { writes, stream, handed } = recordingWriter();
+    const rest = handed();
     for (let i = 0; i < 2500; i++) stream.write(`${i}\n`);
     expect(writes.map((w) => w.split('\n').length - 1)).toEqual([1024, 1024]);
-    await turnEnd();
+    await rest; // resolves on the first hand-over: wait for the third
+    while (writes.length < 3) await handed();
     expect(writes.map((w) => w.split('\n').length - 1)).toEqual([1024, 1024, 452]);
     expect(writes.join('')).toBe(Array.from({ length: 2500 }, (_, i) => `${i}\n`).join(''));
   });
 
-  it('a turn of more than 16 KiB is handed over in pieces of at most 16 KiB, in order', async () => {
+  it('more than 16 KiB is handed over in pieces of at most 16 KiB, in order', async () => {
     const { writes, stream } = recordingWriter();
     const lines = Array.from({ length: 300 }, (_, i) => `${String(i).padStart(3, '0')} ${'y'.repeat(195)}\n`);
     for (const l of lines) stream.write(l);
-    await turnEnd();
+    stream.handOver(); // what the timer would do
     expect(writes.length).toBe(4);
     expect(writes.every((w) => w.length <= 16 * 1024)).toBe(true);
     expect(writes.join('')).toBe(lines.join(''));

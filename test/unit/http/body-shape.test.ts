@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { defaultRequest } from '../../../control-plane/http/rest.js';
+import { CreateToolRequestSchema, PutFlowRequestSchema, UpdateAgentRequestSchema } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
+import { CreateApiKeyRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
+import type { DescMessage } from '@bufbuild/protobuf';
+import type { AppError } from '../../../shared/errors.js';
+
+const parts = (body: unknown, params: Record<string, string> = {}, query: Record<string, string> = {}) => ({ body, params, query, headers: new Headers() });
+const req = (desc: DescMessage) => (body: unknown, params?: Record<string, string>) => defaultRequest(desc, parts(body, params));
+const failure = (fn: () => unknown): [string, string | undefined, string | undefined] | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    const err = e as AppError;
+    return [err.code, err.details?.[0]?.field, err.details?.[0]?.problem];
+  }
+  return undefined;
+};
+
+describe('the REST body shape check (defaultRequest)', () => {
+  const tool = req(CreateToolRequestSchema);
+  const agent = req(UpdateAgentRequestSchema);
+  const flow = req(PutFlowRequestSchema);
+
+  it('merges query, body and params (params win)', () => {
+    expect(tool({ name: 'x', agent_id: 'body' }, { agent_id: 'path' })).toEqual({ name: 'x', agent_id: 'path' });
+  });
+
+  it('names the path of an object or array field of the wrong kind', () => {
+    expect(failure(() => tool({ function_schema: 'x' }))?.slice(0, 2)).toEqual(['INVALID_REQUEST', 'function_schema']);
+    expect(failure(() => tool({ connector_binding: { actions: [{ parameters: [] }] } }))?.slice(0, 2)).toEqual(['INVALID_REQUEST', 'connector_binding.actions[0].parameters']);
+    expect(failure(() => tool({ connector_binding: { actions: {} } }))?.slice(0, 2)).toEqual(['INVALID_REQUEST', 'connector_binding.actions']);
+    expect(failure(() => flow({ graph: { nodes: [null] } }))?.slice(0, 2)).toEqual(['INVALID_REQUEST', 'graph.nodes[0]']);
+    expect(failure(() => flow({ variables: 'x' }))?.slice(0, 2)).toEqual(['INVALID_REQUEST', 'variables']);
+  });
+
+  it('a number field takes a JSON number only: "5", "0x10" and "1e-1" are refused, naming the field', () => {
+    expect(failure(() => agent({ max_turns: '5' }))).toEqual(['INVALID_REQUEST', 'max_turns', 'must be an integer']);
+    expect(failure(() => agent({ max_turns: '0x10' }))).toEqual(['INVALID_REQUEST', 'max_turns', 'must be an integer']);
+    expect(failure(() => agent({ vad_threshold: '1e-1' }))).toEqual(['INVALID_REQUEST', 'vad_threshold', 'must be a number']);
+    expect(agent({ max_turns: 5, vad_threshold: 0.1 })).toMatchObject({ max_turns: 5, vad_threshold: 0.1 });
+  });
+
+  it('strings and booleans keep their JSON types, at any depth, with the full path', () => {
+    expect(failure(() => agent({ name: 5 }))).toEqual(['INVALID_REQUEST', 'name', 'must be a string']);
+    expect(failure(() => agent({ interrupt_enabled: 'yes' }))).toEqual(['INVALID_REQUEST', 'interrupt_enabled', 'must be true or false']);
+    expect(failure(() => flow({ graph: { nodes: [{ id: 'a', label: 5 }] } }))).toEqual(['INVALID_REQUEST', 'graph.nodes[0].label', 'must be a string']);
+    expect(failure(() => req(CreateApiKeyRequestSchema)({ name: 'k', scopes: ['agents:read', 1] }))).toEqual(['INVALID_REQUEST', 'scopes[1]', 'must be a string']);
+  });
+
+  it('lets Value fields carry anything and treats nulls as not sent', () => {
+    expect(tool({ request_body: [1], headers: null })).toEqual({ request_body: [1], headers: null });
+    expect(agent({ max_turns: null })).toEqual({ max_turns: null });
+  });
+
+  it('non-object bodies are INVALID_BODY', () => {
+    expect(failure(() => tool([1]))?.[0]).toBe('INVALID_BODY');
+    expect(failure(() => tool('x'))?.[0]).toBe('INVALID_BODY');
+  });
+});
