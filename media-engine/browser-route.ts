@@ -133,6 +133,7 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
           const msg = parseClientMessage(Buffer.from(message).toString('utf8'));
           if (msg?.type === 'playback_done') actor.post({ kind: 'playback_done' });
           else if (msg?.type === 'text_inject') actor.post({ kind: 'text_inject', text: msg.text, role: msg.role });
+          else if (msg?.type === 'invalid') actor.post({ kind: 'client_invalid', message: msg.message });
         }
       } catch (err) {
         // A bad frame or a bug in one call never takes down the node.

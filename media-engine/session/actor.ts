@@ -231,6 +231,9 @@ export class CallActor {
         return;
       case 'text_inject':
         return this.injections.onInject(msg.text, msg.role, msg.admitted === true);
+      case 'client_invalid':
+        this.emit({ type: 'error', code: 'INVALID_REQUEST', message: msg.message, fatal: false });
+        return;
       case 'dtmf':
         // The caller's key press: an event, and a user text the LLM (or flow) answers like speech.
         this.emit({ type: 'dtmf', digit: msg.digit });

@@ -17,6 +17,8 @@ export type CallMsg =
   | { kind: 'playback_done' }
   /** `admitted`: already passed `CallActor.injectText()` (rate limit charged); absent: admitted on arrival. */
   | { kind: 'text_inject'; text: string; role: 'user' | 'system'; admitted?: boolean }
+  /** A client frame the call cannot take (a malformed `text_inject`, an oversized frame): answered with a non-fatal error. */
+  | { kind: 'client_invalid'; message: string }
   | { kind: 'end'; reason: string }
   | { kind: 'transport_closed' }
   | { kind: 'mark'; name: string }

@@ -62,11 +62,20 @@ export type ServerEvent =
 
 export type ServerEventType = ServerEvent['type'];
 
-export type ClientMessage = { type: 'playback_done' } | { type: 'text_inject'; text: string; role: 'user' | 'system' };
+/**
+ * `invalid`: a frame the call must answer with a non-fatal INVALID_REQUEST error rather than
+ * ignore (a `text_inject` that the HTTP text route would refuse with 400, or a frame too large to
+ * read): the spec gives `text_inject` the HTTP route's effect, and a silently dropped text is a
+ * caller waiting for an answer that never comes.
+ */
+export type ClientMessage = { type: 'playback_done' } | { type: 'text_inject'; text: string; role: 'user' | 'system' } | { type: 'invalid'; message: string };
 
-/** Parses a client text frame; anything unknown or malformed is `undefined` (ignored, per spec). */
+/** Longest client text frame read, in characters (a 4,000-character text_inject fits with room). */
+export const MAX_CLIENT_MESSAGE_CHARS = 16_384;
+
+/** Parses a client text frame; an unknown type or malformed JSON is `undefined` (ignored, per spec). */
 export function parseClientMessage(text: string): ClientMessage | undefined {
-  if (text.length > 16_384) return undefined;
+  if (text.length > MAX_CLIENT_MESSAGE_CHARS) return { type: 'invalid', message: `a client message must be at most ${MAX_CLIENT_MESSAGE_CHARS} characters` };
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -76,9 +85,12 @@ export function parseClientMessage(text: string): ClientMessage | undefined {
   if (!v || typeof v !== 'object') return undefined;
   const m = v as Record<string, unknown>;
   if (m.type === 'playback_done') return { type: 'playback_done' };
-  if (m.type === 'text_inject' && typeof m.text === 'string' && m.text.trim() !== '') {
-    const role = m.role === 'system' ? 'system' : 'user';
-    return { type: 'text_inject', text: m.text.slice(0, 4000), role };
+  if (m.type === 'text_inject') {
+    // Checked as POST /voice/sessions/{id}/text checks them; blank or too long text is the call's
+    // admission's to refuse (INVALID_REQUEST, the same messages as the route's).
+    if (typeof m.text !== 'string') return { type: 'invalid', message: 'text_inject: text must be a string' };
+    if (m.role !== undefined && m.role !== null && m.role !== 'user' && m.role !== 'system') return { type: 'invalid', message: 'text_inject: role must be user or system' };
+    return { type: 'text_inject', text: m.text, role: m.role === 'system' ? 'system' : 'user' };
   }
   return undefined;
 }

@@ -170,6 +170,15 @@ describe('sessions across two engine nodes on one Redis', () => {
       c.sendJson({ type: 'garbage' });
       c.sendRaw(Buffer.from([1, 2, 3]));
       c.sendRaw('not json');
+      // What POST /voice/sessions/{id}/text refuses with 400, the socket refuses with a non-fatal
+      // INVALID_REQUEST (it used to cut the text at 4,000, drop a 20 KB frame and take any role).
+      const refused = (message: string) => c.waitFor((x) => x.type === 'error' && x.code === 'INVALID_REQUEST' && x.fatal === false && String(x.message).includes(message));
+      c.sendJson({ type: 'text_inject', text: 'x'.repeat(5000), role: 'user' });
+      await refused('at most 4000 characters');
+      c.sendJson({ type: 'text_inject', text: 'y'.repeat(20_000), role: 'user' });
+      await refused('at most 16384 characters');
+      c.sendJson({ type: 'text_inject', text: 'hello', role: 'bogus' });
+      await refused('role must be user or system');
       c.close();
       await c.closed();
     } finally {
