@@ -9,16 +9,27 @@ import type { RestRoute } from '../http/rest.js';
 const AG = '/api/v1/agents';
 const S = SimTestService;
 
+type Json = Record<string, unknown>;
+/** The spec lists these fields; proto JSON leaves an unset one out, REST writes it as null. */
+const RUN_NULLABLE = ['started_at', 'last_heartbeat', 'finished_at', 'error_message'];
+const RESULT_NULLABLE = ['error_message'];
+const withNulls = (o: Json, keys: readonly string[]): Json => {
+  const out = { ...o };
+  for (const k of keys) out[k] ??= null;
+  return out;
+};
+const run = (j: Json) => ({ data: withNulls(j, RUN_NULLABLE) });
+
 export const simTestRoutes: RestRoute[] = [
   { method: 'GET', path: `${AG}/:agent_id/test-cases`, service: S, rpc: 'listTestCases', response: (j) => ({ data: j.test_cases }) },
   { method: 'POST', path: `${AG}/:agent_id/test-cases`, service: S, rpc: 'createTestCase', status: 201 },
   { method: 'PUT', path: `${AG}/:agent_id/test-cases/:test_case_id`, service: S, rpc: 'updateTestCase' },
   { method: 'DELETE', path: `${AG}/:agent_id/test-cases/:test_case_id`, service: S, rpc: 'deleteTestCase' },
-  { method: 'POST', path: `${AG}/:agent_id/test-runs`, service: S, rpc: 'createTestRun', status: 201 },
-  { method: 'GET', path: `${AG}/:agent_id/test-runs`, service: S, rpc: 'listTestRuns', response: (j) => ({ data: j.test_runs, meta: j.meta }) },
-  { method: 'GET', path: `${AG}/test-runs/:run_id`, service: S, rpc: 'getTestRun' },
-  { method: 'GET', path: `${AG}/test-runs/:run_id/results`, service: S, rpc: 'listTestResults', response: (j) => ({ data: j.results }) },
-  { method: 'POST', path: `${AG}/test-runs/:run_id/cancel`, service: S, rpc: 'cancelTestRun', bodyType: 'none' },
+  { method: 'POST', path: `${AG}/:agent_id/test-runs`, service: S, rpc: 'createTestRun', status: 201, response: run },
+  { method: 'GET', path: `${AG}/:agent_id/test-runs`, service: S, rpc: 'listTestRuns', response: (j) => ({ data: ((j.test_runs ?? []) as Json[]).map((r) => withNulls(r, RUN_NULLABLE)), meta: j.meta }) },
+  { method: 'GET', path: `${AG}/test-runs/:run_id`, service: S, rpc: 'getTestRun', response: run },
+  { method: 'GET', path: `${AG}/test-runs/:run_id/results`, service: S, rpc: 'listTestResults', response: (j) => ({ data: ((j.results ?? []) as Json[]).map((r) => withNulls(r, RESULT_NULLABLE)) }) },
+  { method: 'POST', path: `${AG}/test-runs/:run_id/cancel`, service: S, rpc: 'cancelTestRun', bodyType: 'none', response: run },
   { method: 'GET', path: `${AG}/:agent_id/publish-gate`, service: S, rpc: 'getPublishGate' },
   { method: 'PUT', path: `${AG}/:agent_id/publish-gate`, service: S, rpc: 'putPublishGate' },
 ];

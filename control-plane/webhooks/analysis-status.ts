@@ -12,13 +12,12 @@
  *
  * Per piece over the stints: `none` (configured nowhere), `pending` (one still running), `done`
  * (every configured stint succeeded) or `failed`. The event holds while a piece is pending (or a
- * stint is active) until the 4-minute hold ends; then:
+ * stint is active) until the 4-minute hold ends; then, as the spec defines it:
  * - `skipped`: an abandoned call (failed calls have their own event, always `skipped`);
- * - `complete`: every configured piece is present (at least one is configured);
- * - `partial`: some are present, others failed or were still running when the hold ended;
- * - `timeout`: none is present. The spec defines it as "neither arrived before the hold expired"
- *   and keeps `skipped` for failed and abandoned calls, so a call with nothing configured is
- *   `timeout` too.
+ * - `complete`: the summary and the QA score are both present;
+ * - `partial`: one of them is (an agent without a rubric is `partial` at best: no score comes);
+ * - `timeout`: neither is. The spec keeps `skipped` for failed and abandoned calls, so a call
+ *   with nothing configured is `timeout` too.
  */
 import type { Sql } from '../../shared/db/client.js';
 
@@ -107,10 +106,13 @@ export function mustHold(pieces: Pieces, anyStintActive: boolean, holdOver: bool
   return anyStintActive || Object.values(pieces).includes('pending');
 }
 
+/**
+ * The spec's definition, word for word: `complete` when the summary and the QA score are both
+ * present, `partial` when one is, `timeout` when neither is. The analysis results are waited for
+ * (mustHold) but do not enter the status: the spec names only the summary and the score.
+ */
 export function analysisStatus(pieces: Pieces, abandoned: boolean): AnalysisStatus {
   if (abandoned) return 'skipped';
-  const configured = Object.values(pieces).filter((s) => s !== 'none');
-  const present = configured.filter((s) => s === 'done').length;
-  if (present === 0) return 'timeout';
-  return present === configured.length ? 'complete' : 'partial';
+  const present = (pieces.summary === 'done' ? 1 : 0) + (pieces.qa === 'done' ? 1 : 0);
+  return present === 2 ? 'complete' : present === 1 ? 'partial' : 'timeout';
 }

@@ -230,11 +230,12 @@ describe('scoring on completion (sim LLM)', () => {
     expect(cohort.body.data).toHaveLength(1);
   });
 
-  it('an unbound agent gets no score; its event says complete from the summary alone', { timeout: 30_000 }, async () => {
+  it('an unbound agent gets no score; its event says partial: the summary alone (the spec: complete needs both)', { timeout: 30_000 }, async () => {
     const agent = await publishedAgent('QA none');
     const { id, callId } = await completedByPut(agent, TURNS);
     const ev = await eventFor(callId);
-    expect(ev.data).toMatchObject({ qa_score: null, analysis_status: 'complete' });
+    expect(ev.data).toMatchObject({ qa_score: null, analysis_status: 'partial' });
+    expect(ev.data.summary).toBeTruthy();
     expect((await scoreOf(id)).body.data).toEqual([]);
   });
 });

@@ -120,6 +120,8 @@ describe('a run of a passing and a failing case', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const run = created.body.data;
     expect(run).toMatchObject({ agent_id: agentId, agent_version: 1, status: 'queued', total: 3, passed: 0, failed: 0, errored: 0, triggered_by: 'api' });
+    // Fields the spec lists are present before they have a value (null, not left out).
+    expect(run).toMatchObject({ started_at: null, last_heartbeat: null, finished_at: null, error_message: null });
 
     // Berlin's tool call is held: once the stream shows the run running with two cases done, release it.
     const seen: string[] = [];
@@ -136,6 +138,7 @@ describe('a run of a passing and a failing case', () => {
     expect(last.results).toHaveLength(3);
 
     const results = (await api(cp, 'GET', `${A}/test-runs/${run.id}/results`, { token: alice.token })).body.data as any[];
+    expect(results.every((r) => 'error_message' in r)).toBe(true);
     const byCase = new Map(results.map((r) => [r.test_case_id, r]));
     const p = byCase.get(passing);
     expect(p).toMatchObject({ test_run_id: run.id, test_case_name: 'Weather in Paris (mocked tool)', status: 'passed', turns_taken: 1, retry_count: 0 });

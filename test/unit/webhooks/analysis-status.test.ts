@@ -37,7 +37,10 @@ describe('hold and status', () => {
 
   it('complete, partial, timeout, skipped', () => {
     expect(analysisStatus(P('done', 'done', 'none'), false)).toBe('complete');
-    expect(analysisStatus(P('none', 'done', 'done'), false)).toBe('complete');
+    // The spec: complete = summary and QA score present; partial = one of them (analysis does not count).
+    expect(analysisStatus(P('none', 'done', 'done'), false)).toBe('partial');
+    expect(analysisStatus(P('done', 'none', 'done'), false)).toBe('partial');
+    expect(analysisStatus(P('failed', 'failed', 'done'), false)).toBe('timeout');
     expect(analysisStatus(P('done', 'failed', 'none'), false)).toBe('partial');
     expect(analysisStatus(P('done', 'pending', 'done'), false)).toBe('partial');
     expect(analysisStatus(P('failed', 'pending', 'none'), false)).toBe('timeout');
