@@ -130,7 +130,7 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
         call_direction: 'inbound',
         connection_type: 'twilio',
         telephony_provider: adapter.id,
-        session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid },
+        session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid, ...callerNameOf(call) },
         from_number: rec.from_number,
         to_number: rec.to_number,
       },
@@ -237,4 +237,15 @@ const MAX_HOLD_URL_CHARS = 2048;
 /** Twilio's route is `/calls/inbound`; every other carrier's `/calls/inbound/{carrier}`. */
 function inboundPath(adapter: CarrierAdapter): string {
   return adapter.id === 'twilio' ? '/api/v1/telephony/calls/inbound' : `/api/v1/telephony/calls/inbound/${adapter.id}`;
+}
+
+/** Longest caller ID name kept (CNAM is 15 characters; a carrier's own lookups run longer). */
+const MAX_CALLER_NAME_CHARS = 100;
+
+/** `caller_name` for the session's metadata (and so `call.completed`): printable text, bounded. */
+function callerNameOf(call: { callerName?: string }): { caller_name?: string } {
+  // eslint-disable-next-line no-control-regex
+  const clean = (call.callerName ?? '').replace(/[\u0000-\u001f\u007f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '').trim();
+  const name = Array.from(clean).slice(0, MAX_CALLER_NAME_CHARS).join('');
+  return name ? { caller_name: name } : {};
 }

@@ -109,6 +109,8 @@ export class SimCall {
   transferredTo?: string;
   dialAttrs?: Record<string, string>;
   answeredAtMs = 0;
+  /** Inbound: the caller ID name (CNAM) the voice webhook carries as `CallerName`, when set. */
+  callerName?: string;
   /** Bumped whenever the call's TwiML is replaced: older executions stop. */
   gen = 0;
   readonly ended: Promise<SimCallStatus>;
@@ -185,8 +187,9 @@ export class CarrierSim {
    * An inbound call: posts the voice webhook (signed with `authToken` when given) and runs the
    * TwiML it answers. Resolves once the first TwiML arrived (the call then runs on its own).
    */
-  async placeInboundCall(o: { webhookUrl: string; from: string; to: string; accountSid: string; authToken?: string; behaviour?: CalleeBehaviour }): Promise<SimCall> {
+  async placeInboundCall(o: { webhookUrl: string; from: string; to: string; accountSid: string; authToken?: string; behaviour?: CalleeBehaviour; callerName?: string }): Promise<SimCall> {
     const call = new SimCall(`CA${randomBytes(16).toString('hex')}`, o.accountSid, 'inbound', o.from, o.to, undefined, o.behaviour ?? {});
+    call.callerName = o.callerName;
     this.calls.set(call.sid, call);
     call.status = 'ringing';
     const res = await this.post(call, 'webhook', o.webhookUrl, this.callParams(call), o.authToken);
@@ -468,6 +471,7 @@ export class CarrierSim {
       To: call.to,
       Called: call.to,
       Caller: call.from,
+      ...(call.callerName !== undefined ? { CallerName: call.callerName } : {}),
       CallStatus: call.status,
       Direction: call.direction,
       ApiVersion: '2010-04-01',

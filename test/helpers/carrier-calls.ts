@@ -27,8 +27,8 @@ export async function placeInbound(sim: CarrierSim, o: { webhookUrl: string; fro
   return { call, media: await call.mediaReady, sessionId: stream.parameters.session_id!, callId: stream.parameters.call_id!, port: Number(new URL(stream.url).port) };
 }
 
-export async function inboundCallOnce(h: TelephonyHarness, o: { to: string; from: string; welcome: string; words: string }): Promise<{ callId: string; sessionId: string }> {
-  const call = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from: o.from, to: o.to, accountSid: h.accountSid });
+export async function inboundCallOnce(h: TelephonyHarness, o: { to: string; from: string; welcome: string; words: string; callerName?: string }): Promise<{ callId: string; sessionId: string }> {
+  const call = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from: o.from, to: o.to, accountSid: h.accountSid, callerName: o.callerName });
   const stream = streamOf(parseTwiml(call.twiml[0]!).children.find((c) => c.name === 'Connect')!)!;
   const media = await call.mediaReady;
   await media.waitUntil(() => media.heard.includes(o.welcome), 10_000, 'welcome');

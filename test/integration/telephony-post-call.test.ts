@@ -94,7 +94,7 @@ afterAll(async () => {
   await outbound?.close();
 });
 
-const callOnce = (words: string) => inboundCallOnce(h, { to: NUMBER, from: CALLER, welcome: 'hello caller', words });
+const callOnce = (words: string) => inboundCallOnce(h, { to: NUMBER, from: CALLER, welcome: 'hello caller', words, callerName: 'Ada Tester' });
 const conversationOf = (sessionId: string) => completedConversation(h, sessionId);
 
 async function eventFor(callId: string) {
@@ -111,6 +111,8 @@ describe('post-call pipeline after a real engine call', () => {
 
     const ev = await eventFor(callId);
     expect(ev.data).toMatchObject({ conversation_id: conversationId, status: 'completed', analysis_status: 'complete' });
+    // The voice webhook's CallerName is the event's caller_name.
+    expect(ev.data.caller_name).toBe('Ada Tester');
     expect(ev.data.summary).toBeTruthy();
     expect(ev.data.qa_score).toMatchObject({ status: 'scored' });
     expect(typeof ev.data.qa_score.overall_score).toBe('number');

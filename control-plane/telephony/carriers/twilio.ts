@@ -159,7 +159,7 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
 
     parseInbound(req) {
       const p = req.params;
-      return { callSid: p.CallSid ?? '', from: p.From ?? '', to: p.To ?? '', accountSid: p.AccountSid ?? '' };
+      return { callSid: p.CallSid ?? '', from: p.From ?? '', to: p.To ?? '', accountSid: p.AccountSid ?? '', callerName: p.CallerName };
     },
 
     parseEvents(req): CarrierCallEvent[] {

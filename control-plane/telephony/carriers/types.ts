@@ -130,6 +130,8 @@ export interface InboundCall {
   from: string;
   to: string;
   accountSid: string;
+  /** The caller ID name (CNAM) when the carrier sends one (Twilio and SignalWire: `CallerName`). */
+  callerName?: string;
   /**
    * Event carriers only: this event ends a step of a call we answered without a stream
    * (`answerInbound`'s `sayAndHangup` or `hold`) and came back to the inbound route. `hold`: a hold
