@@ -13,6 +13,7 @@
 import { ScalarType, type DescField, type DescMessage } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
 import { isPlainObject } from './validate.js';
+import { checkString } from './input.js';
 
 const STRUCT = 'google.protobuf.Struct';
 const VALUE = 'google.protobuf.Value';
@@ -84,6 +85,10 @@ function checkMessage(desc: DescMessage, value: unknown, path: string): void {
 function checkScalar(type: ScalarType, value: unknown, path: string): void {
   switch (type) {
     case ScalarType.STRING:
+      if (typeof value !== 'string') throw invalid(path, 'must be a string');
+      // The decoder refuses a lone surrogate as "the wrong type"; say what is wrong, and where.
+      checkString(value, path);
+      return;
     case ScalarType.BYTES:
       if (typeof value !== 'string') throw invalid(path, 'must be a string');
       return;

@@ -37,7 +37,8 @@ export function isStorableText(s: string): boolean {
   return !UNSTORABLE.test(s);
 }
 
-function checkString(s: string, path: string): void {
+/** Throws 400 naming `path` when Postgres cannot store `s` (the REST body check runs it before decoding). */
+export function checkString(s: string, path: string): void {
   if (UNSTORABLE.test(s)) {
     throw invalid(path || 'body', s.includes('\u0000') ? 'must not contain NUL (\\u0000) characters' : 'must not contain unpaired UTF-16 surrogates');
   }

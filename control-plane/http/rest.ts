@@ -17,7 +17,7 @@ import { AppError, invalid, toAppError } from '../../shared/errors.js';
 import { errorBody, type Family, familyForPath, successBody, successJson } from './envelope.js';
 import { RouteTable } from './route-table.js';
 import { kRemoteIp, kRequestId } from './context.js';
-import { assertStorableText } from './input.js';
+import { assertStorableText, MAX_INPUT_DEPTH } from './input.js';
 import { checkBodyShape } from './body-shape.js';
 import { requestUrl, setRouteTemplate } from './request-url.js';
 import { NodeRequestHeaders } from './request-headers.js';
@@ -238,6 +238,8 @@ export function decodeInput(input: DescMessage, json: unknown): unknown {
     return fromJson(input, stripNulls(json) as JsonValue, { ignoreUnknownFields: true });
   } catch (e) {
     const msg = (e as Error).message;
+    // JSON nested past the decoder's own bound (100 levels) or the stack (100,000 levels parse fine).
+    if (e instanceof RangeError || msg.includes('recursion depth')) throw invalid('body', `is nested more than ${MAX_INPUT_DEPTH} levels deep`);
     const m = /field ([\w.]+)\.(\w+) from JSON/.exec(msg) ?? /field (\w+)/.exec(msg);
     const field = m ? (m[2] ?? m[1]) : 'body';
     throw invalid(field, 'has the wrong type');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRequest } from '../../../control-plane/http/rest.js';
+import { decodeInput, defaultRequest } from '../../../control-plane/http/rest.js';
 import { CreateToolRequestSchema, PutFlowRequestSchema, UpdateAgentRequestSchema } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
-import { CreateApiKeyRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
+import { CreateApiKeyRequestSchema, CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import type { DescMessage } from '@bufbuild/protobuf';
 import type { AppError } from '../../../shared/errors.js';
 
@@ -48,9 +48,22 @@ describe('the REST body shape check (defaultRequest)', () => {
     expect(failure(() => req(CreateApiKeyRequestSchema)({ name: 'k', scopes: ['agents:read', 1] }))).toEqual(['INVALID_REQUEST', 'scopes[1]', 'must be a string']);
   });
 
+  it('a lone surrogate or a NUL in a string field is named as such, not as a wrong type', () => {
+    expect(failure(() => agent({ name: 'a\uD800b' }))).toEqual(['INVALID_REQUEST', 'name', 'must not contain unpaired UTF-16 surrogates']);
+    expect(failure(() => flow({ graph: { nodes: [{ id: 'n\u0000' }] } }))).toEqual(['INVALID_REQUEST', 'graph.nodes[0].id', 'must not contain NUL (\\u0000) characters']);
+  });
+
   it('lets Value fields carry anything and treats nulls as not sent', () => {
     expect(tool({ request_body: [1], headers: null })).toEqual({ request_body: [1], headers: null });
     expect(agent({ max_turns: null })).toEqual({ max_turns: null });
+  });
+
+  it('JSON nested past the decoder\'s bound is named as too deep, not as a wrong type', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200; i++) deep = { a: deep };
+    const f = failure(() => decodeInput(CreateMemoryItemRequestSchema, { workspace_id: 'w', title: 't', content: 'c', metadata: deep }));
+    expect(f?.[0]).toBe('INVALID_REQUEST');
+    expect(f?.[2]).toMatch(/nested more than \d+ levels deep/);
   });
 
   it('non-object bodies are INVALID_BODY', () => {
