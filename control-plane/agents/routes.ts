@@ -15,6 +15,8 @@ const list = (key: string, map: (x: Json) => Json = (x) => x) => (json: Json) =>
 });
 const tool = (t: Json): Json => ({ ...t, connector_binding: t.connector_binding ?? null, request_body: t.request_body ?? null });
 const detail = (json: Json) => ({ data: { ...json, telephony: json.telephony ?? null } });
+/** No telephony written yet: no timestamps (null, not the proto's empty strings). */
+const telephony = (json: Json) => ({ data: { ...json, created_at: json.created_at || null, updated_at: json.updated_at || null } });
 /** No stored flow yet: no id and no timestamps (null, not the proto's empty strings). */
 const flow = (json: Json) => ({ data: json.id === '' ? { ...json, id: null, created_at: null, updated_at: null } : json });
 
@@ -54,8 +56,8 @@ export const agentRoutes: RestRoute[] = [
   { method: 'GET', path: `${AG}/:agent_id/mode`, service: AgentConfigService, rpc: 'getAgentMode' },
   { method: 'PUT', path: `${AG}/:agent_id/mode`, service: AgentConfigService, rpc: 'putAgentMode' },
 
-  { method: 'PUT', path: `${AG}/:agent_id/telephony`, service: AgentConfigService, rpc: 'putAgentTelephony' },
-  { method: 'GET', path: `${AG}/:agent_id/telephony`, service: AgentConfigService, rpc: 'getAgentTelephony' },
+  { method: 'PUT', path: `${AG}/:agent_id/telephony`, service: AgentConfigService, rpc: 'putAgentTelephony', response: telephony },
+  { method: 'GET', path: `${AG}/:agent_id/telephony`, service: AgentConfigService, rpc: 'getAgentTelephony', response: telephony },
 
   { method: 'POST', path: `${AG}/:agent_id/versions/publish`, service: AgentConfigService, rpc: 'publishAgent', bodyType: 'none' },
   { method: 'POST', path: `${AG}/:agent_id/versions/:n/rollback`, service: AgentConfigService, rpc: 'rollbackAgent', bodyType: 'none', request: rollbackRequest },

@@ -34,7 +34,8 @@ export async function leaseHeld(sql: Sql, id: string, now: Date): Promise<boolea
 }
 
 export type Claim =
-  | { kind: 'claimed'; contact: ContactRow }
+  /** `previousDialedAt`: the contact's `dialed_at` before this claim (null: never dialed), for `unclaim`. */
+  | { kind: 'claimed'; contact: ContactRow; previousDialedAt: Date | null }
   /** The pacing bucket is empty until `atMs`. */
   | { kind: 'paced'; atMs: number }
   /** Nothing due; `nextDueMs` is the earliest retry waiting (undefined: none queued). */
@@ -61,15 +62,16 @@ export async function claimNext(sql: Sql, campaignId: string, now: Date, callId:
       where id = ${campaignId} and status = 'running' for update`;
     if (!c) return { kind: 'stopped' } as const;
     if (c.next_dial_at.getTime() > now.getTime()) return { kind: 'paced', atMs: c.next_dial_at.getTime() } as const;
-    const [contact] = await tx<ContactRow[]>`
-      update campaign_contacts set status = 'dialing', attempts = attempts + 1, call_id = ${callId},
-        session_id = null, claimed_at = ${now}, dialed_at = ${now}, answered_at = null
-      where id = (
-        select id from campaign_contacts
+    const [claimed] = await tx<Array<ContactRow & { previous_dialed_at: Date | null }>>`
+      with pick as (
+        select id, dialed_at from campaign_contacts
         where campaign_id = ${campaignId} and status = 'queued' and scheduled_at <= ${now}
         order by scheduled_at, seq limit 1 for update skip locked)
-      returning *`;
-    if (!contact) {
+      update campaign_contacts c set status = 'dialing', attempts = c.attempts + 1, call_id = ${callId},
+        session_id = null, claimed_at = ${now}, dialed_at = ${now}, answered_at = null
+      from pick where c.id = pick.id
+      returning c.*, pick.dialed_at as previous_dialed_at`;
+    if (!claimed) {
       const [next] = await tx<{ at: Date | null }[]>`
         select min(scheduled_at) as at from campaign_contacts where campaign_id = ${campaignId} and status = 'queued'`;
       return { kind: 'none', nextDueMs: next?.at ? next.at.getTime() : undefined } as const;
@@ -78,7 +80,8 @@ export async function claimNext(sql: Sql, campaignId: string, now: Date, callId:
     const lateMs = now.getTime() - c.next_dial_at.getTime();
     const from = lateMs <= intervalMs * CATCH_UP ? c.next_dial_at.getTime() : now.getTime();
     await tx`update campaigns set next_dial_at = ${new Date(from + intervalMs)} where id = ${campaignId}`;
-    return { kind: 'claimed', contact } as const;
+    const { previous_dialed_at: previousDialedAt, ...contact } = claimed;
+    return { kind: 'claimed', contact, previousDialedAt } as const;
   });
 }
 
@@ -88,10 +91,14 @@ export async function markPlaced(sql: Sql, contactId: string, callId: string, se
             where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
 }
 
-/** A 503 from the dial path: not an attempt. Back to the queue at `atMs`, attempt count restored. */
-export async function unclaim(sql: Sql, contactId: string, callId: string, atMs: number, why: string): Promise<void> {
+/**
+ * A 503 from the dial path: not an attempt, and no dial. Back to the queue at `atMs` with the
+ * attempt count and `dialed_at` as they were before the claim (`previousDialedAt`, null for a
+ * contact never dialed), so neither the calls list nor the export shows a dial that never happened.
+ */
+export async function unclaim(sql: Sql, contactId: string, callId: string, atMs: number, why: string, previousDialedAt: Date | null): Promise<void> {
   await sql`update campaign_contacts set status = 'queued', attempts = greatest(attempts - 1, 0), call_id = null,
-              scheduled_at = ${new Date(atMs)}, error_message = ${why}
+              dialed_at = ${previousDialedAt}, scheduled_at = ${new Date(atMs)}, error_message = ${why}
             where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
 }
 

@@ -176,7 +176,7 @@ export function createDialer(deps: DialerDeps): Dialer {
     const signal = AbortSignal.any([job.signal, closing.signal]);
     const sleep = (ms: number) => sleepOn(clock, Math.max(0, Math.min(ms, sliceLeftMs())), signal, () => new Error('dialer stopped'));
 
-    async function dialOne(c: CampaignRow, contact: ContactRow, callId: string): Promise<void> {
+    async function dialOne(c: CampaignRow, contact: ContactRow, callId: string, previousDialedAt: Date | null): Promise<void> {
       try {
         const placed = await telephony.dial(
           {
@@ -197,10 +197,11 @@ export function createDialer(deps: DialerDeps): Dialer {
       } catch (err) {
         const e = toAppError(err);
         if (e.code === 'SERVICE_UNAVAILABLE') {
-          // No capacity or no credentials: not an attempt; the whole campaign waits the Retry-After.
+          // No capacity or no credentials: not an attempt and no dial (dialed_at restored); the
+          // whole campaign waits the Retry-After.
           const waitMs = (e.options.retryAfterS ?? 5) * 1000;
           holdUntil = Math.max(holdUntil, clock.now() + waitMs);
-          await ds.unclaim(sql, contact.id, callId, clock.now() + waitMs, `requeued: ${e.message}`);
+          await ds.unclaim(sql, contact.id, callId, clock.now() + waitMs, `requeued: ${e.message}`, previousDialedAt);
         } else {
           await ds.settle(sql, callId, { status: 'failed', error: e.message }, now());
         }
@@ -265,7 +266,7 @@ export function createDialer(deps: DialerDeps): Dialer {
           await sleep(claim.nextDueMs - clock.now());
         } else {
           // A database error while recording the outcome leaves the row `dialing`: recovery settles it.
-          const p: Promise<void> = dialOne(c, claim.contact, callId)
+          const p: Promise<void> = dialOne(c, claim.contact, callId, claim.previousDialedAt)
             .catch((err: Error) => log.warn({ campaignId: id, err: err.message }, 'campaign dial outcome not recorded'))
             .finally(() => inFlight.delete(p));
           inFlight.add(p);

@@ -11,8 +11,9 @@ const S = CampaignService;
 const one = (json: Record<string, unknown>) => ({ data: restCampaign(json) });
 
 export const campaignRoutes: RestRoute[] = [
-  { method: 'GET', path: C, service: S, rpc: 'listCampaigns', response: (json) => ({ data: ((json.campaigns ?? []) as unknown[]).map(restCampaign) }) },
-  { method: 'POST', path: C, service: S, rpc: 'createCampaign', response: one },
+  { method: 'GET', path: C, service: S, rpc: 'listCampaigns', response: (json) => ({ data: ((json.campaigns ?? []) as unknown[]).map(restCampaign), meta: json.meta }) },
+  // A create answers 201 like every other create (the spec's table names no status).
+  { method: 'POST', path: C, service: S, rpc: 'createCampaign', status: 201, response: one },
   { method: 'GET', path: `${C}/:campaign_id`, service: S, rpc: 'getCampaign', response: one },
   { method: 'PATCH', path: `${C}/:campaign_id`, service: S, rpc: 'updateCampaign', response: one },
   { method: 'POST', path: `${C}/:campaign_id/start`, service: S, rpc: 'startCampaign', response: one, bodyType: 'none' },

@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/logger.js';
 import { forbidden, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Auth } from '../http/auth.js';
+import { pageMeta, pageOf } from '../http/pagination.js';
 import type { Sql } from '../../shared/db/client.js';
 import { importCsv } from './csv-import.js';
 import { exportCsv } from './csv-export.js';
@@ -55,8 +56,10 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
   }
 
   return {
+    // limit + offset in, meta out (API conventions: the spec gives this list no paging of its own).
     async listCampaigns(req, ctx) {
       const p = await auth.principal(ctx);
+      const page = pageOf(req);
       let ws: string[];
       if (req.workspaceId) {
         if (!isUuid(req.workspaceId)) throw invalid('workspace_id', 'must be a UUID');
@@ -65,9 +68,9 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       } else {
         ws = await auth.workspaceIds(p);
       }
-      const rows = await store.listCampaigns(sql, ws);
+      const [rows, total] = await Promise.all([store.listCampaigns(sql, ws, page), store.countCampaigns(sql, ws)]);
       const n = await store.counters(sql, rows.map((r) => r.id));
-      return { campaigns: rows.map((r) => campaignView(r, n.get(r.id)!)) };
+      return { campaigns: rows.map((r) => campaignView(r, n.get(r.id)!)), meta: pageMeta(page, total) };
     },
 
     async createCampaign(req, ctx) {

@@ -85,12 +85,18 @@ export async function getCampaign(sql: Tx, id: string, workspaceIds: readonly st
   return row;
 }
 
-export async function listCampaigns(sql: Sql, workspaceIds: readonly string[]): Promise<CampaignRow[]> {
+/** One page of the campaigns in `workspaceIds`, newest first (ids break ties: a stable order across pages). */
+export async function listCampaigns(sql: Sql, workspaceIds: readonly string[], page: { limit: number; offset: number }): Promise<CampaignRow[]> {
   return sql<CampaignRow[]>`
     select ${sql.unsafe(CAMPAIGN_COLS)} from campaigns
     where workspace_id = any(${workspaceIds as string[]}::uuid[])
     order by created_at desc, id desc
-    limit 1000`;
+    limit ${page.limit} offset ${page.offset}`;
+}
+
+export async function countCampaigns(sql: Sql, workspaceIds: readonly string[]): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from campaigns where workspace_id = any(${workspaceIds as string[]}::uuid[])`;
+  return n;
 }
 
 /**

@@ -2,7 +2,8 @@
  * Carrier callbacks registered by the service when it dials (spec: status and recording) plus the
  * asynchronous AMD verdict and the transfer `<Dial action>`. All are unauthenticated forms; the
  * signature is checked when the call's agent has a token. They answer `{received: true}` whether or
- * not the call is still live (the carrier must not retry a late callback).
+ * not the call is still live (the carrier must not retry a late callback), and when a status or AMD
+ * callback names another carrier call than this one (ignored: `namesAnotherCall`).
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { verdictFromAnsweredBy } from '../../shared/voice/amd.js';
@@ -91,9 +92,27 @@ async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter
   }
 }
 
-export async function onStatus(ctx: Ctx, hc: HandlerContext, req: { callId: string; callStatus: string; callDuration: string; sequenceNumber: string; params: Record<string, string> }) {
+/**
+ * Whether a form callback's `CallSid` names a carrier call other than the one this call id is
+ * known by. Such a callback must not change the call: the signature proves only that the carrier
+ * account sent it, not that it is about this call (a misrouted or replayed callback of another call
+ * of the same account). It is answered 200 like any other (a non-2xx makes the carrier retry the
+ * same wrong callback) and logged. Before the carrier's create returns the sid is not known yet
+ * (callbacks can beat it): nothing to compare, accepted. A transferred call keeps its sid.
+ */
+function namesAnotherCall(ctx: Ctx, c: CallRecord, callSid: string, route: 'status' | 'amd'): boolean {
+  if (!c.provider_call_sid || callSid === c.provider_call_sid) return false;
+  ctx.log.warn({ callId: c.call_id, route, callSid, providerCallSid: c.provider_call_sid }, "carrier callback ignored: its CallSid is not this call's");
+  return true;
+}
+
+export async function onStatus(
+  ctx: Ctx,
+  hc: HandlerContext,
+  req: { callId: string; callStatus: string; callDuration: string; callSid: string; sequenceNumber: string; params: Record<string, string> },
+) {
   const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
-  if (!c) return RECEIVED;
+  if (!c || namesAnotherCall(ctx, c, req.callSid, 'status')) return RECEIVED;
   const d = Number(req.callDuration);
   const seq = Number(req.sequenceNumber);
   await applyStatus(ctx, c, req.callStatus, req.callDuration !== '' && Number.isFinite(d) ? d : undefined, req.sequenceNumber !== '' && Number.isFinite(seq) ? seq : undefined);
@@ -142,9 +161,9 @@ async function applyRecording(ctx: Ctx, c: CallRecord, url: string, sid: string)
  * not been claimed yet the command waits for an owner up to `amdRouteWaitMs`; past that the
  * actor's own verdict timeout decides.
  */
-export async function onAmd(ctx: Ctx, hc: HandlerContext, req: { callId: string; answeredBy: string; params: Record<string, string> }) {
+export async function onAmd(ctx: Ctx, hc: HandlerContext, req: { callId: string; answeredBy: string; callSid: string; params: Record<string, string> }) {
   const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
-  if (c) await applyAmd(ctx, c, req.answeredBy);
+  if (c && !namesAnotherCall(ctx, c, req.callSid, 'amd')) await applyAmd(ctx, c, req.answeredBy);
   return RECEIVED;
 }
 

@@ -79,13 +79,13 @@ export function createTelephonyService(ctx: Ctx): ServiceImpl<typeof TelephonySe
       return { callId: r.call_id, transferred: r.transferred, toNumber: r.to_number };
     },
     async callStatusCallback(req, hc) {
-      return onStatus(ctx, hc, { callId: req.callId, callStatus: req.callStatus, callDuration: req.callDuration, sequenceNumber: req.sequenceNumber, params: req.form?.params ?? {} });
+      return onStatus(ctx, hc, { callId: req.callId, callStatus: req.callStatus, callDuration: req.callDuration, callSid: req.callSid, sequenceNumber: req.sequenceNumber, params: req.form?.params ?? {} });
     },
     async recordingCallback(req, hc) {
       return onRecording(ctx, hc, { callId: req.callId, recordingUrl: req.recordingUrl, recordingSid: req.recordingSid, recordingStatus: req.recordingStatus, params: req.form?.params ?? {} });
     },
     async amdCallback(req, hc) {
-      return onAmd(ctx, hc, { callId: req.callId, answeredBy: req.answeredBy, params: req.form?.params ?? {} });
+      return onAmd(ctx, hc, { callId: req.callId, answeredBy: req.answeredBy, callSid: req.callSid, params: req.form?.params ?? {} });
     },
     async dialComplete(req, hc) {
       return { body: await onDialComplete(ctx, hc, { callId: req.callId, dialCallStatus: req.dialCallStatus, params: req.form?.params ?? {} }) };

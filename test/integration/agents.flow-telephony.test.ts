@@ -118,6 +118,8 @@ describe('telephony binding', () => {
   it('reads the default binding before one is written', async () => {
     const res = await call('GET', tel(), owner.token);
     expect(res.body.data).toMatchObject({ agent_id: agentId, carrier_phone_number: '', call_direction: 'both', human_transfer_mode: 'phone', carrier_auth_token: '' });
+    // Nothing written yet: no timestamps (null, not empty strings).
+    expect(res.body.data).toMatchObject({ created_at: null, updated_at: null });
     expect((await call('GET', `/agents/${agentId}`, owner.token)).body.data.telephony).toBeNull();
   });
 

@@ -1,6 +1,6 @@
 /**
- * Campaign routes (spec doc 2, "Campaigns", rules 1 and 3-7, errors): create defaults and
- * validation naming the field, 403 for another owner's agent or workspace, 404 for another
+ * Campaign routes (spec doc 2, "Campaigns", rules 1 and 3-7, errors): create defaults (201) and
+ * validation naming the field, list paging (limit/offset, meta, 400 out of range), 403 for another owner's agent or workspace, 404 for another
  * owner's campaign, PATCH merge semantics, start pre-flight, pause/cancel, the CSV upload's edge
  * cases (BOM, quoted commas, CRLF, empty lines, non-UTF-8, no phone column, 10 MB + 1 byte), the
  * calls list and the streamed export. Real Postgres and Redis; agents made over REST.
@@ -35,7 +35,7 @@ async function create(body: Record<string, unknown> = {}, token?: string) {
 
 async function created(body: Record<string, unknown> = {}): Promise<string> {
   const res = await create(body);
-  expect(res.status).toBe(200);
+  expect(res.status).toBe(201);
   return res.body.data.id as string;
 }
 
@@ -44,7 +44,7 @@ const upload = (id: string, csv: string | Buffer, token = h.user.token) => uploa
 describe('create, get, list', () => {
   it('creates a draft with the spec defaults; every create field but name and agent_id reads back under config', async () => {
     const res = await create();
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(201);
     expect(res.body.success).toBe(true);
     expect(res.body.data).toMatchObject({
       name: 'Spring promo',
@@ -87,7 +87,7 @@ describe('create, get, list', () => {
 
   it('accepts a window crossing midnight', async () => {
     const res = await create({ calling_hours_start: '21:00', calling_hours_end: '08:00', timezone: 'America/New_York' });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(201);
     expect(res.body.data.config).toMatchObject({ calling_hours_start: '21:00', calling_hours_end: '08:00', timezone: 'America/New_York' });
   });
 
@@ -96,7 +96,7 @@ describe('create, get, list', () => {
     expect((await create({ agent_id: '0190a0a0-0000-7000-8000-000000000000' })).status).toBe(403);
     expect((await h.call('GET', `/campaigns?workspace_id=${other.workspaceId}`)).status).toBe(403);
     const theirs = await create({ agent_id: otherAgentId }, other.token);
-    expect(theirs.status).toBe(200);
+    expect(theirs.status).toBe(201);
     const id = theirs.body.data.id;
     for (const [method, path] of [['GET', ''], ['PATCH', ''], ['POST', '/start'], ['POST', '/pause'], ['POST', '/cancel'], ['GET', '/calls']] as const) {
       const res = await h.call(method, `/campaigns/${id}${path}`, method === 'PATCH' ? { max_retries: 1 } : undefined);
@@ -110,6 +110,74 @@ describe('create, get, list', () => {
     const scoped = await h.call('GET', `/campaigns?workspace_id=${h.user.workspaceId}`);
     expect(scoped.status).toBe(200);
     expect(scoped.body.data.length).toBeGreaterThan(0);
+  });
+});
+
+describe('list paging (limit + offset in, meta out)', () => {
+  let u: TestUser;
+  let ids: string[] = [];
+  const list = (query: string, token = u.token) => h.call('GET', `/campaigns${query}`, undefined, token);
+
+  beforeAll(async () => {
+    u = await h.newUser();
+    const agent = await h.createAgent({ number: '+14155550903', owner: u });
+    for (let i = 0; i < 5; i++) {
+      const res = await create({ name: `paged ${i}`, agent_id: agent }, u.token);
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    ids = ids.reverse(); // newest first
+  }, 60_000);
+
+  it('defaults to 20 per page and says so in meta; the items keep their REST shape', async () => {
+    const res = await list('');
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    expect(res.body.meta).toEqual({ page: 1, per_page: 20, total: 5, total_pages: 1 });
+    expect(res.body.data.map((c: { id: string }) => c.id)).toEqual(ids);
+    const one = await h.call('GET', `/campaigns/${ids[0]}`, undefined, u.token);
+    expect(res.body.data[0]).toEqual(one.body.data);
+    expect(res.body.data[0]).toMatchObject({ started_at: null, config: { schedule_start: null, timezone: null } });
+  });
+
+  it('limit and offset page through the list in a stable order', async () => {
+    const first = await list('?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((c: { id: string }) => c.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.meta).toEqual({ page: 1, per_page: 2, total: 5, total_pages: 3 });
+    const second = await list('?limit=2&offset=2');
+    expect(second.body.data.map((c: { id: string }) => c.id)).toEqual(ids.slice(2, 4));
+    expect(second.body.meta).toEqual({ page: 2, per_page: 2, total: 5, total_pages: 3 });
+    const third = await list('?limit=2&offset=4');
+    expect(third.body.data.map((c: { id: string }) => c.id)).toEqual(ids.slice(4));
+    const past = await list('?limit=2&offset=10');
+    expect(past.status).toBe(200);
+    expect(past.body).toMatchObject({ data: [], meta: { page: 6, per_page: 2, total: 5, total_pages: 3 } });
+    expect((await list('?limit=200')).body.meta).toEqual({ page: 1, per_page: 200, total: 5, total_pages: 1 });
+    const scoped = await list(`?workspace_id=${u.workspaceId}&limit=1&offset=1`);
+    expect(scoped.body.data.map((c: { id: string }) => c.id)).toEqual([ids[1]]);
+    expect(scoped.body.meta).toEqual({ page: 2, per_page: 1, total: 5, total_pages: 5 });
+  });
+
+  it.each([
+    ['?limit=0', 'limit'],
+    ['?limit=201', 'limit'],
+    ['?limit=-1', 'limit'],
+    ['?limit=abc', 'limit'],
+    ['?limit=2.5', 'limit'],
+    ['?offset=-1', 'offset'],
+    ['?offset=x', 'offset'],
+  ])('400 for %s naming %s', async (query, field) => {
+    const res = await list(query);
+    expect(res.status).toBe(400);
+    expect(res.body.success).toBe(false);
+    expect(res.body.error.code).toBe('INVALID_REQUEST');
+    expect(res.body.error.message).toContain(field);
+  });
+
+  it('401 without credentials whatever the query; 403 for a foreign workspace', async () => {
+    expect((await list('?limit=0', '')).status).toBe(401);
+    expect((await list(`?workspace_id=${other.workspaceId}&limit=1`)).status).toBe(403);
   });
 });
 

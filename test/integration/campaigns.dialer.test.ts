@@ -64,7 +64,7 @@ afterAll(() => {
 
 async function campaign(body: Record<string, unknown>, numbers: string[]): Promise<string> {
   const res = await h.call('POST', '/campaigns', { name: 'dialer', agent_id: agentId, ...body });
-  expect(res.status).toBe(200);
+  expect(res.status).toBe(201);
   const id = res.body.data.id as string;
   const up = await uploadCsv(h.app.port, h.user.token, id, `phone,idx\n${numbers.map((n, i) => `${n},${i}`).join('\n')}\n`);
   expect(up.body.data.valid).toBe(numbers.length);
@@ -159,9 +159,28 @@ describe('pause, resume, 503', () => {
     await h.call('POST', `/campaigns/${id}/start`);
     await until(async () => ((await contacts(id))[0].error_message ?? '').startsWith('requeued'), 10_000, 'requeued');
     const [row] = await contacts(id);
-    expect(row).toMatchObject({ status: 'queued', attempts: 0, call_id: null });
+    // Never dialed: no dial time in the calls list or the export.
+    expect(row).toMatchObject({ status: 'queued', attempts: 0, call_id: null, dialed_at: null });
+    const exported = (await exportCsv(h.app.port, h.user.token, id)).text.split('\r\n');
+    expect(exported[0]).toBe('phone,status,attempts,duration_seconds,dialed_at,completed_at,error_message');
+    expect(exported[1]).toMatch(/^\+14155558001,queued,0,,,,requeued: /);
     expect((await get(id)).status).toBe('running');
     expect(simCallsTo(new Set(['+14155558001']))).toHaveLength(0);
+    await h.call('POST', `/campaigns/${id}/cancel`);
+  });
+
+  it('a 503 on a retry keeps the dial time of the attempt that was dialed', { timeout: 30_000 }, async () => {
+    const res = await h.call('POST', '/campaigns', { name: 'no creds, retry', agent_id: noAccountAgentId });
+    const id = res.body.data.id;
+    await uploadCsv(h.app.port, h.user.token, id, 'phone\n+14155558002\n');
+    // As if its first attempt had rung out earlier and its retry were due now.
+    const firstDial = new Date(Date.parse('2026-03-02T10:00:00.000Z'));
+    await h.infra.sql`update campaign_contacts set attempts = 1, dialed_at = ${firstDial}, error_message = 'no-answer' where campaign_id = ${id}`;
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => ((await contacts(id))[0].error_message ?? '').startsWith('requeued'), 10_000, 'requeued');
+    const [row] = await contacts(id);
+    expect(row).toMatchObject({ status: 'queued', attempts: 1, call_id: null, dialed_at: firstDial.toISOString() });
+    expect(simCallsTo(new Set(['+14155558002']))).toHaveLength(0);
     await h.call('POST', `/campaigns/${id}/cancel`);
   });
 });

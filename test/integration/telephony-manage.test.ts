@@ -2,13 +2,15 @@
  * The live call API around the carrier simulator: the outbound error table (400 / 401 / 404 / 502 /
  * 503 and 4xx from the voice pipeline), list / get / end fenced per user (404, end of an unknown
  * call: 200 with a message), cold transfer (the carrier gets `<Dial>`, the AI drops off, the call
- * leaves the registry when the transferred leg ends), and the no-auth providers / capabilities.
+ * leaves the registry when the transferred leg ends), signed carrier callbacks naming another
+ * carrier call (ignored, 200), and the no-auth providers / capabilities.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../shared/ids.js';
 import { newCallRecord } from '../../control-plane/telephony/live-calls.js';
 import type { TestUser } from '../helpers/accounts.js';
 import { api } from '../helpers/accounts.js';
+import { computeSignature } from '../../control-plane/telephony/signature.js';
 import { parseTwiml } from '../carrier-sim/index.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 
@@ -243,5 +245,46 @@ describe('cold transfer', () => {
     expect(res.status).toBe(400);
     expect(res.body.error.message).toMatch(/no carrier call sid/);
     await h.app.telephony.calls.remove(callId);
+  });
+});
+
+describe('carrier callbacks naming another call', () => {
+  /** A form callback signed with the account's real token, as the carrier would send it. */
+  async function signedCallback(callId: string, route: 'status' | 'amd', params: Record<string, string>) {
+    const url = `http://127.0.0.1:${h.app.port}/api/v1/telephony/calls/${callId}/${route}`;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': computeSignature(h.authToken, url, params) },
+      body: new URLSearchParams(params).toString(),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('a signed status or AMD callback whose CallSid is not the call\'s changes nothing and is answered 200', { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    const other = `CA${'0'.repeat(32)}`;
+    expect(body.provider_call_sid).not.toBe(other);
+
+    const status = await signedCallback(body.call_id, 'status', { CallSid: other, AccountSid: h.accountSid, CallStatus: 'completed', CallDuration: '3', SequenceNumber: '99' });
+    expect(status).toEqual({ status: 200, body: { received: true } });
+    const amd = await signedCallback(body.call_id, 'amd', { CallSid: other, AccountSid: h.accountSid, AnsweredBy: 'machine_start', MachineDetectionDuration: '800' });
+    expect(amd).toEqual({ status: 200, body: { received: true } });
+    // A missing CallSid is not this call's either.
+    expect((await signedCallback(body.call_id, 'status', { AccountSid: h.accountSid, CallStatus: 'completed' })).status).toBe(200);
+
+    await sleep(200);
+    const live = await h.call('GET', `/telephony/calls/${body.call_id}`);
+    expect(live.status).toBe(200);
+    expect(live.body).toMatchObject({ status: 'in_progress', amd_verdict: '', answered_by: '', provider_call_sid: body.provider_call_sid });
+    expect(media.isOpen).toBe(true);
+    expect(h.engine.calls.has(body.session_id)).toBe(true);
+
+    // The same callback naming the call's own sid ends it (the signature and the route were right).
+    const own = await signedCallback(body.call_id, 'status', { CallSid: body.provider_call_sid, AccountSid: h.accountSid, CallStatus: 'completed', CallDuration: '3' });
+    expect(own).toEqual({ status: 200, body: { received: true } });
+    expect((await h.call('GET', `/telephony/calls/${body.call_id}`)).status).toBe(404);
+    await until(() => !h.engine.calls.has(body.session_id), 5000, 'engine call ended');
+    media.hangup();
+    await sim.ended;
   });
 });
