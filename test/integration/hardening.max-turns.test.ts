@@ -125,9 +125,14 @@ describe('injected text rate limit', () => {
 });
 
 describe('injected text length', () => {
-  it(`a text_inject frame longer than ${INJECT_TEXT_MAX_CHARS} characters reaches the model cut to the bound`, { timeout: 20_000 }, async () => {
+  it(`a text_inject frame longer than ${INJECT_TEXT_MAX_CHARS} characters is refused as the HTTP text route refuses it, and never reaches the model`, { timeout: 20_000 }, async () => {
     const { c } = await call({ max_turns: 0 });
     c.sendJson({ type: 'text_inject', text: 'z'.repeat(INJECT_TEXT_MAX_CHARS + 1000), role: 'user' });
+    const e = await c.waitForType('error', 5000);
+    expect(e).toMatchObject({ code: 'INVALID_REQUEST', fatal: false });
+    expect(String(e.message)).toContain(`at most ${INJECT_TEXT_MAX_CHARS} characters`);
+    // The call goes on: a text within the bound is answered.
+    c.sendJson({ type: 'text_inject', text: 'z'.repeat(INJECT_TEXT_MAX_CHARS), role: 'user' });
     const t = await c.waitForType('transcription', 5000);
     expect((t.text as string).length).toBe(INJECT_TEXT_MAX_CHARS);
     c.close();
