@@ -94,6 +94,8 @@ export interface ControlPlaneOptions {
   postCallSweepMs?: number;
   /** Webhook retry jitter source in [0, 1) (tests pin it). Default Math.random. */
   webhookJitter?: () => number;
+  /** Seconds before an answered call with no conversation is sent as a failed call.completed. Default 30. */
+  webhookUnrecordedCheckS?: number;
   /**
    * Campaign dialer tuning, its own clock (tests move calling-window time; default deps.clock) and
    * the base URL its calls' carrier callbacks use (default: PUBLIC_BASE_URL, or this listener when
@@ -147,7 +149,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   // Carrier accounts per workspace (issue 24): set with the call-center settings, read by telephony.
   const carrierAdapters = createCarrierAdapters(() => deps.config);
   const carrierAccounts = createCarrierAccounts({ sql: deps.sql, secrets: deps.secrets, carriers: carrierAdapters });
-  const webhooks = await createWebhooksDomain({ ...deps, auth: accounts.auth, jobs, outbound, random: opts.webhookJitter, carrierAccounts });
+  const webhooks = await createWebhooksDomain({ ...deps, auth: accounts.auth, jobs, outbound, random: opts.webhookJitter, unrecordedCheckS: opts.webhookUnrecordedCheckS, carrierAccounts });
   postCall.on(webhooks.onConversationEnded);
   // Every completed call of an agent with active analysis schemas gets its extraction job.
   const analysis = await createAnalysisDomain({

@@ -17,6 +17,7 @@ import { accountRoutes, devMailboxRoutes } from './routes.js';
 import { Sessions } from './sessions.js';
 import { TokenService } from './tokens.js';
 import { iso } from '../http/validate.js';
+import { AppError } from '../../shared/errors.js';
 import { createWorkspaceService } from './workspace-service.js';
 
 export type { DevMailbox, Mailer } from './mail.js';
@@ -63,7 +64,7 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
   ] as ServiceBinding[];
   const routes = [...accountRoutes];
   if (mailbox) {
-    services.push({ service: DevMailboxService, impl: devMailboxService(mailbox) } as ServiceBinding);
+    services.push({ service: DevMailboxService, impl: devMailboxService(mailbox, auth) } as ServiceBinding);
     routes.push(...devMailboxRoutes);
   }
 
@@ -83,9 +84,18 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
   };
 }
 
-function devMailboxService(mailbox: DevMailbox): ServiceImpl<typeof DevMailboxService> {
+/**
+ * `GET /api/v1/dev/mailbox`: only while the development mailbox is active (never in production),
+ * and only for the organization owner (`Authorization: Bearer <ORG_API_KEY>`, the credential of
+ * the `/agent-portal/admin` routes): the mails hold one-time codes, portal reset tokens and
+ * temporary passwords of every user and agent (spec doc 3, authentication rule 5: never display a
+ * `temp_password` to anyone else). No or a bad bearer: 401; any other caller: 403.
+ */
+function devMailboxService(mailbox: DevMailbox, auth: AccountsAuth): ServiceImpl<typeof DevMailboxService> {
   return {
-    listMessages(req) {
+    async listMessages(req, ctx) {
+      const p = await auth.principal(ctx);
+      if (!p.isOrgOwner) throw new AppError('FORBIDDEN', 'the development mailbox is read with the organization API key (ORG_API_KEY)');
       const messages = mailbox.messages(req.email || undefined).reverse();
       return { messages: messages.map((m) => ({ to: m.to, subject: m.subject, text: m.text, sentAt: iso(new Date(m.sentAtMs)), code: m.code ?? '' })) };
     },

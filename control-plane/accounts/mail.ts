@@ -1,7 +1,8 @@
 /**
  * Outgoing mail. SMTP (nodemailer) when SMTP_URL is set; otherwise the development mailbox, which
  * logs the one-time code and keeps the last messages in memory for tests and the README
- * walkthrough (served at `GET /api/v1/dev/mailbox`). Production refuses to start without SMTP.
+ * walkthrough (served at `GET /api/v1/dev/mailbox` to the organization API key only: index.ts).
+ * Production refuses to start without SMTP.
  */
 import nodemailer from 'nodemailer';
 import type { Config } from '../../shared/config.js';
@@ -81,7 +82,7 @@ export function createMailer(config: Config, logger: Logger, clock: Clock): { ma
   if (config.nodeEnv === 'production') {
     throw new Error('invalid configuration: SMTP_URL must be set in production (the development mailbox is refused)');
   }
-  logger.warn('SMTP_URL unset: using the development mailbox (codes are logged and served at /api/v1/dev/mailbox)');
+  logger.warn('SMTP_URL unset: using the development mailbox (codes are logged; mails are served at /api/v1/dev/mailbox to the ORG_API_KEY bearer)');
   const mailbox = new DevMailbox(logger, clock);
   return { mailer: mailbox, mailbox };
 }

@@ -52,7 +52,10 @@ export const accountRoutes: RestRoute[] = [
   { method: 'DELETE', path: `${A}/workspaces/:workspace_id/memory/:memory_id`, service: MemoryService, rpc: 'deleteMemoryItem' },
 ];
 
-/** Only registered while the development mailbox is active (never in production). */
+/**
+ * Only registered while the development mailbox is active (never in production); read with the
+ * organization API key only (index.ts `devMailboxService`).
+ */
 export const devMailboxRoutes: RestRoute[] = [
   { method: 'GET', path: '/api/v1/dev/mailbox', service: DevMailboxService, rpc: 'listMessages', response: list('messages') },
 ];

@@ -71,7 +71,8 @@ export const SCOPE_TABLE: Readonly<Record<string, Readonly<Record<string, ScopeR
     Validate: 'public',
     Me: 'authenticated',
   },
-  'voiceplane.v1.DevMailboxService': { ListMessages: 'public' },
+  // The service itself also requires the organization key (development only).
+  'voiceplane.v1.DevMailboxService': { ListMessages: 'authenticated' },
   'voiceplane.v1.ApiKeyService': { CreateApiKey: 'api_keys:write', ListApiKeys: 'api_keys:read', RevokeApiKey: 'api_keys:write' },
   'voiceplane.v1.WorkspaceService': {
     CreateWorkspace: 'workspaces:write',

@@ -89,8 +89,10 @@ export function email(field: string, value: string | undefined): string {
 export function password(field: string, value: string | undefined): string {
   const v = value ?? '';
   if (!v) throw invalid(field, 'is required');
-  if (v.length < MIN_PASSWORD_CHARS) throw invalid(field, `must be at least ${MIN_PASSWORD_CHARS} characters`);
-  if (v.length > MAX_PASSWORD_CHARS) throw invalid(field, `must be at most ${MAX_PASSWORD_CHARS} characters`);
+  // Characters are code points: four emoji are four characters, not eight UTF-16 units.
+  const chars = [...v].length;
+  if (chars < MIN_PASSWORD_CHARS) throw invalid(field, `must be at least ${MIN_PASSWORD_CHARS} characters`);
+  if (chars > MAX_PASSWORD_CHARS) throw invalid(field, `must be at most ${MAX_PASSWORD_CHARS} characters`);
   return v;
 }
 

@@ -15,8 +15,10 @@ export interface JobPayloads {
   /** Builds the `call.completed` event of one carrier call once its analysis hold is over. */
   'webhook.call-completed': { call_key: string };
   /**
-   * A carrier call that never connected (busy, no answer, rejected): no conversation exists, so the
-   * payload carries the call's facts (its registry record is gone once it ended).
+   * A carrier call that never connected (busy, no answer, rejected), or was answered but whose
+   * media never reached an engine (`answered_at_ms` set: sent only if no conversation of the call
+   * exists when it runs): no conversation exists, so the payload carries the call's facts (its
+   * registry record is gone once it ended).
    */
   'webhook.call-failed': {
     call_id: string;
@@ -28,6 +30,7 @@ export interface JobPayloads {
     carrier_status: string;
     created_at_ms: number;
     ended_at_ms: number;
+    answered_at_ms?: number;
   };
   /**
    * The dial loop of one campaign for a slice of time (control-plane/campaigns/dialer.ts); it

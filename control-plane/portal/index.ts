@@ -22,7 +22,7 @@ import { createCredentials, type Credentials } from './credentials.js';
 import { createPresence, type Presence } from './presence.js';
 import { PORTAL_RATE, TokenBuckets, type TokenBucketOptions } from './rate-limit.js';
 import { portalRoutes } from './routes.js';
-import { createAccess, createRosterService } from './service.js';
+import { authenticateFirst, createAccess, createRosterService } from './service.js';
 import { createPresenceService } from './service-presence.js';
 import { createPresenceSockets, type PresenceSockets } from './socket.js';
 import { createSweep, type Sweep } from './sweep.js';
@@ -163,10 +163,13 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
       .catch((err: Error) => logger.warn({ err }, 'offer not delivered (the next heartbeat repeats it)'));
   });
   const impl = withTimeout(
-    {
-      ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
-      ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
-    } as ServiceImpl<typeof PortalService>,
+    authenticateFirst(
+      {
+        ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
+        ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
+      },
+      access,
+    ) as ServiceImpl<typeof PortalService>,
     deps.clock,
     opts.requestTimeoutMs ?? PORTAL_REQUEST_TIMEOUT_MS,
   );

@@ -7,7 +7,8 @@ import { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { RestRoute } from '../http/rest.js';
 
 const S = PortalService;
-const A = '/api/v1/agent-portal/admin';
+const P = '/api/v1/agent-portal';
+const A = `${P}/admin`;
 const C = '/api/v1/call-center/agents';
 const list = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [] });
 const paged = (key: string) => (json: Record<string, unknown>) => ({ data: json[key] ?? [], meta: json.meta });
@@ -31,8 +32,15 @@ export const portalRoutes: RestRoute[] = [
   { method: 'GET', path: `${A}/presence/shifts/:agent_id`, service: S, rpc: 'agentShifts', response: list('shifts') },
   { method: 'DELETE', path: `${A}/presence/shifts/:shift_id`, service: S, rpc: 'deleteShift' },
   { method: 'POST', path: '/api/v1/call-center/calls/:call_id/handoff', service: S, rpc: 'requestHandoff' },
-  { method: 'POST', path: '/api/v1/agent-portal/login', service: S, rpc: 'portalLogin' },
-  { method: 'POST', path: '/api/v1/agent-portal/reset-password', service: S, rpc: 'confirmReset' },
-  { method: 'GET', path: '/api/v1/agent-portal/health', service: HealthService, rpc: 'live', family: 'raw' },
+  { method: 'POST', path: `${P}/login`, service: S, rpc: 'portalLogin' },
+  { method: 'POST', path: `${P}/reset-password`, service: S, rpc: 'confirmReset' },
+  // Spec: "/agent-portal/health: liveness; aliases /healthz, /ready, /live", under the portal's own
+  // prefix as the voice and conversations families serve theirs. No bearer. `/ready` is the
+  // control plane's readiness (as every `/ready`): the same 200 while the database and the
+  // registry answer, 503 SERVICE_UNAVAILABLE (Retry-After: 1) when either is down or it drains.
+  { method: 'GET', path: `${P}/health`, service: HealthService, rpc: 'live', family: 'raw' },
+  { method: 'GET', path: `${P}/healthz`, service: HealthService, rpc: 'live', family: 'raw' },
+  { method: 'GET', path: `${P}/live`, service: HealthService, rpc: 'live', family: 'raw' },
+  { method: 'GET', path: `${P}/ready`, service: HealthService, rpc: 'ready', family: 'raw' },
   { method: 'GET', path: '/api/v1/sessions/active', service: S, rpc: 'activeSessions', response: list('sessions') },
 ];

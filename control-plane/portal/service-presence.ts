@@ -177,8 +177,7 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
     },
 
     async activeSessions(req, ctx) {
-      if (!req.workspaceId) access.limit(ctx);
-      const p = await deps.auth.principal(ctx);
+      const p = await access.caller(ctx);
       const wss = req.workspaceId ? [await access.workspace(ctx, req.workspaceId, 'member')] : await deps.auth.workspaceIds(p);
       const nowMs = clock.now();
       const rows = await sql<{ id: string; agent_id: string; workspace_id: string; started_at: Date; ip_address: string; display_name: string; agent_code: string; status: string; last_heartbeat_at: Date | null }[]>`

@@ -6,18 +6,22 @@
  * workspace or agent of another owner is 403 FORBIDDEN (not 404, as the spec says for the
  * portal). Writes need `admin`, reads any member. Every portal route takes a token from the
  * caller IP's bucket first (rate-limit.ts), so even a flood of bad requests is limited.
+ *
+ * Order of checks on a bearer route (`authenticateFirst`): rate limit, then the credential (401),
+ * then the request's fields (400), then access to the agent or workspace (403/404). A request
+ * without a valid credential learns nothing about what a valid body looks like.
  */
 import { pageMeta, pageOf } from '../http/pagination.js';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
-import { AppError, conflict, invalid, notFound } from '../../shared/errors.js';
+import { conflict, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import type { Auth, WorkspaceRole } from '../http/auth.js';
+import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
 import { remoteIpOf } from '../http/context.js';
-import { intInRange, iso, optionalNonEmpty, password as passwordField, required } from '../http/validate.js';
-import type { Credentials, Actor } from './credentials.js';
+import { intInRange, iso, optionalNonEmpty, required } from '../http/validate.js';
+import { passwordField, type Credentials, type Actor } from './credentials.js';
 import type { TokenBuckets } from './rate-limit.js';
 import type { Presence } from './presence.js';
 import type { Handoff } from './handoff.js';
@@ -30,16 +34,35 @@ export interface PortalAccess {
   workspace(ctx: HandlerContext, requested: string | undefined, min: WorkspaceRole): Promise<string>;
   agent(ctx: HandlerContext, id: string | undefined, min: WorkspaceRole): Promise<AgentRow>;
   actor(ctx: HandlerContext): Promise<Actor>;
+  /** One token from the caller IP's bucket, once per call however often it is asked. */
   limit(ctx: HandlerContext): void;
+  /** The rate limit, then the bearer (401 UNAUTHORIZED; cached per call by `Auth`). */
+  caller(ctx: HandlerContext): Promise<Principal>;
 }
+
+/** Methods whose credential is in the body (the password, the reset token): no bearer. */
+export const NO_BEARER_METHODS: ReadonlySet<string> = new Set(['portalLogin', 'confirmReset']);
+
+/** Marks a call whose bucket token was taken (a method may reach `limit` through several helpers). */
+const kLimited = Symbol('voiceplane.portal.limited');
 
 export function createAccess(deps: { sql: Sql; auth: Auth; buckets: TokenBuckets }): PortalAccess {
   const { sql, auth } = deps;
+  const limit = (ctx: HandlerContext): void => {
+    const c = ctx as HandlerContext & { [kLimited]?: true };
+    if (c[kLimited]) return;
+    c[kLimited] = true;
+    deps.buckets.take(remoteIpOf(ctx));
+  };
+  const caller = (ctx: HandlerContext): Promise<Principal> => {
+    limit(ctx);
+    return auth.principal(ctx);
+  };
   return {
-    limit: (ctx) => deps.buckets.take(remoteIpOf(ctx)),
+    limit,
+    caller,
     async workspace(ctx, requested, min) {
-      deps.buckets.take(remoteIpOf(ctx));
-      const p = await auth.principal(ctx);
+      const p = await caller(ctx);
       const ws = requested || (await auth.defaultWorkspaceId(p));
       if (!ws) throw invalid('workspace_id', 'is required');
       if (!isUuid(ws)) throw invalid('workspace_id', 'must be a UUID');
@@ -47,8 +70,7 @@ export function createAccess(deps: { sql: Sql; auth: Auth; buckets: TokenBuckets
       return ws.toLowerCase();
     },
     async agent(ctx, id, min) {
-      deps.buckets.take(remoteIpOf(ctx));
-      const p = await auth.principal(ctx);
+      const p = await caller(ctx);
       if (!id || !isUuid(id)) throw invalid('agent_id', 'must be a UUID');
       const a = await getAgent(sql, id.toLowerCase());
       if (!a) throw notFound('human agent');
@@ -56,10 +78,28 @@ export function createAccess(deps: { sql: Sql; auth: Auth; buckets: TokenBuckets
       return a;
     },
     async actor(ctx) {
-      const p = await auth.principal(ctx);
+      const p = await caller(ctx);
       return { by: p.email || p.userId, byId: p.userId, ip: remoteIpOf(ctx) };
     },
   };
+}
+
+/**
+ * Every bearer method of `impl` checks the rate limit and the credential before its handler reads
+ * the request (spec error table: 401 for a missing or bad key; a body is judged only for a caller
+ * that may send one). One wrapper, so no method can put its field checks first.
+ */
+export function authenticateFirst(impl: Partial<Impl>, access: PortalAccess): Partial<Impl> {
+  const out: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(impl as Record<string, (req: unknown, ctx: HandlerContext) => Promise<unknown>>)) {
+    out[name] = NO_BEARER_METHODS.has(name)
+      ? fn
+      : async (req: unknown, ctx: HandlerContext) => {
+          await access.caller(ctx);
+          return fn(req, ctx);
+        };
+  }
+  return out as Partial<Impl>;
 }
 
 const MAX_SKILLS = 50;
@@ -128,7 +168,7 @@ export function createRosterService(deps: {
     },
 
     async listHumanAgents(req, ctx) {
-      // Validated before access: a bad page is a 400 whoever asks.
+      // Validated before workspace access: a bad page is a 400 for any authenticated caller.
       const page = pageOf(req);
       const ws = await access.workspace(ctx, req.workspaceId, 'member');
       const inactive = req.includeInactive ?? false;
@@ -192,7 +232,9 @@ export function createRosterService(deps: {
 
     async confirmReset(req, ctx) {
       access.limit(ctx);
-      if (!req.token) throw new AppError('INVALID_TOKEN', 'token is required');
+      // A missing field is a bad request; INVALID_TOKEN is for a token that was sent and is
+      // used, revoked, expired or unknown (spec error table).
+      if (!req.token) throw invalid('token', 'is required');
       await credentials.confirmReset(req.token, req.password, remoteIpOf(ctx));
       return { status: 'password_set' };
     },

@@ -6,7 +6,8 @@
  *
  * The upgrade carries no authentication (spec); the first message must be
  * `{"type":"login","token":...}` with a portal token from `POST /api/v1/agent-portal/login`,
- * within LOGIN_TIMEOUT_MS. Then: `status`, `heartbeat`, `logout`. A socket silent for
+ * within LOGIN_TIMEOUT_MS (another message type first, or a bad token: an `UNAUTHORIZED` error
+ * frame and close 4001 at once). Then: `status`, `heartbeat`, `logout`. A socket silent for
  * PORTAL_HEARTBEAT_TIMEOUT_S is closed here (4008) and the agent goes offline; if this process
  * dies instead, the sweep job does the same from `last_heartbeat_at` (sweep.ts).
  *
@@ -103,7 +104,12 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       }
       if (!msg || typeof msg !== 'object') return fail('INVALID_BODY', 'messages are JSON objects');
       if (!sessionId) {
-        if (msg.type !== 'login') return fail('UNAUTHORIZED', 'send {"type":"login","token":...} first');
+        // Anything but a login before the login: the error frame, then close 4001 at once (as a
+        // bad token), so an unauthenticated socket is never held open until the login timeout.
+        if (msg.type !== 'login') {
+          fail('UNAUTHORIZED', 'send {"type":"login","token":...} first');
+          return void end('login_required', 4001, 'unauthorized');
+        }
         const agent = typeof msg.token === 'string' ? await deps.credentials.agentForToken(msg.token) : undefined;
         if (!agent) {
           fail('UNAUTHORIZED', 'invalid or expired portal token');

@@ -31,6 +31,12 @@ export const ANALYSIS_HOLD_MS = 4 * 60_000;
 const SETTLE_S = 2;
 /** Re-check period while holding. */
 const HOLD_RECHECK_S = 5;
+/**
+ * How long after an answered call ended its conversation is looked for (default). The engine
+ * writes the row when it claims the session, while the call is still up; this covers a write
+ * still queued.
+ */
+const UNRECORDED_CHECK_S = 30;
 /** Carrier final statuses of a call that never connected (spec: `failed`: busy, no answer, rejected). */
 const NEVER_CONNECTED = new Set(['busy', 'no-answer', 'failed', 'canceled']);
 /** `metadata.end_reason` the abandoned-call sweeper writes (post-call/abandoned.ts). */
@@ -64,13 +70,18 @@ export interface CallEventsOptions {
   deliveries: DeliveryWorker;
   /** Public base URL of the control plane (links); loopback: links are null. */
   publicBaseUrl: string;
+  /** Seconds after an answered call ended before a missing conversation is looked for. Default 30. */
+  unrecordedCheckS?: number;
 }
 
 export interface CallEvents {
   /** Post-call relay handler: queue the call's event job (inside the relay's transaction). */
   onConversationEnded(ev: { conversation_id: string }, tx: Tx): Promise<void>;
   run(job: JobContext<'webhook.call-completed'>): Promise<void>;
-  /** Telephony hook: a carrier call that ended without ever connecting gets a `failed` event. */
+  /**
+   * Telephony hook: a carrier call that ended without ever connecting, or answered but never
+   * reaching an engine (no conversation), gets a `failed` event.
+   */
   onCarrierCallEnded(ev: CallEvent): Promise<void>;
   runFailed(job: JobContext<'webhook.call-failed'>): Promise<void>;
   /** A test ping: real signing and delivery, obviously fake values. */
@@ -132,6 +143,12 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
     const c = job.data;
     const settings = await store.getSettings(sql, c.workspace_id);
     if (!settings?.webhook_url) return;
+    if (c.answered_at_ms) {
+      // Answered: the conversation's own end sends call.completed, unless there is none.
+      const [recorded] = await sql`select 1 from conversations where workspace_id = ${c.workspace_id} and call_id = ${c.call_id} limit 1`;
+      if (recorded) return;
+      logger.warn({ callId: c.call_id, carrierStatus: c.carrier_status }, 'answered call ended without reaching an engine: call.completed sent as failed');
+    }
     const [agent] = await sql<{ name: string }[]>`select name from agents where id = ${c.agent_id}`;
     const now = clock.now();
     const eventId = newId();
@@ -147,12 +164,13 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
         conversation_ids: [],
         status: 'failed',
         carrier_status: c.carrier_status,
+        ...(c.answered_at_ms ? { failure_reason: 'media_not_connected' } : {}),
         direction: c.direction,
         caller_number: c.from_number,
         callee_number: c.to_number,
         caller_name: '',
         started_at: new Date(c.created_at_ms).toISOString(),
-        answered_at: null,
+        answered_at: c.answered_at_ms ? new Date(c.answered_at_ms).toISOString() : null,
         ended_at: new Date(c.ended_at_ms).toISOString(),
         duration_ms: Math.max(0, c.ended_at_ms - c.created_at_ms),
         talk_duration_ms: 0,
@@ -182,7 +200,12 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
     runFailed,
     async onCarrierCallEnded(ev) {
       const c = ev.call;
-      if (ev.type !== 'ended' || c.answered_at_ms || !NEVER_CONNECTED.has(ev.detail ?? '')) return;
+      if (ev.type !== 'ended') return;
+      const neverConnected = !c.answered_at_ms && NEVER_CONNECTED.has(ev.detail ?? '');
+      // An answered call normally has a conversation, whose end sends call.completed. One whose
+      // media never reached an engine (the stream did not connect) has none: checked once the
+      // engine would have written it, then sent as failed rather than lost.
+      if (!neverConnected && !c.answered_at_ms) return;
       await jobs.enqueue(
         'webhook.call-failed',
         {
@@ -195,8 +218,9 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
           carrier_status: ev.detail ?? '',
           created_at_ms: c.created_at_ms,
           ended_at_ms: clock.now(),
+          ...(neverConnected ? {} : { answered_at_ms: c.answered_at_ms }),
         },
-        { singletonKey: c.call_id },
+        { singletonKey: c.call_id, ...(neverConnected ? {} : { delaySeconds: opts.unrecordedCheckS ?? UNRECORDED_CHECK_S }) },
       );
     },
     testEvent(workspaceId) {

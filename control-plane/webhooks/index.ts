@@ -23,6 +23,8 @@ export type WebhooksDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' 
   outbound: OutboundClient;
   /** Jitter source in [0, 1) (tests pin it). Default Math.random. */
   random?: () => number;
+  /** Seconds after an answered call ended before its missing conversation makes it a failed event (tests shorten it). */
+  unrecordedCheckS?: number;
   /** Save-time name resolution (tests). Default: the system resolver. */
   resolver?: WebhookServiceDeps['resolver'];
   /** Workspace carrier accounts, set and shown with the call-center settings (telephony). */
@@ -41,7 +43,7 @@ export async function createWebhooksDomain(deps: WebhooksDeps): Promise<Webhooks
   // Redirects are never followed (maxRedirects 0 is the client's default): a 3xx is dead.
   const send: WebhookSend = (url, init) => deps.outbound.fetch(url, init);
   const deliveries = createDeliveryWorker({ sql, jobs, clock, logger, secrets: deps.secrets, send, random: deps.random });
-  const events = createCallEvents({ sql, jobs, clock, logger, deliveries, publicBaseUrl: config.publicBaseUrl });
+  const events = createCallEvents({ sql, jobs, clock, logger, deliveries, publicBaseUrl: config.publicBaseUrl, unrecordedCheckS: deps.unrecordedCheckS });
   if (config.webhooksEnabled) {
     // Switched off: nothing is dialled; queued jobs wait in the queue for a deployment that sends.
     await jobs.work('webhook.deliver', (job) => deliveries.run(job), { concurrency: 4 });

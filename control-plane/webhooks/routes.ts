@@ -8,6 +8,18 @@ import type { RestRoute } from '../http/rest.js';
 const C = '/api/v1/call-center';
 const S = WebhookService;
 
+/**
+ * A row of the delivery log is a summary: the attempt count and the last outcome
+ * (`last_status_code`, `last_error`), without `attempt_log` and `body`, which only the
+ * single-delivery read carries (spec: "A single-delivery read includes every attempt"). The proto
+ * field is a list, so the empty one is left out rather than shown as `[]` next to `attempts: 3`.
+ */
+function logRow(row: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...row };
+  delete out.attempt_log;
+  return out;
+}
+
 export const webhookRoutes: RestRoute[] = [
   { method: 'GET', path: `${C}/settings`, service: S, rpc: 'getWebhookSettings' },
   { method: 'PUT', path: `${C}/settings`, service: S, rpc: 'putWebhookSettings' },
@@ -17,7 +29,7 @@ export const webhookRoutes: RestRoute[] = [
     path: `${C}/webhooks/deliveries`,
     service: S,
     rpc: 'listWebhookDeliveries',
-    response: (json) => ({ data: json.deliveries, meta: json.meta }),
+    response: (json) => ({ data: (json.deliveries as Record<string, unknown>[]).map(logRow), meta: json.meta }),
   },
   { method: 'GET', path: `${C}/webhooks/deliveries/:id`, service: S, rpc: 'getWebhookDelivery' },
   { method: 'POST', path: `${C}/webhooks/deliveries/:id/retry`, service: S, rpc: 'retryWebhookDelivery', status: 202 },

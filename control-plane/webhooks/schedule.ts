@@ -47,6 +47,18 @@ export function nextWaitMs(attempt: number, r: AttemptResult, nowMs: number, ran
   return Math.round(base * (1 + JITTER_FRACTION * random));
 }
 
+/**
+ * `Retry-After` (seconds) of a 429 `TEST_LIMIT`: until the earliest un-sent ping's next attempt is
+ * over, i.e. its due time (now, when due or in flight) plus the per-attempt timeout. A slot frees
+ * when that attempt delivers or spends the last retry; if it fails again, the next 429 names the
+ * new due time. Whole seconds, 1 s to 1 h (the delivery rules' cap).
+ */
+export function testLimitRetryAfterS(earliestDueMs: number | null, nowMs: number): number {
+  const dueMs = Math.max(earliestDueMs ?? nowMs, nowMs);
+  const s = Math.ceil((dueMs + ATTEMPT_TIMEOUT_MS - nowMs) / 1000);
+  return Math.min(Math.max(s, 1), RETRY_AFTER_CAP_MS / 1000);
+}
+
 /** `Retry-After`: delta seconds or an HTTP date. Unparseable or negative: ignored. */
 export function retryAfterMs(value: string | null | undefined, nowMs: number): number | undefined {
   if (!value) return undefined;

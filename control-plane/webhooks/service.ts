@@ -18,6 +18,7 @@ import type { Sql } from '../../shared/db/client.js';
 import type { DeliveryWorker } from './deliver.js';
 import type { CallEvents } from './events.js';
 import { EVENT_TYPE, newWebhookSecret } from './signing.js';
+import { testLimitRetryAfterS } from './schedule.js';
 import * as store from './store.js';
 import type { CarrierAccounts } from '../telephony/carrier-accounts.js';
 
@@ -121,8 +122,10 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
       await sql.begin(async (tx) => {
         // Count and insert under one per-workspace lock: concurrent pings cannot overshoot the limit.
         await store.lockWorkspaceWebhooks(tx, ws);
-        if ((await store.unsentTests(tx, ws)) >= MAX_UNSENT_TESTS) {
-          throw new AppError('TEST_LIMIT', `${MAX_UNSENT_TESTS} test pings are still un-sent; wait for them to be delivered or to fail`);
+        const unsent = await store.unsentTests(tx, ws);
+        if (unsent.n >= MAX_UNSENT_TESTS) {
+          const retryAfterS = testLimitRetryAfterS(unsent.earliestDue?.getTime() ?? null, clock.now());
+          throw new AppError('TEST_LIMIT', `${MAX_UNSENT_TESTS} test pings are still un-sent; wait for them to be delivered or to fail (retry in ${retryAfterS} s)`, { retryAfterS });
         }
         await store.insertDelivery(tx, { id, workspace_id: ws, event_id: eventId, event_type: EVENT_TYPE, test: true, call_id: null, body, next_attempt_at: now, created_at: now });
         await deps.deliveries.schedule(id, now, tx);

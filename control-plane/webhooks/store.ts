@@ -100,11 +100,15 @@ export function listAttempts(sql: SqlOrTx, deliveryId: string): Promise<AttemptR
   return sql<AttemptRow[]>`select * from webhook_attempts where delivery_id = ${deliveryId} order by n`;
 }
 
-/** Test pings not yet sent (`TEST_LIMIT` counts them). */
-export async function unsentTests(sql: SqlOrTx, workspaceId: string): Promise<number> {
-  const [{ n }] = await sql<{ n: number }[]>`
-    select count(*)::int as n from webhook_deliveries where workspace_id = ${workspaceId} and test and status in ('pending', 'in_flight')`;
-  return n;
+/**
+ * Test pings not yet sent (`TEST_LIMIT` counts them) and the earliest due time among them (an
+ * in-flight one keeps the due time of the attempt under way).
+ */
+export async function unsentTests(sql: SqlOrTx, workspaceId: string): Promise<{ n: number; earliestDue: Date | null }> {
+  const [row] = await sql<{ n: number; earliest_due: Date | null }[]>`
+    select count(*)::int as n, min(next_attempt_at) as earliest_due
+    from webhook_deliveries where workspace_id = ${workspaceId} and test and status in ('pending', 'in_flight')`;
+  return { n: row.n, earliestDue: row.earliest_due };
 }
 
 /** The endpoint was removed: nothing pending is sent any more (spec: pending -> skipped). */

@@ -44,7 +44,11 @@ export interface ApiOptions {
   localAddress?: string;
 }
 
-type AppRef = { port: number; accounts?: { mailbox?: { lastCode(email: string): string | undefined } } } | string;
+/**
+ * A running control plane: its port, and the in-process mailbox when there is one; `orgApiKey`
+ * (a child process) lets `readCode` read the mailbox over HTTP, which needs the organization key.
+ */
+type AppRef = { port: number; orgApiKey?: string; accounts?: { mailbox?: { lastCode(email: string): string | undefined } } } | string;
 
 export function baseUrlOf(app: AppRef): string {
   return typeof app === 'string' ? app.replace(/\/$/, '') : `http://127.0.0.1:${app.port}`;
@@ -86,11 +90,16 @@ export function api<T = any>(app: AppRef, method: string, path: string, opts: Ap
   });
 }
 
-/** The newest one-time code mailed to `email`: from the in-process mailbox when given, else GET /api/v1/dev/mailbox. */
+/**
+ * The newest one-time code mailed to `email`: from the in-process mailbox when given, else GET
+ * /api/v1/dev/mailbox with the app's organization key (the route takes no other credential).
+ */
 export async function readCode(app: AppRef, email: string): Promise<string> {
   const local = typeof app === 'object' ? app.accounts?.mailbox?.lastCode(email) : undefined;
   if (local) return local;
-  const res = await api(app, 'GET', `/api/v1/dev/mailbox?email=${encodeURIComponent(email)}`);
+  const token = typeof app === 'object' ? app.orgApiKey : undefined;
+  if (!token) throw new Error(`no in-process mailbox and no orgApiKey to read /api/v1/dev/mailbox for ${email}`);
+  const res = await api(app, 'GET', `/api/v1/dev/mailbox?email=${encodeURIComponent(email)}`, { token });
   const code = res.body?.data?.find((m: { code?: string }) => m.code)?.code;
   if (res.status !== 200 || !code) throw new Error(`no code in the dev mailbox for ${email} (status ${res.status})`);
   return code;

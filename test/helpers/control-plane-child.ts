@@ -16,6 +16,8 @@ const config = loadConfig(
     REDIS_URL: env.CHILD_REDIS_URL,
     SECRETS_KEY: env.CHILD_SECRETS_KEY,
     OUTBOUND_ALLOW_CIDRS: env.CHILD_OUTBOUND_ALLOW_CIDRS,
+    // The test infra's organization key: the same one every replica seeds (reads the dev mailbox).
+    ...(env.CHILD_ORG_API_KEY ? { ORG_API_KEY: env.CHILD_ORG_API_KEY } : {}),
     LOG_LEVEL: 'warn',
     NODE_ENV: 'test',
     // Campaign suites dial through the carrier simulator.

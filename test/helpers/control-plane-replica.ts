@@ -14,6 +14,8 @@ export interface Replica {
   port: number;
   /** The whole port line (e.g. `dialer_owner`). */
   ready: Record<string, any>;
+  /** The infra's ORG_API_KEY, which the child seeds too (reads its dev mailbox: helpers/accounts.ts). */
+  orgApiKey?: string;
 }
 
 /**
@@ -31,6 +33,7 @@ export function startReplica(childDir: string, infra: Pick<TestInfra, 'config' |
       CHILD_DATA_DIR: infra.config.dataDir,
       CHILD_SCHEMA: infra.schema,
       CHILD_REGISTRY_PREFIX: infra.registryPrefix,
+      ...(infra.config.orgApiKey ? { CHILD_ORG_API_KEY: infra.config.orgApiKey } : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -42,7 +45,7 @@ export function startReplica(childDir: string, infra: Pick<TestInfra, 'config' |
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       if (!line.startsWith('{"port":')) return;
       const ready = JSON.parse(line) as Record<string, any>;
-      resolve({ proc, port: ready.port, ready });
+      resolve({ proc, port: ready.port, ready, orgApiKey: infra.config.orgApiKey });
     });
   });
 }

@@ -46,7 +46,7 @@ describe('registration, tokens and sessions (REST)', () => {
     expect(reg.body).toMatchObject({ success: true, error: null, data: { email, message: expect.any(String) } });
     const code = await readCode(app, email);
     expect(code).toMatch(/^\d{6}$/);
-    const box = await api(app, 'GET', `/api/v1/dev/mailbox?email=${encodeURIComponent(email)}`);
+    const box = await api(app, 'GET', `/api/v1/dev/mailbox?email=${encodeURIComponent(email)}`, { token: ORG_KEY });
     expect(box.body.data[0]).toMatchObject({ to: email, code });
 
     const ver = await api(app, 'POST', '/api/v1/auth/verify-otp', { body: { email, code } });
@@ -385,7 +385,7 @@ describe('secrets stay out of storage and logs', () => {
     const logs = infra.logLines.join('');
     expect(logs.length).toBeGreaterThan(0);
     for (const s of secrets) expect(logs.includes(s), `secret ${s.slice(0, 6)}... leaked`).toBe(false);
-    const codes = (await api(app, 'GET', '/api/v1/dev/mailbox')).body.data.map((m: { code: string }) => m.code);
+    const codes = (await api(app, 'GET', '/api/v1/dev/mailbox', { token: ORG_KEY })).body.data.map((m: { code: string }) => m.code);
     for (const code of codes) {
       for (const line of infra.logLines.filter((l) => l.includes(`"${code}"`) || l.includes(` ${code}`))) {
         expect(line).toContain('dev mailbox');

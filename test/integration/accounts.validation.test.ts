@@ -250,8 +250,8 @@ describe('credentials', () => {
     expect((await api(app, 'GET', '/api/v1/auth/me', { token: user.token })).status).toBe(200);
   });
 
-  it('the dev mailbox route is served (development) and unknown routes are 404', async () => {
-    expect((await api(app, 'GET', '/api/v1/dev/mailbox')).status).toBe(200);
+  it('the dev mailbox route is served (development, behind a credential) and unknown routes are 404', async () => {
+    expect((await api(app, 'GET', '/api/v1/dev/mailbox')).status).toBe(401);
     expect((await api(app, 'GET', '/api/v1/auth/nope')).status).toBe(404);
     expect((await api(app, 'PATCH', '/api/v1/auth/me')).status).toBe(405);
   });

@@ -98,6 +98,8 @@ describe('p95_latency_ms > 500: fire, notify, cooldown, resolve', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const rule = created.body.data;
     expect(rule).toMatchObject({ metric: 'p95_latency_ms', component: 'total', scope: { type: 'agent', agent_id: agentId }, operator: 'greater_than', threshold: 500, enabled: true, workspace_id: owner.workspaceId });
+    // Not evaluated yet: null (as in the alert webhook body), not "".
+    expect(rule).toMatchObject({ last_evaluated_at: null, last_value: null });
 
     // Nothing recorded yet: no data, no fire.
     const empty = await api(cp, 'POST', '/api/v1/alerts/test', { token: owner.token, body });
@@ -127,6 +129,13 @@ describe('p95_latency_ms > 500: fire, notify, cooldown, resolve', () => {
     await expect
       .poll(async () => (await eventsOf(rule.id))[0]?.notifications.map((n: any) => `${n.channel}:${n.kind}:${n.status}:${n.attempts}`).sort(), { timeout: 15_000, interval: 100 })
       .toEqual(['email:fired:delivered:1', 'webhook:fired:delivered:1']);
+    for (const n of (await eventsOf(rule.id))[0].notifications) expect(n).toMatchObject({ last_error: null, delivered_at: expect.any(String) });
+
+    // An active event has no resolution yet: null, not "".
+    expect((await eventsOf(rule.id))[0]).toMatchObject({ status: 'active', resolved_at: null, resolution: null, resolved_by: null });
+    const evaluated = (await api(cp, 'GET', R, { token: owner.token })).body.data.find((r: any) => r.id === rule.id);
+    expect(Date.parse(evaluated.last_evaluated_at)).toBeGreaterThan(0);
+    expect(evaluated.last_value).toBe(outcome.value);
 
     // Still firing: the open event stays the only one.
     expect((await cp.alerts.evaluator.tick()).find((o) => o.ruleId === rule.id)?.action).toBe('unchanged');
@@ -161,6 +170,8 @@ describe('p95_latency_ms > 500: fire, notify, cooldown, resolve', () => {
       ['resolved', 'auto'],
       ['resolved', 'manual'],
     ]);
+    // Resolved by the evaluator: nobody resolved it.
+    expect(events[0].resolved_by).toBeNull();
     // Resolution time is the injected clock's (17 minutes ahead of the wall clock here).
     expect(Date.parse(events[0].resolved_at)).toBeGreaterThanOrEqual(before);
     expect(Date.parse(events[0].resolved_at)).toBeLessThanOrEqual(after);
@@ -169,6 +180,24 @@ describe('p95_latency_ms > 500: fire, notify, cooldown, resolve', () => {
     expect(res.json.data).toMatchObject({ event_id: events[0].id, status: 'resolved', resolution: 'auto' });
     expect((await api(cp, 'GET', '/api/v1/alerts/active-count', { token: owner.token })).body.data).toEqual({ count: 0 });
     expect((await api(cp, 'GET', `${E}?status=active`, { token: owner.token })).body.data.filter((e: any) => e.rule_id === rule.id)).toEqual([]);
+  });
+});
+
+describe('REST shape: unset is null', () => {
+  it('a workspace rule without component reads null where nothing is set; read back and sent again it is accepted', async () => {
+    const created = await api(cp, 'POST', R, { token: owner.token, body: { name: 'Errors', metric: 'error_rate', operator: 'greater_than', threshold: 50 } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const expected = { component: null, scope: { type: 'workspace', agent_id: null }, last_evaluated_at: null, last_value: null };
+    expect(created.body.data).toMatchObject(expected);
+    expect((await api(cp, 'GET', R, { token: owner.token })).body.data.find((r: any) => r.id === created.body.data.id)).toMatchObject(expected);
+    const put = await api(cp, 'PUT', `${R}/${created.body.data.id}`, { token: owner.token, body: { threshold: 60 } });
+    expect(put.body.data).toMatchObject({ ...expected, threshold: 60 });
+    // A rule read back and sent again (nulls included) is accepted unchanged.
+    const { id: _id, workspace_id: _ws, created_at: _c, updated_at: _u, ...again } = put.body.data;
+    const roundTrip = await api(cp, 'PUT', `${R}/${created.body.data.id}`, { token: owner.token, body: again });
+    expect(roundTrip.status, JSON.stringify(roundTrip.body)).toBe(200);
+    expect(roundTrip.body.data).toMatchObject({ ...expected, threshold: 60 });
+    await api(cp, 'DELETE', `${R}/${created.body.data.id}`, { token: owner.token });
   });
 });
 
@@ -253,12 +282,26 @@ describe('bad input: 400 naming the field', () => {
     ['private webhook address', { ...base, channels: { webhook: ['https://10.1.2.3/hook'] } }, 'channels.webhook[0]'],
     ['plain http slack', { ...base, channels: { slack: ['http://hooks.example.com/x'] } }, 'channels.slack[0]'],
     ['workspace not a UUID', { ...base, workspace_id: 'abc' }, 'workspace_id'],
+    // JSON types: the full path, not `body` or the leaf name alone.
+    ['channels not an object', { ...base, channels: 'x' }, 'channels'],
+    ['scope not an object', { ...base, scope: 'workspace' }, 'scope'],
+    ['a channel list not an array', { ...base, channels: { slack: 'x' } }, 'channels.slack'],
+    ['a channel target not a string', { ...base, channels: { email: [5] } }, 'channels.email[0]'],
+    ['threshold not a number', { ...base, threshold: '5' }, 'threshold'],
   ];
   it.each(cases)('%s', async (_what, body, field) => {
     const res = await api(cp, 'POST', R, { token: owner.token, body });
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
     expect(res.body.error.details[0].field).toBe(field);
+  });
+
+  it('a number out of range (1e309) in a channel list names its place', async () => {
+    const raw = `{"name":"r","metric":"error_rate","operator":"greater_than","channels":{"email":[1e309]}}`;
+    const res = await api(cp, 'POST', R, { token: owner.token, rawBody: raw });
+    expect([res.status, res.body.error?.code, res.body.error?.details?.[0]?.field]).toEqual([400, 'INVALID_REQUEST', 'channels.email[0]']);
+    const put = await api(cp, 'POST', '/api/v1/alerts/test', { token: owner.token, rawBody: `{"metric":"error_rate","operator":"equals","scope":"agent"}` });
+    expect([put.status, put.body.error?.details?.[0]?.field]).toEqual([400, 'scope']);
   });
 
   it('PUT, /alerts/test and the events query check their fields too', async () => {

@@ -154,8 +154,6 @@ describe('presence socket', () => {
     const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
     const c = presenceClient(cp.port);
     await c.open();
-    c.send({ type: 'status', status: 'busy' });
-    expect((await c.next()).code).toBe('UNAUTHORIZED');
     c.send({ type: 'login', token: tok });
     const ready = await c.next();
     expect(ready).toMatchObject({ type: 'ready', agent_id: id, status: 'available' });
@@ -364,6 +362,107 @@ describe('access and limits', () => {
     // Another address is unaffected.
     expect((await api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token, localAddress: '127.9.9.10' })).status).toBe(200);
     await expect.poll(async () => (await hit()).status, { timeout: 3000, interval: 100 }).toBe(200);
+  });
+});
+
+describe('audit fixes: passwords, health aliases, check order, socket, reset token', () => {
+  it('password length counts characters (code points), not UTF-16 units, on set-password and the reset confirmation', async () => {
+    const email = `emoji-${rnd()}@example.com`;
+    const code = `e-${rnd()}`;
+    const id = await newAgent({ agent_code: code, email });
+    const set = (password: string) => api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password } });
+    // Four emoji: 8 UTF-16 units, 4 characters.
+    const four = await set('😀😀😀😀');
+    expect([four.status, four.body.error?.code, four.body.error?.details?.[0]?.field]).toEqual([400, 'INVALID_REQUEST', 'password']);
+    expect((await set('😀'.repeat(7))).status).toBe(400);
+    expect((await set('😀'.repeat(8))).status).toBe(200);
+    // 200 emoji: 200 characters (400 units) is within the 256-character maximum; 257 is not.
+    expect((await set('😀'.repeat(200))).status).toBe(200);
+    expect((await set('a'.repeat(257))).status).toBe(400);
+    const login = (password: string) => api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password } });
+    expect((await login('😀'.repeat(200))).status).toBe(200);
+
+    await api(cp, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: id, send_email: true } });
+    const token = /Reset token: (\S+)/.exec(cp.accounts.mailbox!.messages(email).at(-1)!.text)![1];
+    const confirm = (password: string) => api(cp, 'POST', '/api/v1/agent-portal/reset-password', { body: { token, password } });
+    const short = await confirm('🙂🙂🙂🙂');
+    expect([short.status, short.body.error?.code, short.body.error?.details?.[0]?.field]).toEqual([400, 'INVALID_REQUEST', 'password']);
+    expect((await confirm('🙂'.repeat(8))).status).toBe(200);
+    expect((await login('🙂'.repeat(8))).status).toBe(200);
+  });
+
+  it('/agent-portal/healthz, /live and /ready answer like /agent-portal/health, without a bearer', async () => {
+    const health = await api(cp, 'GET', '/api/v1/agent-portal/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'ok', service: 'control-plane' });
+    for (const alias of ['healthz', 'live', 'ready']) {
+      const r = await api(cp, 'GET', `/api/v1/agent-portal/${alias}`);
+      expect(r.status, alias).toBe(200);
+      expect(r.body, alias).toMatchObject({ status: 'ok', service: 'control-plane', version: health.body.version });
+    }
+  });
+
+  it('every bearer portal route answers 401 before looking at the request', async () => {
+    const id = newId();
+    const calls: Array<[string, string, unknown?]> = [
+      ['POST', `${A}/set-password`, {}],
+      ['POST', `${A}/set-password`, { agent_id: 'nope', password: 'x' }],
+      ['POST', `${A}/reset-password`, {}],
+      ['POST', `${A}/send-credentials`, {}],
+      ['GET', `${A}/password-audit`],
+      ['GET', `${A}/presence/realtime`],
+      ['GET', `${A}/presence/attendance?from=yesterday`],
+      ['GET', `${A}/presence/timeline/${id}?date=not-a-date`],
+      ['GET', `${A}/presence/alerts`],
+      ['POST', `${A}/presence/alerts/not-a-uuid/acknowledge`],
+      ['POST', `${A}/presence/alerts/${id}/acknowledge`],
+      ['POST', `${A}/presence/shifts`, { day_of_week: 9 }],
+      ['GET', `${A}/presence/shifts/not-a-uuid`],
+      ['DELETE', `${A}/presence/shifts/not-a-uuid`],
+      ['DELETE', `${A}/presence/shifts/${id}`],
+      ['POST', C, {}],
+      ['GET', `${C}?limit=0`],
+      ['PATCH', `${C}/${id}`, { max_concurrent_calls: 0 }],
+      ['POST', `/api/v1/call-center/calls/${id}/handoff`],
+      ['GET', '/api/v1/sessions/active?workspace_id=nope'],
+    ];
+    for (const [method, path, body] of calls) {
+      for (const headers of [{}, { authorization: 'Bearer not-a-real-key-0123456789' }] as Record<string, string>[]) {
+        const r = await api(cp, method, path, { body, headers });
+        expect([r.status, r.body?.error?.code], `${method} ${path} ${JSON.stringify(headers)}`).toEqual([401, 'UNAUTHORIZED']);
+      }
+    }
+    // With a credential the same body is judged: 400 naming the field.
+    const bad = await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: {} });
+    expect([bad.status, bad.body.error.code, bad.body.error.details[0].field]).toEqual([400, 'INVALID_REQUEST', 'password']);
+  });
+
+  it('a presence socket that sends anything but login first gets UNAUTHORIZED and is closed 4001 at once', async () => {
+    for (const first of [{ type: 'heartbeat' }, { type: 'status', status: 'busy' }, { type: 'logout' }]) {
+      const c = presenceClient(cp.port);
+      await c.open();
+      const t0 = Date.now();
+      c.send(first);
+      expect(await c.next(), first.type).toMatchObject({ type: 'error', code: 'UNAUTHORIZED' });
+      expect(await c.closed, first.type).toBe(4001);
+      // Not the 10 s login timeout (4008).
+      expect(Date.now() - t0).toBeLessThan(5000);
+    }
+  });
+
+  it('reset-password: a missing token or password is INVALID_REQUEST naming it; an unknown token is INVALID_TOKEN', async () => {
+    const confirm = (body: unknown) => api(cp, 'POST', '/api/v1/agent-portal/reset-password', { body });
+    for (const [body, field] of [
+      [{}, 'token'],
+      [{ password: 'long-enough-password' }, 'token'],
+      [{ token: '', password: 'long-enough-password' }, 'token'],
+      [{ token: 'some-token' }, 'password'],
+    ] as const) {
+      const r = await confirm(body);
+      expect([r.status, r.body.error?.code, r.body.error?.details?.[0]?.field], JSON.stringify(body)).toEqual([400, 'INVALID_REQUEST', field]);
+    }
+    const unknown = await confirm({ token: 'never-issued-token', password: 'long-enough-password' });
+    expect([unknown.status, unknown.body.error?.code]).toEqual([400, 'INVALID_TOKEN']);
   });
 });
 

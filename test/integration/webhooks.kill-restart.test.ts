@@ -8,6 +8,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { api, createTestUser } from '../helpers/accounts.js';
@@ -29,7 +30,8 @@ let b: ControlPlane | undefined;
 
 beforeAll(async () => {
   expect(devTlsTrusted()).toBe(true);
-  infra = await startTestInfra({ outboundAllowCidrs: ['127.0.0.0/8'] });
+  // The organization key: the child replica's dev mailbox (the test user's code) is read with it.
+  infra = await startTestInfra({ outboundAllowCidrs: ['127.0.0.0/8'], orgApiKey: `org_${randomBytes(18).toString('hex')}` });
   receiver = await startWebhookReceiver();
   childDir = buildChild(['test/helpers/control-plane-child.ts']);
 });

@@ -33,7 +33,7 @@ const clock = offsetClock();
 beforeAll(async () => {
   clock.advance(-2 * 3600_000); // see webhooks.delivery.test.ts: attempts wait for the injected clock
   infra = await startTestInfra({ outboundAllowCidrs: ['127.0.0.0/8'] });
-  cp = await startControlPlane({ ...infra, clock }, { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, postCallSweepMs: 500 });
+  cp = await startControlPlane({ ...infra, clock }, { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 }, postCallSweepMs: 500, webhookUnrecordedCheckS: 1 });
   owner = await createTestUser(cp);
   receiver = await startWebhookReceiver();
   const put = await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: receiver.url } });
@@ -67,8 +67,29 @@ describe('TEST_LIMIT: five test pings still un-sent', () => {
     const sixth = await ping();
     expect(sixth.status).toBe(429);
     expect(sixth.body.error.code).toBe('TEST_LIMIT');
-    await receiver.start();
+    // Retry-After (spec error table): until the earliest un-sent ping's next attempt is over: its
+    // due time (now, or 30 s + up to 20 % after a failed first attempt) plus the 10 s attempt timeout.
+    const retryAfter = Number(sixth.headers['retry-after']);
+    expect(retryAfter, String(sixth.headers['retry-after'])).toBeGreaterThanOrEqual(10);
+    expect(retryAfter).toBeLessThanOrEqual(36 + 10 + 1);
     for (const id of ids) await expect.poll(async () => (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data.attempt_log.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    // Every ping failed once: the earliest is due about 30-36 s on, so the hint moved with it.
+    const later = await ping();
+    expect(later.status).toBe(429);
+    expect(Number(later.headers['retry-after'])).toBeGreaterThan(10);
+    expect(Number(later.headers['retry-after'])).toBeLessThanOrEqual(36 + 10 + 1);
+    // The log lists summaries (attempt count, last outcome); the attempts are in the single read.
+    const log = await api(cp, 'GET', `${D}?limit=200`, { token: owner.token });
+    for (const id of ids) {
+      const row = log.body.data.find((d: { id: string }) => d.id === id);
+      expect(row.attempts).toBeGreaterThanOrEqual(1);
+      expect(row).not.toHaveProperty('attempt_log');
+      expect(row).not.toHaveProperty('body');
+      const one = (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data;
+      expect(one.attempt_log).toHaveLength(one.attempts);
+      expect(one.body).toEqual(expect.any(String));
+    }
+    await receiver.start();
     clock.advance(40_000);
     for (const id of ids) await expect.poll(() => statusOf(id), { timeout: 15_000, interval: 100 }).toBe('delivered');
     const after = await ping();
@@ -159,16 +180,39 @@ describe('abandoned: a carrier call with no recorded end, closed by the sweeper'
   });
 });
 
+/** The first delivery the receiver got for `callId`. */
+async function arrivalFor(callId: string) {
+  await expect.poll(() => receiver.requests.some((r) => r.json?.data?.call_id === callId), { timeout: 15_000, interval: 50 }).toBe(true);
+  return receiver.requests.find((r) => r.json?.data?.call_id === callId)!;
+}
+
 describe('failed: a carrier call that never connected', () => {
-  it('busy -> one call.completed with status failed; a connected call that ended gets none from this hook', { timeout: 30_000 }, async () => {
+  it('busy -> one call.completed with status failed', { timeout: 30_000 }, async () => {
     const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Dialer');
     const call = newCallRecord({ call_id: newId(), agent_id: agentId, workspace_id: owner.workspaceId, user_id: owner.userId, direction: 'outbound', status: 'ringing', from_number: '+14155550111', to_number: '+14155550122', created_at_ms: clock.now() - 20_000 });
-    const before = receiver.requests.length;
-    await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call: { ...call, answered_at_ms: clock.now() - 5000 }, detail: 'completed' });
     await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call, detail: 'busy' });
-    const got = await receiver.until(before + 1);
+    const got = await arrivalFor(call.call_id);
     expect(got.json.data).toMatchObject({ call_id: call.call_id, status: 'failed', direction: 'outbound', caller_number: '+14155550111', callee_number: '+14155550122', answered_at: null, analysis_status: 'skipped', ai_agent: { id: agentId, name: 'Dialer' } });
     await expect.poll(async () => (await infra.sql`select count(*)::int as n from webhook_deliveries where call_id = ${call.call_id}`)[0].n, { timeout: 5000 }).toBe(1);
+  });
+
+  it('answered, but its media never reached an engine: failed (media_not_connected); answered with a conversation: none from this hook', { timeout: 30_000 }, async () => {
+    const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Front desk');
+    const base = { agent_id: agentId, workspace_id: owner.workspaceId, user_id: owner.userId, direction: 'inbound' as const, status: 'in_progress' as const, from_number: '+14155550133', to_number: '+14155550144', created_at_ms: clock.now() - 20_000 };
+    const lost = { ...newCallRecord({ ...base, call_id: newId() }), answered_at_ms: clock.now() - 15_000 };
+    // Recorded: the engine wrote its conversation (its own end sends call.completed, not this hook).
+    const recorded = { ...newCallRecord({ ...base, call_id: newId() }), answered_at_ms: clock.now() - 15_000 };
+    const sc = sessionConfig({ agent_id: agentId, workspace_id: owner.workspaceId });
+    writer.recorderFor(sc).start({ session_id: sc.session_id, agent_id: agentId, workspace_id: owner.workspaceId, call_id: recorded.call_id, metadata: {}, started_at_ms: clock.now() - 15_000 });
+    await writer.flush();
+    await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call: recorded, detail: 'completed' });
+    await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call: lost, detail: 'completed' });
+    const got = await arrivalFor(lost.call_id);
+    expect(verifySignature(secret, got)).toBe(true);
+    expect(got.json.data).toMatchObject({ status: 'failed', failure_reason: 'media_not_connected', carrier_status: 'completed', direction: 'inbound', conversation_id: null, answered_at: new Date(lost.answered_at_ms).toISOString(), analysis_status: 'skipped' });
+    // The recorded call's job ran too (same delay, queued first) and sent nothing.
+    await expect.poll(async () => (await infra.sql.unsafe(`select count(*)::int as n from ${cp.jobs.schema}.job where name = 'webhook.call-failed' and singleton_key = $1 and state = 'completed'`, [recorded.call_id]))[0].n, { timeout: 10_000 }).toBe(1);
+    expect((await infra.sql`select count(*)::int as n from webhook_deliveries where call_id = ${recorded.call_id}`)[0].n).toBe(0);
   });
 });
 

@@ -13,6 +13,10 @@ export interface AgentsApp {
   app: ControlPlane;
   port: number;
   orgKey: string;
+  /** The same key, under the name `readCode` looks for. */
+  orgApiKey: string;
+  /** The in-process mailbox (`readCode`). */
+  accounts: ControlPlane['accounts'];
   close(): Promise<void>;
 }
 
@@ -25,6 +29,8 @@ export async function startAgentsApp(): Promise<AgentsApp> {
     app,
     port: app.port,
     orgKey,
+    orgApiKey: orgKey,
+    accounts: app.accounts,
     async close() {
       await app.close();
       await infra.close();

@@ -30,6 +30,10 @@ describe('field checks', () => {
     expect(password('password', 'x'.repeat(256))).toHaveLength(256);
     expect(code(() => password('password', 'x'.repeat(7)))).toBe('INVALID_REQUEST');
     expect(code(() => password('password', 'x'.repeat(257)))).toBe('INVALID_REQUEST');
+    // Characters, not UTF-16 units: four emoji are 4 characters (8 units).
+    expect(code(() => password('password', '😀'.repeat(4)))).toBe('INVALID_REQUEST');
+    expect(password('password', '😀'.repeat(8))).toBe('😀'.repeat(8));
+    expect(password('password', '😀'.repeat(256))).toHaveLength(512);
   });
 
   it('required names the field', () => {

@@ -4,11 +4,23 @@
  * 429/503 capped at 1 h, and which outcomes retry or go dead at once.
  */
 import { describe, expect, it } from 'vitest';
-import { classify, MAX_ATTEMPTS, nextWaitMs, retryAfterMs } from '../../../control-plane/webhooks/schedule.js';
+import { classify, MAX_ATTEMPTS, nextWaitMs, retryAfterMs, testLimitRetryAfterS } from '../../../control-plane/webhooks/schedule.js';
 import { deliveryHeaders, signatureV1 } from '../../../control-plane/webhooks/signing.js';
 import { createHmac } from 'node:crypto';
 
 const NOW = Date.parse('2026-11-24T10:00:00.000Z');
+
+describe('TEST_LIMIT Retry-After', () => {
+  it('is the earliest un-sent ping\'s due time plus the 10 s attempt timeout, whole seconds, 1 s to 1 h', () => {
+    // Due now (or overdue, or in flight since its due time): the attempt under way ends within 10 s.
+    expect(testLimitRetryAfterS(NOW, NOW)).toBe(10);
+    expect(testLimitRetryAfterS(NOW - 60_000, NOW)).toBe(10);
+    expect(testLimitRetryAfterS(null, NOW)).toBe(10);
+    // A retry 30.2 s away: 41 s (rounded up).
+    expect(testLimitRetryAfterS(NOW + 30_200, NOW)).toBe(41);
+    expect(testLimitRetryAfterS(NOW + 5 * 3_600_000, NOW)).toBe(3600);
+  });
+});
 
 describe('schedule', () => {
   it('waits 30 s, 2 min, 10 min, 30 min after attempts 1-4, then no fifth wait', () => {
