@@ -16,7 +16,7 @@ import { AppError, invalid, unauthorized } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { dummyHash, hashPassword, verifyPassword } from '../accounts/passwords.js';
 import type { Mailer } from '../accounts/mail.js';
-import { MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS } from '../http/validate.js';
+import { password } from '../http/validate.js';
 import { audit, getAgent, tokenHash, type AgentRow } from './store.js';
 
 export const RESET_TOKEN_TTL_MS = 3_600_000;
@@ -40,18 +40,11 @@ export interface CredentialsDeps {
 }
 
 /**
- * A portal password as sent (spaces are characters of a password), 8-256 characters. Characters
- * are Unicode code points, as a person counts them: "😀😀😀😀" is 4 (8 UTF-16 units) and too short.
+ * A portal password as sent (spaces are characters of a password), 8-256 characters counted as
+ * code points ("😀😀😀😀" is 4 and too short): the accounts rule (http/validate.ts `password`).
  * Every portal password rule (set-password, the reset confirmation) goes through here.
  */
-export function passwordField(field: string, value: string | undefined): string {
-  const v = value ?? '';
-  if (!v) throw invalid(field, 'is required');
-  const chars = [...v].length;
-  if (chars < MIN_PASSWORD_CHARS) throw invalid(field, `must be at least ${MIN_PASSWORD_CHARS} characters`);
-  if (chars > MAX_PASSWORD_CHARS) throw invalid(field, `must be at most ${MAX_PASSWORD_CHARS} characters`);
-  return v;
-}
+export const passwordField = password;
 
 export function tempPassword(): string {
   let s = '';
