@@ -108,9 +108,12 @@ export class AgentRuns {
         return;
       case 'tts_piece_end':
         this.output.endSegment();
+        // The piece's last partial frame may go now.
+        this.pace(this.d.clock.monotonicMs());
         return;
       case 'run_done':
         run.runnerDone = true;
+        this.output.endInput();
         run.appended = m.appended;
         run.assistantText = m.assistantText;
         if (this.output.queuedSamples === 0) this.finish(run);

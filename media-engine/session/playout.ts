@@ -89,11 +89,12 @@ export class PlayoutQueue {
   }
 
   /**
-   * Fills `dst` (one frame) from the queue; a partial last frame is padded with silence.
-   * Returns false when nothing was queued.
+   * Fills `dst` (one frame) from the queue; a partial last frame is padded with silence, unless
+   * `partialOk` is false (more audio of the same speech is coming: a frame padded now would put
+   * a gap of silence inside it). Returns false when nothing was taken.
    */
-  takeFrame(dst: Int16Array): boolean {
-    if (this.size === 0) return false;
+  takeFrame(dst: Int16Array, partialOk = true): boolean {
+    if (this.size === 0 || (!partialOk && this.size < dst.length)) return false;
     const n = Math.min(dst.length, this.size);
     let off = 0;
     while (off < n) {

@@ -15,6 +15,8 @@ export class SpeechOutput {
   private readonly frame: Int16Array;
   private readonly resamplers = new Map<number, Resampler>();
   private playing = false;
+  /** TTS audio of the current piece may still come: only whole frames leave until it ends. */
+  private inputOpen = false;
   private paceStartMs = 0;
   private paceFramesSent = 0;
   /** Monotonic time the first frame of the current turn left, 0 before. */
@@ -36,15 +38,23 @@ export class SpeechOutput {
   resetTurn(): void {
     this.playout.resetTurn();
     this.playing = false;
+    this.inputOpen = false;
     this.firstFrameSentAtMs = 0;
   }
 
   beginSegment(text: string): void {
     this.playout.beginSegment(text);
+    this.inputOpen = true;
   }
 
   endSegment(): void {
     this.playout.endSegment();
+    this.inputOpen = false;
+  }
+
+  /** No more audio is coming for this turn (the run ended, possibly without closing its piece). */
+  endInput(): void {
+    this.inputOpen = false;
   }
 
   /** Queues TTS audio of any rate (resampled here, inline: ~35 us per 40 ms chunk). */
@@ -53,8 +63,13 @@ export class SpeechOutput {
   }
 
   /**
-   * Sends the frames due at `nowMs`. Returns true when the queue is empty (all sent). When the
-   * queue runs dry mid-turn (TTS slower than real time) the schedule restarts with a fresh lead.
+   * Sends the frames due at `nowMs`. Returns true when the queue is empty (all sent).
+   *
+   * While a TTS piece is still streaming only whole frames leave: a vendor's chunks rarely end on a
+   * 20 ms boundary, and padding each chunk's tail with zeros put a gap of silence after every chunk
+   * (and, the queue then being empty, restarted the schedule: audio left as fast as it came). When
+   * the queue runs dry mid-turn (TTS slower than real time) the schedule resumes with the usual
+   * lead, not with every frame that came due meanwhile at once.
    */
   pace(nowMs: number): boolean {
     if (this.playout.queuedSamples === 0) {
@@ -68,9 +83,13 @@ export class SpeechOutput {
       this.paceFramesSent = 0;
     }
     const leadFrames = Math.ceil(this.transport.leadMs / FRAME_MS);
-    const due = Math.floor((nowMs - this.paceStartMs) / FRAME_MS) + 1 + leadFrames;
+    let due = Math.floor((nowMs - this.paceStartMs) / FRAME_MS) + 1 + leadFrames;
+    if (due - this.paceFramesSent > leadFrames + 1) {
+      this.paceStartMs = nowMs - this.paceFramesSent * FRAME_MS;
+      due = this.paceFramesSent + 1 + leadFrames;
+    }
     while (this.paceFramesSent < due) {
-      if (!this.playout.takeFrame(this.frame)) {
+      if (!this.playout.takeFrame(this.frame, !this.inputOpen)) {
         // Starved mid-answer (the TTS is slower than real time): a held partial message goes now.
         this.transport.flushAudio?.();
         break;
@@ -86,6 +105,7 @@ export class SpeechOutput {
   flush(): void {
     this.playout.resetTurn();
     this.playing = false;
+    this.inputOpen = false;
     for (const r of this.resamplers.values()) r.reset();
     this.transport.clearAudio();
   }
@@ -94,6 +114,7 @@ export class SpeechOutput {
   release(): void {
     this.playout.resetTurn();
     this.playing = false;
+    this.inputOpen = false;
   }
 
   /**
