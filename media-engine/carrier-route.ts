@@ -157,7 +157,15 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
         }
         if (result.status !== 'claimed') return refuse(SOCKET_ERRORS.sessionNotFound);
         const sc = result.session.config as SessionConfig;
-        if (agentId && agentId !== sc.agent_id) return refuse('agent_id does not match the session');
+        // One session, one socket: a second stream naming a live call's session is refused (it
+        // took the call over: the caller's own stream went silent, the records were lost).
+        if (ctx.calls.has(sc.session_id)) return refuse(SOCKET_ERRORS.sessionNotFound);
+        if (agentId && agentId !== sc.agent_id) {
+          // Claimed but unusable: given back (deleted, as the browser path does), or it would hold
+          // its seat and stay claimable long after the 30 s connect window.
+          void registry.sessions.deleteSession(sessionId).catch(() => {});
+          return refuse('agent_id does not match the session');
+        }
         creditAtConnect(ctx, sc).then(
           (credit) => {
             if (data.state === 'closed') return void registry.sessions.deleteSession(sessionId).catch(() => {});

@@ -187,6 +187,37 @@ describe('socket-cap exhaustion', () => {
     }
     await waitFor(async () => (await registry.sessions.getSession(cfg.session_id)) === undefined, 5000);
   });
+
+  it('one session, one stream: a second carrier stream naming a live call is refused and the call goes on', { timeout: 30_000 }, async () => {
+    const cfg = await putSession();
+    const params = { session_id: cfg.session_id, agent_id: cfg.agent_id };
+    const first = new MediaStreamCall({ url: carrierUrl, callSid: 'CAfirst', accountSid: 'AC1', customParameters: params });
+    await first.connect();
+    try {
+      await first.waitUntil(() => first.mediaReceived > 5, 10_000, 'agent audio');
+      // The claim is idempotent for the owning node, so only the live-call check can refuse this.
+      const second = new MediaStreamCall({ url: carrierUrl, callSid: 'CAsecond', accountSid: 'AC1', customParameters: params });
+      await second.connect();
+      expect(await second.closed()).toBe(1008);
+      expect(second.mediaReceived).toBe(0);
+      const before = first.mediaReceived;
+      await first.waitUntil(() => first.mediaReceived > before + 5, 10_000, 'the first stream still hears the agent');
+      expect(first.closeCode).toBeUndefined();
+      expect(node.calls.has(cfg.session_id)).toBe(true);
+    } finally {
+      first.hangup();
+      await first.closed();
+    }
+  });
+
+  it('a start naming another agent is refused and the session given back (no seat held past the connect window)', { timeout: 30_000 }, async () => {
+    const cfg = await putSession();
+    const media = new MediaStreamCall({ url: carrierUrl, callSid: 'CAwrong', accountSid: 'AC1', customParameters: { session_id: cfg.session_id, agent_id: '01a00000-0000-7000-8000-000000000000' } });
+    await media.connect();
+    expect(await media.closed()).toBe(1008);
+    await waitFor(async () => (await registry.sessions.getSession(cfg.session_id)) === undefined, 5000);
+    expect(log.lines.some((l) => l.includes('agent_id does not match the session'))).toBe(true);
+  });
 });
 
 describe('socket-cap exhaustion: pre-warmed providers count against node capacity', () => {
