@@ -90,7 +90,9 @@ export class CallerTurns {
         host.emit({ type: 'interim_transcription', text });
       } else {
         this.caller.addFinal(text);
-        if (ev.endOfTurn && host.phase() === 'user_speaking') this.endUserTurn();
+        // The vendor's end of turn, or the answer to our finalize request at the silence endpoint
+        // (the turn was already over: waiting out FINALIZE_WAIT_MS only added latency).
+        if (host.phase() === 'user_speaking' && (ev.endOfTurn || this.timers.has('endpoint'))) this.endUserTurn();
       }
       return;
     }

@@ -51,6 +51,21 @@ describe('CallActor endpointing on silence', () => {
     expect(h.recorder.turns.map((t) => t.user_text)).toEqual(['what time is it']);
   });
 
+  it('the final that answers the finalize request at the silence endpoint ends the turn at once (not 1.5 s later)', async () => {
+    const h = actorHarness();
+    h.actor.start();
+    await h.hum(300);
+    await h.silence(600); // past the 500 ms endpoint: no text yet, so the ASR was asked to finalize
+    expect(h.actor.phase).toBe('user_speaking');
+    const askedAt = h.clock.monotonicMs();
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'book a table for two', endOfTurn: false } });
+    await h.silence(20);
+    expect(h.transport.of('transcription')).toMatchObject([{ text: 'book a table for two', turn: 1 }]);
+    expect(h.clock.monotonicMs() - askedAt).toBeLessThan(100);
+    await h.runUntil(() => h.transport.of('turn_complete').length === 1);
+    expect(h.llm.requestCount).toBe(1);
+  });
+
   it('no text at all: the ASR gets 1.5 s to finalize, then the turn is dropped with phase_idle and no LLM call', async () => {
     const h = actorHarness();
     h.actor.start();
