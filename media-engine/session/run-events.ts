@@ -68,6 +68,14 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
     case 'tts_exhausted':
       run.ttsFailed = true;
       return { type: 'tts_retry_exhausted', attempt: m.attempt };
+    case 'tts_failed':
+      run.ttsFailed = true;
+      return {
+        type: 'error',
+        code: 'tts_failed',
+        message: m.partial ? `speech synthesis stopped mid-sentence: ${m.message}` : `speech synthesis failed: ${m.message}`,
+        fatal: false,
+      };
     case 'tts_done':
       return { type: 'tts_complete', tts_gen_ms: m.genMs, tts_api_ttfb_ms: m.apiTtfbMs, tts_streaming_saved_ms: Math.max(0, m.genMs - m.apiTtfbMs), turn, step: m.step };
   }

@@ -45,6 +45,8 @@ export type TurnMsg =
   | { kind: 'tts_piece_end' }
   | { kind: 'tts_retry'; attempt: number; backoffMs: number }
   | { kind: 'tts_exhausted'; attempt: number }
+  /** A piece's speech failed (before any audio, or cut mid-stream): skipped, the run goes on. */
+  | { kind: 'tts_failed'; message: string; code?: string; partial: boolean }
   | { kind: 'tts_done'; genMs: number; apiTtfbMs: number; step: number }
   | { kind: 'run_done'; appended: LlmMessage[]; assistantText: string };
 
@@ -222,6 +224,7 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
     const requestAt = now();
     if (!firstRequestAt) firstRequestAt = requestAt;
     post({ kind: 'tts_piece_start', text: piece.text, step: piece.step });
+    let audioSent = false;
     try {
       for await (const chunk of tts.synthesize({
         text: piece.text,
@@ -233,12 +236,16 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
       })) {
         if (signal.aborted) return;
         if (!firstAudioAt) firstAudioAt = now();
+        audioSent = true;
         post({ kind: 'tts_audio', chunk });
       }
     } catch (err) {
       if (signal.aborted) return;
-      // The retry decorator already reported tts_retry / tts_retry_exhausted; skip this piece.
-      void err;
+      // The retry decorator reported tts_retry / tts_retry_exhausted for what it retried; the
+      // failure itself (a refused key, a stream cut mid-sentence) is reported here, then the
+      // piece is skipped and the run goes on.
+      const e = err as { message?: string; code?: unknown };
+      post({ kind: 'tts_failed', message: String(e?.message ?? err).slice(0, 300), code: typeof e?.code === 'string' ? e.code : undefined, partial: audioSent });
     }
     post({ kind: 'tts_piece_end' });
   }

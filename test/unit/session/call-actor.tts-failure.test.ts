@@ -1,0 +1,42 @@
+/**
+ * A TTS that fails is explained, not silent: a refused request (a revoked key: not retryable) and a
+ * stream cut mid-sentence each give a non-fatal `error` event (`tts_failed`) and a log line; the
+ * call goes on. Before, both were dropped without a word: a mute agent with no diagnostics.
+ */
+import { describe, expect, it } from 'vitest';
+import { ProviderError } from '../../../shared/providers/errors.js';
+import type { PcmChunk, TtsProvider, TtsRequest } from '../../../shared/providers/types.js';
+import { actorHarness } from './actor-harness.js';
+
+function failing(sim: TtsProvider, mode: 'refused' | 'cut'): TtsProvider {
+  return {
+    ...sim,
+    synthesize(req: TtsRequest): AsyncIterable<PcmChunk> {
+      return (async function* () {
+        if (mode === 'refused') throw new ProviderError({ provider: 'elevenlabs', code: 'AUTH_FAILED', message: 'elevenlabs: HTTP 401: Unauthorized' });
+        let n = 0;
+        for await (const chunk of sim.synthesize(req)) {
+          yield chunk;
+          if (++n === 2) throw new ProviderError({ provider: 'openai', code: 'VENDOR_ERROR', message: 'openai: stream ended early' });
+        }
+      })();
+    },
+  };
+}
+
+describe('CallActor when the TTS fails', () => {
+  it.each(['refused', 'cut'] as const)('%s: a non-fatal tts_failed error and a log line; the next turn is answered', async (mode) => {
+    const h = actorHarness({}, { wrapTts: (sim) => failing(sim, mode) });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'hello there', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
+    const errors = h.transport.of('error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ code: 'tts_failed', fatal: false });
+    expect(String(errors[0]!.message)).toContain(mode === 'refused' ? 'speech synthesis failed: elevenlabs: HTTP 401' : 'stopped mid-sentence');
+    expect(h.logLines.some((l) => l.includes('"tts failed"') && l.includes(mode === 'refused' ? 'AUTH_FAILED' : 'VENDOR_ERROR'))).toBe(true);
+    h.actor.post({ kind: 'text_inject', text: 'still there?', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 2)).toBe(true);
+    expect(h.actor.phase).toBe('listening');
+  });
+});
