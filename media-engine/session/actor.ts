@@ -33,6 +33,9 @@ import type { RunKind, RunState } from './run-state.js';
 import { maskSessionId } from '../../shared/ids.js';
 import { FlowState, type FlowEffect } from './flow-state.js';
 
+/** `error.code` on the socket when the ASR stopped for good mid-call (non-fatal: typed text still works). */
+export const ASR_UNAVAILABLE = 'asr_unavailable';
+
 export type { ActorTuning, CallActorDeps, Phase } from './actor-deps.js';
 
 export class CallActor {
@@ -215,6 +218,12 @@ export class CallActor {
         if (msg.error) {
           this.d.logger.warn({ session: maskSessionId(this.config.session_id), error: msg.error }, 'asr stream closed');
           this.d.telemetry?.providerError('asr');
+        }
+        // The ASR ended while the call goes on (it gave up: a refused key, the vendor down past its
+        // reconnects): the caller is no longer heard. Said once on the socket; typed text still works.
+        if (!this.closed && !this.ending) {
+          this.d.logger.warn({ session: maskSessionId(this.config.session_id) }, 'asr ended mid-call: the caller is not heard');
+          this.emit({ type: 'error', code: ASR_UNAVAILABLE, message: 'speech recognition stopped for the rest of this call (see the asr error before it); type instead', fatal: false });
         }
         return;
       case 'turn':

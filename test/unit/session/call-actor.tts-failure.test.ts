@@ -1,7 +1,8 @@
 /**
  * A TTS that fails is explained, not silent: a refused request (a revoked key: not retryable) and a
  * stream cut mid-sentence each give a non-fatal `error` event (`tts_failed`) and a log line; the
- * call goes on. Before, both were dropped without a word: a mute agent with no diagnostics.
+ * call goes on. Before, both were dropped without a word: a mute agent with no diagnostics. And an
+ * ASR that gives up says so once on the socket (it left the caller unheard without a word).
  */
 import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../../shared/providers/errors.js';
@@ -38,5 +39,21 @@ describe('CallActor when the TTS fails', () => {
     h.actor.post({ kind: 'text_inject', text: 'still there?', role: 'user' });
     expect(await h.runUntil(() => h.transport.of('turn_complete').length === 2)).toBe(true);
     expect(h.actor.phase).toBe('listening');
+  });
+});
+
+describe('CallActor when the ASR gives up', () => {
+  it('the ASR stream ending mid-call gives one non-fatal asr_unavailable error and a log line; typed text is still answered', async () => {
+    const h = actorHarness();
+    h.actor.start();
+    h.actor.post({ kind: 'asr', event: { type: 'error', message: 'deepgram: connect failed: deepgram: HTTP 401: Unauthorized; giving up', recoverable: false } });
+    await h.silence(40);
+    expect(h.transport.of('error')).toEqual([]);
+    h.actor.post({ kind: 'asr_closed' });
+    await h.silence(40);
+    expect(h.transport.of('error')).toMatchObject([{ code: 'asr_unavailable', fatal: false }]);
+    expect(h.logLines.some((l) => l.includes('asr ended mid-call'))).toBe(true);
+    h.actor.post({ kind: 'text_inject', text: 'typed instead', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
   });
 });
