@@ -35,12 +35,22 @@ import { FlowState, type FlowEffect } from './flow-state.js';
 
 /** `error.code` on the socket when the ASR stopped for good mid-call (non-fatal: typed text still works). */
 export const ASR_UNAVAILABLE = 'asr_unavailable';
+/** No caller audio for this long mid-turn: the missing frames count as silence (see watchInboundGap). */
+export const AUDIO_GAP_MS = 1000;
+const FRAME_MS = 20;
+/** Silent frames fed in one pacer tick at most (the turn ends within a few ticks anyway). */
+const MAX_GAP_FRAMES_PER_TICK = 50;
 
 export type { ActorTuning, CallActorDeps, Phase } from './actor-deps.js';
 
 export class CallActor {
   readonly config: CallActorDeps['config'];
   phase: Phase = 'listening';
+  /** A caller frame arrived since the last pacer tick (watchInboundGap). */
+  private audioSinceTick = false;
+  private lastAudioAtMs = 0;
+  /** 20 ms of digital silence at the inbound rate, fed in for audio that stopped mid-turn. */
+  private readonly silentFrame: Int16Array;
   /** Number of the caller turn in progress or last completed (0 = the welcome). */
   turn = 0;
   private readonly d: CallActorDeps;
@@ -74,6 +84,7 @@ export class CallActor {
     this.t = { ...DEFAULT_TUNING, ...tuning };
     this.config = deps.config;
     this.caller = new CallerSpeech(deps.clock, deps.profile, deps.config.vad_threshold, deps.transport.inRateHz);
+    this.silentFrame = new Int16Array((deps.transport.inRateHz * FRAME_MS) / 1000);
     // Only an ASR that cannot take the call's native rate costs a resampler per frame.
     const asrRateHz = deps.asrInput?.sampleRateHz ?? 16000;
     if (deps.asrInput?.encoding !== 'mulaw' && asrRateHz !== deps.transport.inRateHz) this.asrResampler = new Resampler(deps.transport.inRateHz, asrRateHz);
@@ -189,6 +200,7 @@ export class CallActor {
    * mu-law bytes for the ASR).
    */
   onAudio(pcm: Int16Array, raw?: Uint8Array): void {
+    this.audioSinceTick = true;
     // While leave_voicemail holds the greeting, a machine's greeting must not become a caller turn.
     if (this.closed || this.amd.holding) return;
     this.asr?.push(raw ?? (this.asrResampler ? this.asrResampler.process(pcm) : pcm));
@@ -197,7 +209,30 @@ export class CallActor {
 
   /** Called by the node's pacer every tick: sends the frames that are due. */
   pace(nowMs: number): void {
-    if (!this.closed) this.runs.pace(nowMs);
+    if (this.closed) return;
+    this.runs.pace(nowMs);
+    this.watchInboundGap(nowMs);
+  }
+
+  /**
+   * The caller's audio stopped mid-turn (a muted or stalled client, a carrier hiccup): past
+   * AUDIO_GAP_MS the missing frames count as silence for the turn's endpointing, so the turn ends
+   * with what was heard instead of waiting for audio that may never come (it did, for minutes).
+   */
+  private watchInboundGap(nowMs: number): void {
+    if (this.audioSinceTick || this.lastAudioAtMs === 0) {
+      this.audioSinceTick = false;
+      this.lastAudioAtMs = nowMs;
+      return;
+    }
+    if (this.phase !== 'user_speaking' || this.amd.holding) {
+      this.lastAudioAtMs = nowMs;
+      return;
+    }
+    for (let n = 0; nowMs - this.lastAudioAtMs >= AUDIO_GAP_MS + FRAME_MS && n < MAX_GAP_FRAMES_PER_TICK && this.phase === 'user_speaking'; n++) {
+      this.lastAudioAtMs += FRAME_MS;
+      this.callerTurns.frame(this.silentFrame);
+    }
   }
 
   post(msg: CallMsg | AmdMsg): void {

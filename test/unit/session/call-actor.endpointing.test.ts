@@ -80,3 +80,28 @@ describe('CallActor endpointing on silence', () => {
     expect(h.recorder.turns).toEqual([]);
   });
 });
+
+describe('CallActor when the caller audio stops mid-turn', () => {
+  it('a stalled stream ends the turn with what was heard (the missing audio counts as silence after 1 s)', async () => {
+    const h = actorHarness();
+    h.actor.start();
+    await h.hum(300);
+    expect(h.actor.phase).toBe('user_speaking');
+    h.actor.post({ kind: 'asr', event: { type: 'interim', text: 'I would like to book' } });
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'I would like to book a table', endOfTurn: false } });
+    // No frames at all from here: only the pacer ticks.
+    const stoppedAt = h.clock.monotonicMs();
+    expect(await h.runUntil(() => h.transport.of('transcription').length === 1, 5000)).toBe(true);
+    expect(h.transport.of('transcription')[0]).toMatchObject({ text: 'I would like to book a table', turn: 1 });
+    // 1 s of missing audio, then the 500 ms silence endpoint.
+    expect(h.clock.monotonicMs() - stoppedAt).toBeLessThan(1700);
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
+  });
+
+  it('frames that keep coming are never replaced: a long utterance is not cut', async () => {
+    const h = actorHarness();
+    h.actor.start();
+    await h.hum(3000);
+    expect(h.actor.phase).toBe('user_speaking');
+  });
+});
