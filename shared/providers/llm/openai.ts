@@ -78,7 +78,8 @@ class ToolCallAssembler {
   take(): LlmToolCall[] {
     const out = [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([, c]) => ({ id: c.id || `call_${randomUUID()}`, name: c.name, arguments: c.arguments || '{}' }));
+      // A made-up id stays within OpenAI's 40-character bound on tool call ids (a dashed UUID made 41).
+      .map(([, c]) => ({ id: c.id || `call_${randomUUID().replaceAll('-', '')}`, name: c.name, arguments: c.arguments || '{}' }));
     this.calls.clear();
     return out;
   }
