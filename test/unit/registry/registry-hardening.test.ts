@@ -150,8 +150,10 @@ describe('Redis registry through an outage', () => {
     proxy.restore();
 
     const deadline = performance.now() + 8000;
-    while ((await other.sessions.sessionOwner('s-claimed')) !== 'node-1') {
-      if (performance.now() > deadline) throw new Error('claim not replayed');
+    // The replay writes the node, then sessions, then calls: wait for the last of them, or a
+    // check could run between two of its batches.
+    while ((await other.sessions.sessionOwner('s-claimed')) !== 'node-1' || !(await other.calls.getCall('call-1'))) {
+      if (performance.now() > deadline) throw new Error('claim and call not replayed');
       await new Promise((r) => setTimeout(r, 50));
     }
     expect((await other.nodes.listNodes()).map((n) => n.nodeId)).toEqual(['node-1']);
