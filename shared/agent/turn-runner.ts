@@ -9,6 +9,8 @@
  */
 import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../providers/types.js';
 import { AsyncQueue } from '../providers/async-queue.js';
+import { ProviderError } from '../providers/errors.js';
+import { responseTooLarge } from '../providers/llm/limits.js';
 import { SentenceChunker } from './chunker.js';
 import type { PcmChunk } from '../providers/types.js';
 import type { ToolResult } from './tools.js';
@@ -20,6 +22,16 @@ export const MAX_LLM_STEPS = 5;
  * reaches the transcript); 512 pieces of up to 240 characters is far beyond a spoken answer.
  */
 const MAX_PENDING_PIECES = 512;
+/**
+ * Characters of one LLM step's text. About 20 minutes of speech: a model that does not stop (or a
+ * compatible server that streams forever) is cut here; what came before the cut is spoken.
+ */
+export const MAX_STEP_TEXT_CHARS = 20_000;
+/**
+ * Wall time of one LLM step. The adapters' idle timeout ends a silent stream; this ends one that
+ * keeps sending chunks with nothing in them.
+ */
+export const MAX_STEP_MS = 120_000;
 
 /**
  * One function the LLM may call: its spec and `run`, which never throws (failures are error
@@ -39,7 +51,8 @@ export type TurnMsg =
   | { kind: 'tools_started'; step: number; calls: LlmToolCall[]; llmMs: number }
   | { kind: 'tool_progress'; step: number; call: LlmToolCall }
   | { kind: 'tool_result'; step: number; call: LlmToolCall; result: ToolResult }
-  | { kind: 'llm_error'; step: number; message: string }
+  /** `code`: the ProviderError code when there was one (RESPONSE_TOO_LARGE for our own bounds). */
+  | { kind: 'llm_error'; step: number; message: string; code?: string }
   | { kind: 'tts_piece_start'; text: string; step: number }
   | { kind: 'tts_audio'; chunk: PcmChunk }
   | { kind: 'tts_piece_end' }
@@ -135,12 +148,17 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
     try {
       for await (const ev of input.llm.stream({ messages, tools: toolSpecs, signal, ...(ctx?.temperature !== undefined ? { temperature: ctx.temperature } : {}) })) {
         if (signal.aborted) return spoken;
+        if (now() - started > MAX_STEP_MS) throw responseTooLarge(input.llm.label, `no end of the answer within ${MAX_STEP_MS} ms`);
         if (ev.type === 'text') {
           if (!ev.delta) continue;
           if (!firstTokenAt) firstTokenAt = now();
-          stepText += ev.delta;
-          post({ kind: 'llm_delta', step, text: ev.delta });
-          for (const p of chunker.push(ev.delta)) pieces.push({ text: p, step, voice });
+          const room = MAX_STEP_TEXT_CHARS - stepText.length;
+          const delta = ev.delta.length > room ? ev.delta.slice(0, room) : ev.delta;
+          stepText += delta;
+          if (delta) post({ kind: 'llm_delta', step, text: delta });
+          for (const p of chunker.push(delta)) pieces.push({ text: p, step, voice });
+          // Leaving the loop cancels the vendor's stream (the adapters' `finally`).
+          if (ev.delta.length > room) throw responseTooLarge(input.llm.label, `answer longer than ${MAX_STEP_TEXT_CHARS} characters: cut there`);
         } else if (ev.type === 'tool_calls') {
           if (!firstTokenAt) firstTokenAt = now();
           calls = calls.concat(ev.calls);
@@ -150,7 +168,8 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
       }
     } catch (err) {
       if (signal.aborted) return spoken;
-      post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed' });
+      const code = err instanceof ProviderError ? err.code : undefined;
+      post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed', ...(code ? { code } : {}) });
       for (const p of chunker.flush()) pieces.push({ text: p, step, voice });
       // What was streamed before the failure is spoken, so the model must know it said it.
       if (stepText) appended.push({ role: 'assistant', content: stepText });

@@ -33,6 +33,8 @@ export type ProviderErrorCode =
   | 'VENDOR_ERROR'
   /** A consumer fell so far behind that a bounded buffer overflowed (the stream is failed, not truncated silently). */
   | 'BUFFER_OVERFLOW'
+  /** A response beyond our bounds (shared/providers/llm/limits.ts, the turn runner's answer length and time). Not retryable. */
+  | 'RESPONSE_TOO_LARGE'
   /** The endpoint (`base_url`) is an address the outbound policy refuses (shared/outbound). Never retryable. */
   | 'OUTBOUND_REFUSED'
   /** The caller's AbortSignal fired. Never retryable. */

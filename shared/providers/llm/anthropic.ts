@@ -8,6 +8,7 @@ import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
+import { checkToolCall, checkToolCallCount } from './limits.js';
 
 export interface AnthropicLlmOptions extends HttpAdapterOptions {
   apiKey: string;
@@ -143,20 +144,22 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
           outputTokens = u.output_tokens;
         } else if (type === 'content_block_start') {
           const block = (msg.content_block ?? {}) as Record<string, unknown>;
-          if (block.type === 'tool_use')
-            toolBlocks.set(Number(msg.index), {
-              id: String(block.id ?? ''),
-              name: String(block.name ?? ''),
-              json: '',
-              initial: block.input,
-            });
+          if (block.type === 'tool_use') {
+            checkToolCallCount(label, toolBlocks.size + finished.length);
+            const t = { id: String(block.id ?? ''), name: String(block.name ?? ''), json: '', initial: block.input };
+            checkToolCall(label, { name: t.name, arguments: '' });
+            toolBlocks.set(Number(msg.index), t);
+          }
         } else if (type === 'content_block_delta') {
           const delta = (msg.delta ?? {}) as Record<string, unknown>;
           if (delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '')
             yield { type: 'text', delta: delta.text };
           else if (delta.type === 'input_json_delta') {
             const t = toolBlocks.get(Number(msg.index));
-            if (t && typeof delta.partial_json === 'string') t.json += delta.partial_json;
+            if (t && typeof delta.partial_json === 'string') {
+              t.json += delta.partial_json;
+              checkToolCall(label, { name: t.name, arguments: t.json });
+            }
           }
           // thinking_delta / signature_delta are not spoken: ignored.
         } else if (type === 'content_block_stop') {

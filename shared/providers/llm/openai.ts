@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
+import { checkToolCall, checkToolCallCount } from './limits.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 
 export interface OpenAiLlmOptions extends HttpAdapterOptions {
@@ -55,6 +56,8 @@ interface PartialCall {
 class ToolCallAssembler {
   private readonly calls = new Map<number, PartialCall>();
 
+  constructor(private readonly provider: string) {}
+
   add(fragments: unknown[]): void {
     fragments.forEach((raw, position) => {
       const f = (raw ?? {}) as { index?: number; id?: string; function?: { name?: string; arguments?: string } };
@@ -62,12 +65,14 @@ class ToolCallAssembler {
       const index = typeof f.index === 'number' ? f.index : position;
       let call = this.calls.get(index);
       if (!call) {
+        checkToolCallCount(this.provider, this.calls.size);
         call = { id: '', name: '', arguments: '' };
         this.calls.set(index, call);
       }
       if (f.id) call.id = f.id;
       if (f.function?.name) call.name += f.function.name;
       if (typeof f.function?.arguments === 'string') call.arguments += f.function.arguments;
+      checkToolCall(this.provider, call);
     });
   }
 
@@ -120,7 +125,7 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
       ...httpStreamSettings(opts, LLM_HTTP_DEFAULTS),
     });
 
-    const calls = new ToolCallAssembler();
+    const calls = new ToolCallAssembler(label);
     let finishReason: string | null = null;
     let usage: { inputTokens: number; outputTokens: number } | undefined;
     let sawDone = false;

@@ -57,3 +57,27 @@ describe('CallActor when the ASR gives up', () => {
     expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
   });
 });
+
+describe('CallActor when the LLM fails', () => {
+  it('an llm_error event and a log line with the provider code; the next turn is answered', async () => {
+    let fail = true;
+    const h = actorHarness({}, {
+      wrapLlm: (sim) => ({
+        ...sim,
+        stream: (req) =>
+          fail
+            ? (async function* () {
+                fail = false;
+                throw new ProviderError({ provider: 'openai', code: 'AUTH_FAILED', message: 'openai: HTTP 401: Incorrect API key' });
+              })()
+            : sim.stream(req),
+      }),
+    });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'hello there', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('llm_error').length === 1)).toBe(true);
+    expect(h.logLines.some((l) => l.includes('"llm failed"') && l.includes('AUTH_FAILED') && l.includes('Incorrect API key'))).toBe(true);
+    h.actor.post({ kind: 'text_inject', text: 'still there?', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('llm_end').length === 1)).toBe(true);
+  });
+});

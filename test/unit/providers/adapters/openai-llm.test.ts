@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOpenAiLlm, type OpenAiLlmOptions } from '../../../../shared/providers/llm/openai.js';
+import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../../shared/providers/llm/limits.js';
 import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../shared/providers/types.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
@@ -228,6 +229,56 @@ describe('openai LLM adapter: a tool call streamed without an id', () => {
       expect(calls[0]!.id.length).toBeLessThanOrEqual(40);
     } finally {
       await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('openai LLM adapter: a response beyond our bounds', () => {
+  /** A compatible server that streams `chunk(i)` until the client goes away; resolves `closed` then. */
+  async function endlessServer(chunk: (i: number) => unknown) {
+    const http = await import('node:http');
+    let closed!: () => void;
+    const closedP = new Promise<void>((r) => (closed = r));
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        let i = 0;
+        const pump = () => {
+          if (res.destroyed) return;
+          while (res.write(`data: ${JSON.stringify(chunk(i++))}\n\n`)) if (i % 50 === 0) return void setImmediate(pump);
+          res.once('drain', pump);
+        };
+        res.on('close', closed);
+        pump();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    const provider = createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' });
+    return { provider, closed: closedP, close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('a tool call whose arguments never end fails with RESPONSE_TOO_LARGE and closes the request', async () => {
+    const s = await endlessServer((i) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...(i === 0 ? { id: 'call_1', function: { name: 'lookup_order', arguments: '{"id":"' } } : { function: { arguments: 'xxxxxxxxxxxxxxxx' } }) }] } }] }));
+    try {
+      const { error } = await settle(s.provider.stream(ask('order', undefined, true)));
+      expect(error).toMatchObject({ code: 'RESPONSE_TOO_LARGE', retryable: false });
+      await withTimeout(s.closed, 2000, 'server saw the client close');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('more tool calls than MAX_TOOL_CALLS_PER_RESPONSE fail with RESPONSE_TOO_LARGE', async () => {
+    const s = await endlessServer((i) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: `call_${i}`, function: { name: 'check_stock', arguments: '{}' } }] } }] }));
+    try {
+      const { error } = await settle(s.provider.stream(ask('order', undefined, true)));
+      expect(error).toMatchObject({ code: 'RESPONSE_TOO_LARGE' });
+      expect(error.message).toContain(`${MAX_TOOL_CALLS_PER_RESPONSE} tool calls`);
+      await withTimeout(s.closed, 2000, 'server saw the client close');
+    } finally {
+      await s.close();
     }
   });
 });

@@ -1,0 +1,60 @@
+/**
+ * One LLM step is bounded by us, not by the vendor: an answer that never ends is cut at
+ * MAX_STEP_TEXT_CHARS (what came before is kept and spoken), and a stream that keeps sending empty
+ * chunks ends after MAX_STEP_MS. Either way the vendor's stream is closed and the run reports an
+ * `llm_error` with code RESPONSE_TOO_LARGE. Before, both ran for as long as the vendor kept going.
+ */
+import { describe, expect, it } from 'vitest';
+import { MAX_STEP_MS, MAX_STEP_TEXT_CHARS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
+import type { LlmEvent, LlmProvider } from '../../../shared/providers/types.js';
+
+/** An LLM that streams `next()` forever; `closed` turns true when the consumer lets go of it. */
+function endlessLlm(next: (i: number) => LlmEvent) {
+  const state = { closed: false, yielded: 0 };
+  const llm: LlmProvider = {
+    label: 'endless',
+    model: 'm',
+    capabilities: { tools: true, parallelToolCalls: true },
+    stream: () =>
+      (async function* () {
+        try {
+          for (let i = 0; ; i++) {
+            state.yielded++;
+            yield next(i);
+          }
+        } finally {
+          state.closed = true;
+        }
+      })(),
+  };
+  return { llm, state };
+}
+
+async function run(llm: LlmProvider, now: () => number) {
+  const posted: TurnMsg[] = [];
+  await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now });
+  return posted;
+}
+
+describe('runTurn bounds one LLM step', () => {
+  it('an answer that never ends is cut at MAX_STEP_TEXT_CHARS, kept up to the cut, and the stream is closed', async () => {
+    const { llm, state } = endlessLlm(() => ({ type: 'text', delta: 'and so on, ' }));
+    const posted = await run(llm, () => 0);
+    const streamed = posted.flatMap((m) => (m.kind === 'llm_delta' ? [m.text] : [])).join('');
+    expect(streamed.length).toBe(MAX_STEP_TEXT_CHARS);
+    expect(posted.find((m) => m.kind === 'llm_error')).toMatchObject({ code: 'RESPONSE_TOO_LARGE', message: expect.stringContaining(`${MAX_STEP_TEXT_CHARS} characters`) });
+    const done = posted.find((m) => m.kind === 'run_done');
+    expect(done).toMatchObject({ assistantText: streamed, appended: [{ role: 'assistant', content: streamed }] });
+    expect(state.closed).toBe(true);
+  });
+
+  it('a stream of empty chunks ends after MAX_STEP_MS', async () => {
+    const { llm, state } = endlessLlm(() => ({ type: 'text', delta: '' }));
+    let t = 0;
+    const posted = await run(llm, () => (t += 1000));
+    expect(posted.find((m) => m.kind === 'llm_error')).toMatchObject({ code: 'RESPONSE_TOO_LARGE', message: expect.stringContaining(`${MAX_STEP_MS} ms`) });
+    expect(state.closed).toBe(true);
+    // One chunk per simulated second: stopped right after the bound, not later.
+    expect(state.yielded).toBeLessThanOrEqual(MAX_STEP_MS / 1000 + 2);
+  });
+});
