@@ -20,6 +20,8 @@ export const EXTRACT_PROMPT =
   'Use null for a value the call does not give; never guess.';
 /** Requests per extraction: the first and one retry carrying the validation errors. */
 export const MAX_REQUESTS = 2;
+/** Text of one answer kept; the rest is not read (the answer is JSON of a bounded schema, never this long). */
+export const MAX_ANSWER_TEXT_CHARS = 64 * 1024;
 
 export interface AskOptions {
   llm: LlmProvider;
@@ -85,6 +87,8 @@ async function requestOnce(o: AskOptions, messages: LlmMessage[], tools: Array<{
     for await (const ev of o.llm.stream({ messages: [...messages], tools, toolChoice: tools[0].name, model: o.model, temperature: 0, signal: abort.signal })) {
       if (ev.type === 'text') reply.text += ev.delta;
       else if (ev.type === 'tool_calls') reply.calls.push(...ev.calls);
+      // Leaving the loop closes the vendor's stream; the text is then judged like any other.
+      if (reply.text.length > MAX_ANSWER_TEXT_CHARS) break;
     }
   } finally {
     o.clock.clearTimeout(timer);

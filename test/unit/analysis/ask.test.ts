@@ -59,6 +59,25 @@ describe('askForObject', () => {
     expect(llm.seen).toHaveLength(2);
   });
 
+  it('an answer that never ends is read up to MAX_ANSWER_TEXT_CHARS, its stream closed, and judged invalid', async () => {
+    let closed = 0;
+    const endless: LlmProvider = {
+      label: 'endless',
+      model: 'm',
+      capabilities: { tools: true, parallelToolCalls: false },
+      async *stream() {
+        try {
+          for (;;) yield { type: 'text', delta: 'la la la la ' };
+        } finally {
+          closed++;
+        }
+      },
+    };
+    const out = await ask(endless);
+    expect(out).toMatchObject({ ok: false, requests: 2 });
+    expect(closed).toBe(2);
+  });
+
   it('the sim LLM extracts by keywords, deterministically, within the schema', async () => {
     const transcript = 'Caller: I want a refund of 40 euros. Please arrange a callback.\nAgent: Noted.';
     const first = await ask(createSimLlm(), transcript);
