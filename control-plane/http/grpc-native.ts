@@ -12,7 +12,8 @@ import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from '../../shared/logger.js';
 import { kRemoteIp, kRequestId } from './context.js';
 import type { RequestObserver } from './metrics.js';
-import { wrapImpl } from './rpc.js';
+import { toConnectError, wrapImpl } from './rpc.js';
+import { invalid } from '../../shared/errors.js';
 import { STRIPPED, type RunningServer, type ServiceBinding } from './server.js';
 
 export interface GrpcNativeOptions {
@@ -62,6 +63,22 @@ function toStatus(err: unknown, trailer: Headers): Partial<grpc.StatusObject> {
   return { code: ce.code as number as grpc.status, details: ce.rawMessage, metadata: toMetadata(t) };
 }
 
+/**
+ * Bytes that are not the method's request message. grpc-js answers a throwing deserializer with
+ * INTERNAL, which reads as our fault; the handler answers this marker with INVALID_ARGUMENT.
+ */
+class MalformedRequest {
+  constructor(readonly reason: string) {}
+}
+
+function decodeRequest(m: DescMethod, buf: Buffer): unknown {
+  try {
+    return fromBinary(m.input, buf);
+  } catch (e) {
+    return new MalformedRequest(e instanceof Error ? e.message : String(e));
+  }
+}
+
 function unaryHandler(service: DescService, method: DescMethod, fn: AnyFn, logger: Logger): grpc.handleUnaryCall<unknown, unknown> {
   const path = `/${service.typeName}/${method.name}`;
   return (call, callback) => {
@@ -94,7 +111,11 @@ function unaryHandler(service: DescService, method: DescMethod, fn: AnyFn, logge
       values: createContextValues().set(kRequestId, requestId).set(kRemoteIp, peerAddress(call.getPeer())),
     };
     const done = (code: number) => logger.info({ requestId, method: 'POST', path, grpcStatus: code, ms: Math.round(performance.now() - started) }, 'request');
-    fn(call.request, ctx).then(
+    const run =
+      call.request instanceof MalformedRequest
+        ? Promise.reject(toConnectError(invalid('body', `not a ${method.input.typeName} message: ${call.request.reason}`), logger, ctx))
+        : fn(call.request, ctx);
+    run.then(
       (out) => {
         answered = true;
         responseHeader.set('x-request-id', requestId);
@@ -127,7 +148,7 @@ export function addServices(server: grpc.Server, services: ServiceBinding[], log
         requestStream: false,
         responseStream: false,
         requestSerialize: (v: unknown) => Buffer.from(toBinary(m.input, v as never)),
-        requestDeserialize: (buf: Buffer) => fromBinary(m.input, buf),
+        requestDeserialize: (buf: Buffer) => decodeRequest(m, buf),
         // Implementations may return an init object; `create` is a no-op on a message.
         responseSerialize: (v: unknown) => Buffer.from(toBinary(m.output, create(m.output, v as never))),
         responseDeserialize: (buf: Buffer) => fromBinary(m.output, buf),

@@ -110,6 +110,21 @@ describe('gRPC on GRPC_PORT (grpc-js server)', () => {
     expect([bad.details, detailCode(bad)]).toEqual([decodeURIComponent(sameBad.details), detailCode(sameBad)]);
   });
 
+  it('bytes that are not the request message are INVALID_ARGUMENT on both listeners (they were INTERNAL)', async () => {
+    // Field 1 (id) as a length-delimited string claiming 100 bytes, with 3 present: truncated.
+    const garbage = Buffer.from([0x0a, 0x64, 0x61, 0x62, 0x63]);
+    for (const client of [native, onePort]) {
+      const md = new Metadata();
+      md.set('authorization', `Bearer ${owner.token}`);
+      const err = await new Promise<ServiceError>((resolve, reject) =>
+        client.client.makeUnaryRequest('/voiceplane.v1.AgentService/GetAgent', (b: Buffer) => b, (b: Buffer) => b, garbage, md, { deadline: Date.now() + 5000 }, (e) => (e ? resolve(e) : reject(new Error('answered')))),
+      );
+      expect(err.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    }
+    // The connection stays usable.
+    expect(await native.call<{ agent: { id: string } }>('GetAgent', { id: agentId }, owner.token)).toMatchObject({ agent: { id: agentId } });
+  });
+
   it('a request message above MAX_BODY_BYTES is refused with RESOURCE_EXHAUSTED before any handler runs', async () => {
     const e = await rpcError(native, 'CreateAgent', { workspace_id: owner.workspaceId, name: 'Big', system_prompt: 'x'.repeat(9000) }, owner.token);
     expect(e.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
