@@ -130,7 +130,10 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
           const stats = data.transport!.stats();
           const why = ev.message ?? 'too many invalid frames';
           logger.warn({ stream: data.pathId.slice(0, 8), reason: ev.reason, invalidFrames: stats.invalidFrames, invalidReasons: stats.invalidReasons }, `carrier stream closed: ${why}`);
-          data.transport!.close(1008, why);
+          // The actor ends the call and closes the socket, so the record says we ended it (a close
+          // from here would read as the caller hanging up).
+          if (data.actor) data.actor.post({ kind: 'end', reason: 'invalid_stream', close: { code: 1008, text: why } });
+          else data.transport!.close(1008, why);
         } else {
           logger.debug({ stream: data.pathId.slice(0, 8), reason: ev.reason }, 'invalid carrier frame dropped');
         }

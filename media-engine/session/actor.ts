@@ -283,7 +283,7 @@ export class CallActor {
         this.emit({ type: 'dtmf', digit: msg.digit });
         return this.injections.onInject(dtmfText(msg.digit), 'user', false);
       case 'end':
-        return this.endCall(msg.reason);
+        return this.endCall(msg.reason, msg.close);
       case 'transport_closed':
         return this.close('client_disconnected');
     }
@@ -494,12 +494,12 @@ export class CallActor {
   }
 
   /** Ends the call on purpose: `call_ended`, then the socket closes. */
-  endCall(reason: string): void {
+  endCall(reason: string, socketClose?: { code: number; text: string }): void {
     if (this.closed) return;
     // A reply still running is over now: its `turn_complete` comes before `call_ended`, the last event.
     this.abandonRun();
     this.emit({ type: 'call_ended', reason });
-    this.close(reason);
+    this.close(reason, socketClose);
   }
 
   /** The running run (if any) is cut by the end of the call: completed with what was heard. */
@@ -519,7 +519,7 @@ export class CallActor {
   }
 
   /** Idempotent teardown: cancels work, closes ASR, writes the call end, closes the socket. */
-  close(reason: string): void {
+  close(reason: string, socketClose = { code: 1000, text: reason }): void {
     if (this.closed) return;
     this.abandonRun();
     this.closed = true;
@@ -530,7 +530,7 @@ export class CallActor {
     }
     this.conversation.end(reason, this.flowRecord());
     this.d.telemetry?.end(reason);
-    this.d.transport.close(1000, reason);
+    this.d.transport.close(socketClose.code, socketClose.text);
     this.d.onClosed?.(reason);
   }
 

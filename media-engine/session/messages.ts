@@ -19,7 +19,8 @@ export type CallMsg =
   | { kind: 'text_inject'; text: string; role: 'user' | 'system'; admitted?: boolean }
   /** A client frame the call cannot take (a malformed `text_inject`, an oversized frame): answered with a non-fatal error. */
   | { kind: 'client_invalid'; message: string }
-  | { kind: 'end'; reason: string }
+  /** `close`: the socket's close code and text when they are not 1000 and `reason` (a stream we refuse). */
+  | { kind: 'end'; reason: string; close?: { code: number; text: string } }
   | { kind: 'transport_closed' }
   | { kind: 'mark'; name: string }
   /** A key the caller pressed on a carrier call (one of 0-9, *, #, A-D). */

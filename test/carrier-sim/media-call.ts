@@ -330,6 +330,11 @@ export class MediaStreamCall {
     else this.send({ event: 'mark', sequenceNumber: String(++this.seq), streamSid: this.streamSid, mark: { name } });
   }
 
+  /** Sends any text as one WebSocket message (hostile-input tests). */
+  sendRaw(text: string): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  }
+
   private send(msg: unknown): void {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
   }

@@ -17,6 +17,7 @@ import { startSimEngine } from '../helpers/sim-engine.js';
 import { MediaStreamCall } from '../carrier-sim/index.js';
 import { captureLogger } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
+import { maskSessionId } from '../../shared/ids.js';
 import { VoiceClient } from '../helpers/voice-client.js';
 
 /** The default: filling 2,000 sockets takes ~2 s here, so a shorter deadline would close the first before the last opened. */
@@ -208,6 +209,19 @@ describe('socket-cap exhaustion', () => {
       first.hangup();
       await first.closed();
     }
+  });
+
+  it('a live stream the node closes for garbage frames ends as invalid_stream, not as a caller hang-up', { timeout: 30_000 }, async () => {
+    const cfg = await putSession();
+    const media = new MediaStreamCall({ url: carrierUrl, callSid: 'CAgarbage', accountSid: 'AC1', customParameters: { session_id: cfg.session_id, agent_id: cfg.agent_id } });
+    await media.connect();
+    await media.waitUntil(() => media.mediaReceived > 0, 10_000, 'agent audio');
+    for (let i = 0; i < 40; i++) media.sendRaw('{"event":"media","media":{"payload":"!!not base64!!"}}');
+    expect(await media.closed()).toBe(1008);
+    const endedLine = () => log.lines.find((l) => l.includes('"call ended"') && l.includes(maskSessionId(cfg.session_id)));
+    await waitFor(async () => endedLine() !== undefined, 5000);
+    const ended = endedLine()!;
+    expect(JSON.parse(ended).reason).toBe('invalid_stream');
   });
 
   it('a start naming another agent is refused and the session given back (no seat held past the connect window)', { timeout: 30_000 }, async () => {
