@@ -7,7 +7,7 @@
 import { invalid, notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { isoOf } from '../../shared/iso-time.js';
-import { assertTenantUrl, type OutboundPolicy } from '../../shared/outbound/index.js';
+import { assertTenantUrl, HTTP_PROTOCOLS, type OutboundPolicy } from '../../shared/outbound/index.js';
 
 /** Names, labels and other short single-line strings. */
 export const MAX_NAME_CHARS = 200;
@@ -113,12 +113,13 @@ export function uuidField(field: string, value: string | undefined, isRequired =
   return v.toLowerCase();
 }
 
-/** `""` is allowed (means "none"); anything else must be an absolute http(s) URL. */
-export function httpUrl(field: string, value: string | undefined, opts: { required?: boolean } = {}): string | undefined {
+/** `""` is allowed (means "none"); anything else must be an absolute http(s) URL (or one of `protocols`). */
+export function httpUrl(field: string, value: string | undefined, opts: { required?: boolean; protocols?: readonly string[] } = {}): string | undefined {
   if (value === undefined) {
     if (opts.required) throw invalid(field, 'is required');
     return undefined;
   }
+  const protocols = opts.protocols ?? HTTP_PROTOCOLS;
   const v = value.trim();
   if (v === '') {
     if (opts.required) throw invalid(field, 'is required');
@@ -129,10 +130,14 @@ export function httpUrl(field: string, value: string | undefined, opts: { requir
   try {
     u = new URL(v);
   } catch {
-    throw invalid(field, 'must be an http or https URL');
+    throw invalid(field, mustBe(protocols));
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
+  if (!protocols.includes(u.protocol)) throw invalid(field, mustBe(protocols));
   return v;
+}
+
+function mustBe(protocols: readonly string[]): string {
+  return `must be an ${protocols.map((p) => p.slice(0, -1)).join(' or ')} URL`;
 }
 
 /**
@@ -141,9 +146,9 @@ export function httpUrl(field: string, value: string | undefined, opts: { requir
  * (loopback, private, link-local, ...; shared/outbound), unless OUTBOUND_ALLOW_CIDRS lists them.
  * DNS names are not resolved here: the policy is enforced again at every connect.
  */
-export function tenantUrl(field: string, value: string | undefined, policy: OutboundPolicy, opts: { required?: boolean } = {}): string | undefined {
+export function tenantUrl(field: string, value: string | undefined, policy: OutboundPolicy, opts: { required?: boolean; protocols?: readonly string[] } = {}): string | undefined {
   const v = httpUrl(field, value, opts);
-  if (v) assertTenantUrl(v, field, policy);
+  if (v) assertTenantUrl(v, field, policy, opts.protocols);
   return v;
 }
 

@@ -13,6 +13,7 @@ import { isUniqueViolation } from '../agents/db.js';
 import type { AgentsDeps } from '../agents/deps.js';
 import { pathId, oneOf, optionalText, required, tenantUrl } from '../http/validate.js';
 import { createOutboundPolicy } from '../../shared/outbound/index.js';
+import { baseUrlProtocols } from '../../shared/providers/registry.js';
 import { pageMeta, pageOf } from '../http/pagination.js';
 import { resolveProvider } from './resolve.js';
 import {
@@ -52,12 +53,13 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
       if (!p.isOrgOwner) throw forbidden('only the organization owner may add provider definitions');
       const name = required('name', req.name, 64);
       if (!NAME_RE.test(name)) throw invalid('name', 'must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$');
+      const providerType = checkProviderType(req.providerType);
       const row = {
         id: newId(),
         name,
-        provider_type: checkProviderType(req.providerType),
+        provider_type: providerType,
         description: optionalText('description', req.description, 2000) ?? '',
-        base_url: tenantUrl('base_url', req.baseUrl, outboundPolicy) ?? '',
+        base_url: tenantUrl('base_url', req.baseUrl, outboundPolicy, { protocols: baseUrlProtocols(providerType, name) }) ?? '',
         auth_type: oneOf('auth_type', req.authType, AUTH_TYPES) ?? 'api_key',
         is_active: req.isActive ?? true,
         default_config: checkObjectSize('default_config', req.defaultConfig),

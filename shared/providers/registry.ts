@@ -11,7 +11,7 @@
  * fails with OUTBOUND_REFUSED before any byte (so the key) is sent.
  */
 import type { Clock } from '../clock.js';
-import type { OutboundClient } from '../outbound/index.js';
+import { HTTP_PROTOCOLS, WS_PROTOCOLS, type OutboundClient } from '../outbound/index.js';
 import { createDeepgramAsr } from './asr/deepgram.js';
 import { createOpenAiTranscribeAsr } from './asr/openai-transcribe.js';
 import { createSimAsr, type SimAsrOptions } from './asr/sim.js';
@@ -47,6 +47,8 @@ export interface ProviderDescriptor {
   defaultBaseUrl?: string;
   /** The model used when `model_name` is empty. */
   defaultModel?: string;
+  /** The adapter speaks WebSocket: `base_url` may be ws:// or wss:// (http(s) works too). */
+  websocket?: boolean;
 }
 
 const d = (name: string, requiresKey: boolean, extra: Partial<ProviderDescriptor> = {}): ProviderDescriptor => ({
@@ -60,7 +62,7 @@ const d = (name: string, requiresKey: boolean, extra: Partial<ProviderDescriptor
 export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly ProviderDescriptor[]>> = {
   asr: [
     d('sim', false),
-    d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3' }),
+    d('deepgram', true, { defaultBaseUrl: 'wss://api.deepgram.com', defaultModel: 'nova-3', websocket: true }),
     // POST /audio/transcriptions per utterance (our endpointing cuts it); self-hosted servers
     // (faster-whisper-server, whisper.cpp, vLLM) as openai_compatible with their base_url.
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'whisper-1' }),
@@ -84,7 +86,7 @@ export const SUPPORTED_PROVIDERS: Readonly<Record<ProviderKind, readonly Provide
     d('local', false, { defaultModel: LOCAL_TTS_DEFAULT_VOICE }),
     d('openai', true, { defaultBaseUrl: 'https://api.openai.com/v1', defaultModel: 'gpt-4o-mini-tts' }),
     d('elevenlabs', true, { defaultBaseUrl: 'https://api.elevenlabs.io', defaultModel: 'eleven_flash_v2_5' }),
-    d('cartesia', true, { defaultBaseUrl: 'wss://api.cartesia.ai', defaultModel: 'sonic-2' }),
+    d('cartesia', true, { defaultBaseUrl: 'wss://api.cartesia.ai', defaultModel: 'sonic-2', websocket: true }),
   ],
 };
 
@@ -94,6 +96,12 @@ export const SUPPORTED_PROVIDER_NAMES: Readonly<Record<ProviderKind, readonly st
   llm: SUPPORTED_PROVIDERS.llm.map((p) => p.name),
   tts: SUPPORTED_PROVIDERS.tts.map((p) => p.name),
 };
+
+/** URL schemes a provider's `base_url` may use (an unknown name: http(s), refused later by name). */
+export function baseUrlProtocols(kind: ProviderKind, name: string): readonly string[] {
+  const descriptor = SUPPORTED_PROVIDERS[kind].find((p) => p.name === name.trim().toLowerCase());
+  return descriptor?.websocket ? WS_PROTOCOLS : HTTP_PROTOCOLS;
+}
 
 const KIND_LABEL: Record<ProviderKind, string> = { asr: 'ASR', llm: 'LLM', tts: 'TTS' };
 

@@ -116,6 +116,16 @@ describe('agent providers', () => {
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm' }), 'provider_name');
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', base_url: 'ftp://x' }), 'base_url');
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'x', api_key: 5 }), 'api_key');
+    // WebSocket vendors take their documented wss:// endpoint; HTTP vendors do not.
+    const deepgram = await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'asr', provider_name: 'deepgram', base_url: 'wss://api.eu.deepgram.com' });
+    expect(deepgram.status).toBe(200);
+    expect(JSON.stringify(deepgram.body)).toContain('wss://api.eu.deepgram.com');
+    expect((await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'tts', provider_name: 'cartesia', base_url: 'wss://api.cartesia.ai' })).status).toBe(200);
+    const wsForHttp = await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'llm', provider_name: 'openai', base_url: 'wss://api.openai.com/v1' });
+    expectInvalid(wsForHttp, 'base_url');
+    expect(JSON.stringify(wsForHttp.body)).toContain('must be an http or https URL');
+    expect((await call('DELETE', `/agents/${agentId}/providers/asr`, owner.token)).status).toBe(200);
+    expect((await call('DELETE', `/agents/${agentId}/providers/tts`, owner.token)).status).toBe(200);
     expectError(await call('DELETE', `/agents/${agentId}/providers/tts`, owner.token), 404, 'NOT_FOUND');
     // The offline `local` TTS: model_name is the Flite voice, from a fixed list; empty = the default.
     expectInvalid(await call('POST', `/agents/${agentId}/providers`, owner.token, { provider_type: 'tts', provider_name: 'local', model_name: 'alloy' }), 'model_name');

@@ -10,6 +10,7 @@ import { PROVIDER_TYPES, type ProviderType } from '../types.js';
 import { oneOf, optionalText, required, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { checkFliteVoice } from '../../../shared/providers/tts/local.js';
+import { baseUrlProtocols } from '../../../shared/providers/registry.js';
 import { providerView } from '../views.js';
 import { deleteProviderRow, getProviderRow, listProviderRows, upsertProviderRow } from './store.js';
 
@@ -30,7 +31,7 @@ export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Im
       const type = checkProviderType(req.providerType);
       const name = required('provider_name', req.providerName, 100);
       const model = optionalText('model_name', req.modelName, 200) ?? '';
-      const baseUrl = tenantUrl('base_url', req.baseUrl, outboundPolicy) ?? '';
+      const baseUrl = tenantUrl('base_url', req.baseUrl, outboundPolicy, { protocols: baseUrlProtocols(type, name) }) ?? '';
       // The offline `local` TTS takes its voice in model_name, from a fixed list (Flite would quietly use another).
       if (type === 'tts' && name.trim().toLowerCase() === 'local') {
         try {
