@@ -17,6 +17,8 @@ export class SpeechOutput {
   private playing = false;
   /** TTS audio of the current piece may still come: only whole frames leave until it ends. */
   private inputOpen = false;
+  /** From the first piece of an answer until its run ends: more audio may come (unlike `inputOpen`, not reset between pieces). */
+  private answerOpen = false;
   private paceStartMs = 0;
   private paceFramesSent = 0;
   /** Monotonic time the first frame of the current turn left, 0 before. */
@@ -39,12 +41,14 @@ export class SpeechOutput {
     this.playout.resetTurn();
     this.playing = false;
     this.inputOpen = false;
+    this.answerOpen = false;
     this.firstFrameSentAtMs = 0;
   }
 
   beginSegment(text: string): void {
     this.playout.beginSegment(text);
     this.inputOpen = true;
+    this.answerOpen = true;
   }
 
   endSegment(): void {
@@ -55,6 +59,9 @@ export class SpeechOutput {
   /** No more audio is coming for this turn (the run ended, possibly without closing its piece). */
   endInput(): void {
     this.inputOpen = false;
+    this.answerOpen = false;
+    // Everything queued has gone: a message held for its minimum size (Exotel) goes now.
+    if (this.playout.queuedSamples === 0) this.transport.flushAudio?.(true);
   }
 
   /** Queues TTS audio of any rate (resampled here, inline: ~35 us per 40 ms chunk). */
@@ -73,7 +80,7 @@ export class SpeechOutput {
    */
   pace(nowMs: number): boolean {
     if (this.playout.queuedSamples === 0) {
-      if (this.playing) this.transport.flushAudio?.();
+      if (this.playing) this.transport.flushAudio?.(!this.answerOpen);
       this.playing = false;
       return true;
     }
@@ -90,8 +97,9 @@ export class SpeechOutput {
     }
     while (this.paceFramesSent < due) {
       if (!this.playout.takeFrame(this.frame, !this.inputOpen)) {
-        // Starved mid-answer (the TTS is slower than real time): a held partial message goes now.
-        this.transport.flushAudio?.();
+        // Starved mid-answer (the TTS is slower than real time): a held partial message goes now,
+        // unless the carrier has a minimum message size and more of the answer is coming.
+        this.transport.flushAudio?.(!this.answerOpen);
         break;
       }
       if (!this.firstFrameSentAtMs) this.firstFrameSentAtMs = this.clock.monotonicMs();
@@ -106,6 +114,7 @@ export class SpeechOutput {
     this.playout.resetTurn();
     this.playing = false;
     this.inputOpen = false;
+    this.answerOpen = false;
     for (const r of this.resamplers.values()) r.reset();
     this.transport.clearAudio();
   }
@@ -115,6 +124,7 @@ export class SpeechOutput {
     this.playout.resetTurn();
     this.playing = false;
     this.inputOpen = false;
+    this.answerOpen = false;
   }
 
   /**

@@ -21,9 +21,11 @@ export interface CallTransport {
   sendAudio(frame: Int16Array): void;
   /**
    * No more audio for now (the queue ran dry): send what a multi-frame message holds (carriers at
-   * `CARRIER_OUT_MESSAGE_MS` > 20) rather than wait for the next frame. Optional: a no-op elsewhere.
+   * `CARRIER_OUT_MESSAGE_MS` > 20) rather than wait for the next frame. `endOfAudio` false: the
+   * answer is still streaming, and a carrier with a minimum message size (Exotel: 100 ms) keeps a
+   * shorter message until it fills or the answer ends. Optional: a no-op elsewhere.
    */
-  flushAudio?(): void;
+  flushAudio?(endOfAudio: boolean): void;
   /** Drop audio buffered at the far end (carrier `clear`). */
   clearAudio(): void;
   /** Ask the far end to report when everything sent so far has played (carrier `mark`). */

@@ -150,6 +150,8 @@ export class CarrierTransport implements CallTransport {
   private outBytes: Uint8Array;
   /** Frames per outgoing media message (Exotel: 5) and how many of the current one are filled. */
   private readonly outBatch: number;
+  /** Fewest frames in a message sent mid-answer: the protocol's own minimum (Exotel: 5), else 1. */
+  private readonly minOutFrames: number;
   private outFill = 0;
   /** Carriers without mark echoes: marks "heard" once the audio before them has played (due ms, name). */
   private readonly emulatedMarks: Array<{ dueMs: number; name: string }> = [];
@@ -172,6 +174,7 @@ export class CarrierTransport implements CallTransport {
   ) {
     this.carrier = protocol.carrier;
     const own = Math.max(1, protocol.framesPerMessage ?? 1);
+    this.minOutFrames = own;
     this.outBatch = protocol.multiFrameOut ? Math.max(own, Math.min(MAX_OUT_FRAMES_PER_MESSAGE, Math.floor(opts.framesPerMessage ?? 1))) : own;
     this.jitterOpts = opts.jitter;
     // Placeholders, sized by useFormat (the protocol's format now, `start`'s once it names one).
@@ -272,7 +275,8 @@ export class CarrierTransport implements CallTransport {
     this.outPlayedUntilMs = Math.max(this.outPlayedUntilMs, now) + FRAME_MS;
   }
 
-  flushAudio(): void {
+  flushAudio(endOfAudio = true): void {
+    if (!endOfAudio && this.outFill < this.minOutFrames) return;
     if (this.outFill > 0 && !this.closed && this.streamSid) this.flushBatch();
   }
 

@@ -99,6 +99,40 @@ describe('CARRIER_OUT_MESSAGE_MS: frames per outgoing carrier message', () => {
     expect(Buffer.concat(payloads(ws))).toEqual(mulaw(3, 4, 5));
   });
 
+  it('Exotel: when the answer\'s audio runs dry mid-answer, a short message waits for its 100 ms; at the end of the answer it goes', () => {
+    const clock = new SimulatedClock();
+    const ws = new FakeCarrierSocket();
+    const t = new CarrierTransport(ws, clock, exotelProtocol);
+    t.receiveFrame(enc(STARTS.exotel), false);
+    ws.sent.length = 0;
+    const out = new SpeechOutput(t, clock);
+    out.resetTurn();
+    // A TTS that streams 40 ms chunks in real time: the queue runs dry after each one.
+    out.beginSegment('First sentence.');
+    let k = 0;
+    const chunk = () => out.enqueue(Int16Array.from([k++, k++].flatMap((i) => [...frame(i)])), 8000);
+    for (let i = 0; i < 3; i++) {
+      chunk();
+      out.pace(clock.monotonicMs());
+      clock.advance(40);
+      out.pace(clock.monotonicMs());
+    }
+    out.endSegment();
+    // Between two sentences of the same answer the short message still waits.
+    clock.advance(40);
+    out.pace(clock.monotonicMs());
+    out.beginSegment('Second.');
+    chunk();
+    out.pace(clock.monotonicMs());
+    clock.advance(40);
+    out.pace(clock.monotonicMs());
+    out.endSegment();
+    expect(payloads(ws).map((b) => b.length)).toEqual([1600]);
+    out.endInput(); // the run is over: the last 3 frames go
+    expect(payloads(ws).map((b) => b.length)).toEqual([1600, 960]);
+    expect(Buffer.concat(payloads(ws)).length).toBe(8 * 320);
+  });
+
   it('100 ms (5 frames) on Twilio: one message per 5 frames', () => {
     const { ws, t } = started(twilioProtocol, 5);
     for (let k = 0; k < 10; k++) t.sendAudio(frame(k));
