@@ -3,7 +3,7 @@ import { createAnthropicLlm, toAnthropicMessages, type AnthropicLlmOptions } fro
 import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../shared/providers/types.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { AnthropicFake } from '../../../fakes/anthropic.js';
-import { collect, settle, withTimeout } from './helpers.js';
+import { collect, endlessSseServer, settle, withTimeout } from './helpers.js';
 
 const tools: LlmToolSpec[] = [
   { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
@@ -173,35 +173,19 @@ describe('anthropic LLM adapter: faults', () => {
 
 describe('anthropic LLM adapter: a response beyond our bounds', () => {
   it('tool input JSON that never ends fails with RESPONSE_TOO_LARGE and closes the request', async () => {
-    const http = await import('node:http');
-    let closed!: () => void;
-    const closedP = new Promise<void>((r) => (closed = r));
-    const server = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        const ev = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`;
-        res.write(ev('message_start', { message: { id: 'msg_1', usage: { input_tokens: 5, output_tokens: 1 } } }));
-        res.write(ev('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'lookup_order', input: {} } }));
-        const piece = ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: 'xxxxxxxxxxxxxxxx' } });
-        const pump = () => {
-          if (res.destroyed) return;
-          for (let i = 0; i < 50; i++) if (!res.write(piece)) return void res.once('drain', pump);
-          setImmediate(pump);
-        };
-        res.on('close', closed);
-        pump();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const ev = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`;
+    const prelude =
+      ev('message_start', { message: { id: 'msg_1', usage: { input_tokens: 5, output_tokens: 1 } } }) +
+      ev('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'lookup_order', input: {} } });
+    const piece = ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: 'xxxxxxxxxxxxxxxx' } });
+    const server = await endlessSseServer(() => piece, prelude);
     try {
-      const port = (server.address() as { port: number }).port;
-      const provider = createAnthropicLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}`, model: 'm' });
+      const provider = createAnthropicLlm({ apiKey: 'k', baseUrl: server.url, model: 'm' });
       const { error } = await settle(provider.stream({ messages: [{ role: 'user', content: 'order' }], tools, signal: new AbortController().signal }));
       expect(error).toMatchObject({ code: 'RESPONSE_TOO_LARGE', retryable: false });
-      await withTimeout(closedP, 2000, 'server saw the client close');
+      await withTimeout(server.closed, 2000, 'server saw the client close');
     } finally {
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 });

@@ -103,3 +103,31 @@ export class RecordingClock implements Clock {
     realClock.clearInterval(h);
   }
 }
+
+/**
+ * A vendor that never stops: answers any request with `prelude`, then `event(i)` for i = 0, 1, …
+ * (SSE text) until the client goes away. `closed` resolves when it does.
+ */
+export async function endlessSseServer(event: (i: number) => string, prelude = '') {
+  const http = await import('node:http');
+  let onClosed!: () => void;
+  const closed = new Promise<void>((r) => (onClosed = r));
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.on('close', onClosed);
+      if (prelude) res.write(prelude);
+      let i = 0;
+      const pump = () => {
+        if (res.destroyed) return;
+        for (let n = 0; n < 50; n++) if (!res.write(event(i++))) return void res.once('drain', pump);
+        setImmediate(pump);
+      };
+      pump();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}`, closed, close: () => new Promise<void>((r) => server.close(() => r())) };
+}

@@ -4,7 +4,7 @@ import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../../shared/providers/llm/li
 import type { LlmEvent, LlmMessage, LlmToolSpec } from '../../../../shared/providers/types.js';
 import { describeLlmContract } from '../../../contracts/llm.contract.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
-import { collect, settle, withTimeout } from './helpers.js';
+import { collect, endlessSseServer, settle, withTimeout } from './helpers.js';
 
 const tools: LlmToolSpec[] = [
   { name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: { id: { type: 'string' } } } },
@@ -234,29 +234,10 @@ describe('openai LLM adapter: a tool call streamed without an id', () => {
 });
 
 describe('openai LLM adapter: a response beyond our bounds', () => {
-  /** A compatible server that streams `chunk(i)` until the client goes away; resolves `closed` then. */
+  /** A compatible server that streams `chunk(i)` until the client goes away. */
   async function endlessServer(chunk: (i: number) => unknown) {
-    const http = await import('node:http');
-    let closed!: () => void;
-    const closedP = new Promise<void>((r) => (closed = r));
-    const server = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        let i = 0;
-        const pump = () => {
-          if (res.destroyed) return;
-          while (res.write(`data: ${JSON.stringify(chunk(i++))}\n\n`)) if (i % 50 === 0) return void setImmediate(pump);
-          res.once('drain', pump);
-        };
-        res.on('close', closed);
-        pump();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    const port = (server.address() as { port: number }).port;
-    const provider = createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' });
-    return { provider, closed: closedP, close: () => new Promise((r) => server.close(r)) };
+    const s = await endlessSseServer((i) => `data: ${JSON.stringify(chunk(i))}\n\n`);
+    return { ...s, provider: createOpenAiLlm({ apiKey: 'k', baseUrl: `${s.url}/v1`, model: 'm' }) };
   }
 
   it('a tool call whose arguments never end fails with RESPONSE_TOO_LARGE and closes the request', async () => {
