@@ -10,7 +10,7 @@
 import type { LlmMessage, LlmProvider, LlmToolCall, LlmToolSpec, TtsProvider } from '../providers/types.js';
 import { AsyncQueue } from '../providers/async-queue.js';
 import { ProviderError } from '../providers/errors.js';
-import { responseTooLarge } from '../providers/llm/limits.js';
+import { MAX_TOOL_CALLS_PER_RESPONSE, responseTooLarge } from '../providers/llm/limits.js';
 import { SentenceChunker } from './chunker.js';
 import type { PcmChunk } from '../providers/types.js';
 import type { ToolResult } from './tools.js';
@@ -162,6 +162,8 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
         } else if (ev.type === 'tool_calls') {
           if (!firstTokenAt) firstTokenAt = now();
           calls = calls.concat(ev.calls);
+          // Whatever the adapter: one step never runs more tools than one response may ask for.
+          if (calls.length > MAX_TOOL_CALLS_PER_RESPONSE) throw responseTooLarge(input.llm.label, `more than ${MAX_TOOL_CALLS_PER_RESPONSE} tool calls in one response`);
         } else if (ev.type === 'done' && ev.usage) {
           usage = ev.usage;
         }

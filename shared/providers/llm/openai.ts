@@ -55,6 +55,8 @@ interface PartialCall {
 /** Assembles `delta.tool_calls` fragments by `index` (only the first fragment carries id and name). */
 class ToolCallAssembler {
   private readonly calls = new Map<number, PartialCall>();
+  /** Calls of the whole response, taken or not: the bound holds across several `finish_reason`s. */
+  private total = 0;
 
   constructor(private readonly provider: string) {}
 
@@ -65,7 +67,7 @@ class ToolCallAssembler {
       const index = typeof f.index === 'number' ? f.index : position;
       let call = this.calls.get(index);
       if (!call) {
-        checkToolCallCount(this.provider, this.calls.size);
+        checkToolCallCount(this.provider, this.total++);
         call = { id: '', name: '', arguments: '' };
         this.calls.set(index, call);
       }

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_STEP_MS, MAX_STEP_TEXT_CHARS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
 import type { LlmEvent, LlmProvider } from '../../../shared/providers/types.js';
+import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../shared/providers/llm/limits.js';
 
 /** An LLM that streams `next()` forever; `closed` turns true when the consumer lets go of it. */
 function endlessLlm(next: (i: number) => LlmEvent) {
@@ -46,6 +47,17 @@ describe('runTurn bounds one LLM step', () => {
     const done = posted.find((m) => m.kind === 'run_done');
     expect(done).toMatchObject({ assistantText: streamed, appended: [{ role: 'assistant', content: streamed }] });
     expect(state.closed).toBe(true);
+  });
+
+  it('tool calls beyond MAX_TOOL_CALLS_PER_RESPONSE in one step are refused before any tool runs', async () => {
+    const { llm, state } = endlessLlm((i) => ({ type: 'tool_calls', calls: [{ id: `c${i}`, name: 'look', arguments: '{}' }] }));
+    let ran = 0;
+    const tool = { spec: { name: 'look', description: 'd', parameters: { type: 'object' } }, run: async () => (ran++, { status: 'success' as const, content: '{}', output: {}, latencyMs: 0, attempts: 1 }) };
+    const posted: TurnMsg[] = [];
+    await runTurn({ messages: [{ role: 'user', content: 'x' }], tools: [tool], llm, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => 0 });
+    expect(posted.find((m) => m.kind === 'llm_error')).toMatchObject({ code: 'RESPONSE_TOO_LARGE' });
+    expect(ran).toBe(0);
+    expect(state.yielded).toBe(MAX_TOOL_CALLS_PER_RESPONSE + 1);
   });
 
   it('a stream of empty chunks ends after MAX_STEP_MS', async () => {

@@ -251,6 +251,18 @@ describe('openai LLM adapter: a response beyond our bounds', () => {
     }
   });
 
+  it('the bound holds across several finish_reasons in one response', async () => {
+    // Each chunk: one whole call and a finish_reason (which hands the calls over).
+    const s = await endlessServer((i) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: `call_${i}`, function: { name: 'check_stock', arguments: '{}' } }] }, finish_reason: 'tool_calls' }] }));
+    try {
+      const { items, error } = await settle(s.provider.stream(ask('order', undefined, true)));
+      expect(error).toMatchObject({ code: 'RESPONSE_TOO_LARGE' });
+      expect(items.flatMap((e) => (e.type === 'tool_calls' ? e.calls : []))).toHaveLength(MAX_TOOL_CALLS_PER_RESPONSE);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('more tool calls than MAX_TOOL_CALLS_PER_RESPONSE fail with RESPONSE_TOO_LARGE', async () => {
     const s = await endlessServer((i) => ({ choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: `call_${i}`, function: { name: 'check_stock', arguments: '{}' } }] } }] }));
     try {
