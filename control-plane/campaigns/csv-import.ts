@@ -23,6 +23,12 @@ import { isStorableText } from '../http/input.js';
 
 /** Spec limit: 10 MB per upload. */
 export const MAX_CSV_BYTES = 10 * 1024 * 1024;
+/** Columns of one file: each becomes a variable on every contact and a column of the export. */
+export const MAX_CSV_COLUMNS = 200;
+/** Characters of one header (a variable name). */
+export const MAX_HEADER_CHARS = 256;
+/** Distinct variable names of a campaign over all its uploads (the export's columns). */
+export const MAX_CAMPAIGN_VARIABLES = 500;
 const BATCH_ROWS = 500;
 const PREVIEW_ROWS = 5;
 const PHONE_HEADER = /phone|number|mobile|cell|tel/i;
@@ -90,6 +96,9 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
         const badCell = record.findIndex((cell) => !isStorableText(cell));
         if (badCell >= 0) throw invalid('file', `record ${summary.total + 1}: column ${badCell + 1} contains a NUL or another character that cannot be stored`);
         if (summary.headers.length === 0) {
+          if (record.length > MAX_CSV_COLUMNS) throw invalid('file', `has ${record.length} columns; at most ${MAX_CSV_COLUMNS}`);
+          const long = record.findIndex((h) => h.trim().length > MAX_HEADER_CHARS);
+          if (long >= 0) throw invalid('file', `the header of column ${long + 1} is longer than ${MAX_HEADER_CHARS} characters`);
           summary.headers = record.map((h) => h.trim());
           phoneIdx = phoneColumn(summary.headers, campaign.column_map);
           if (phoneIdx < 0) {
@@ -98,8 +107,12 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
           summary.phone_column = summary.headers[phoneIdx];
           names = summary.headers.map((h, i) => campaign.column_map[h] ?? (h || `column_${i + 1}`));
           // Each column becomes a variable: a second one of the same name would overwrite the first.
-          const twice = names.findIndex((n, i) => names.indexOf(n) !== i);
-          if (twice >= 0) throw invalid('file', `columns ${names.indexOf(names[twice]!) + 1} and ${twice + 1} are both named "${names[twice]}" (after column_map): each column becomes a variable, so names must be unique`);
+          const firstOf = new Map<string, number>();
+          names.forEach((n, i) => {
+            const first = firstOf.get(n);
+            if (first !== undefined) throw invalid('file', `columns ${first + 1} and ${i + 1} are both named "${n}" (after column_map): each column becomes a variable, so names must be unique`);
+            firstOf.set(n, i);
+          });
           continue;
         }
         summary.total++;
@@ -126,7 +139,8 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
     }
     if (summary.headers.length === 0) throw invalid('file', 'is empty: expected a header row and one row per contact');
     await insertContacts(tx, campaign.id, batch, now);
-    await addVariableNames(tx, campaign.id, names.filter((_, i) => i !== phoneIdx));
+    if (!(await addVariableNames(tx, campaign.id, names.filter((_, i) => i !== phoneIdx), MAX_CAMPAIGN_VARIABLES)))
+      throw invalid('file', `the campaign would have more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names over its uploads`);
     return summary;
   });
 }

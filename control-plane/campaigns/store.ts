@@ -153,12 +153,18 @@ export async function cancelQueued(sql: Tx, campaignId: string, now: Date): Prom
             where campaign_id = ${campaignId} and status = 'queued'`;
 }
 
-/** Adds variable names not seen before, keeping first-seen order (the export's columns). */
-export async function addVariableNames(sql: Tx, id: string, names: readonly string[]): Promise<void> {
+/**
+ * Adds variable names not seen before, keeping first-seen order (the export's columns). False,
+ * nothing written, when the campaign would hold more than `max` names.
+ */
+export async function addVariableNames(sql: Tx, id: string, names: readonly string[], max: number): Promise<boolean> {
   const [row] = await sql<{ variable_names: string[] }[]>`select variable_names from campaigns where id = ${id} for update`;
   const merged = [...(row?.variable_names ?? [])];
-  for (const n of names) if (!merged.includes(n)) merged.push(n);
+  const seen = new Set(merged);
+  for (const n of names) if (!seen.has(n)) seen.add(n), merged.push(n);
+  if (merged.length > max) return false;
   await sql`update campaigns set variable_names = ${sql.json(merged)} where id = ${id}`;
+  return true;
 }
 
 export interface NewContact {

@@ -10,6 +10,7 @@ import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/har
 import type { TestUser } from '../helpers/accounts.js';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { exportCsv, uploadCsv, uploadTwoFiles } from '../helpers/campaigns.js';
+import { MAX_CAMPAIGN_VARIABLES, MAX_CSV_COLUMNS } from '../../control-plane/campaigns/csv-import.js';
 
 let h: TelephonyHarness;
 let agentId = '';
@@ -267,6 +268,24 @@ describe('CSV upload, calls list, export', () => {
     expect(two.status).toBe(400);
     expect(two.body.error.message).toContain('one file per upload');
     expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(0);
+  });
+
+  it('bounds the columns: 200 per file, 256 characters per header, 500 variable names per campaign; a header of a million commas is refused at once', async () => {
+    const id = await created();
+    const wide = await upload(id, `phone${','.repeat(1_000_000)}\n+14155550116\n`);
+    expect(wide.status).toBe(400);
+    expect(wide.body.error.message).toContain(`at most ${MAX_CSV_COLUMNS}`);
+    const longName = await upload(id, `phone,${'n'.repeat(257)}\n+14155550117,x\n`);
+    expect(longName.status).toBe(400);
+    expect(longName.body.error.message).toContain('longer than 256 characters');
+    // 199 new names per upload: the third upload would take the campaign past 500.
+    const file = (k: number) => `phone,${Array.from({ length: 199 }, (_, i) => `v${k}_${i}`).join(',')}\n+1415555012${k},${Array(199).fill('x').join(',')}\n`;
+    expect((await upload(id, file(0))).status).toBe(200);
+    expect((await upload(id, file(1))).status).toBe(200);
+    const third = await upload(id, file(2));
+    expect(third.status).toBe(400);
+    expect(third.body.error.message).toContain(`more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names`);
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(2);
   });
 
   it('an empty campaign exports only the header row', async () => {
