@@ -30,6 +30,12 @@ export interface WsConnectRequest {
 
 /** Upgrade-refusal bodies are short JSON; read at most this much. */
 const MAX_REFUSAL_BODY_BYTES = 4096;
+/**
+ * Largest vendor message taken (ws closes the socket with 1009 above it; `ws`'s own default is
+ * 100 MiB, buffered whole per call). Vendor messages are transcripts and audio chunks of a few KiB;
+ * the bound matches the SSE adapters' per-event one.
+ */
+export const MAX_VENDOR_WS_MESSAGE_BYTES = 1024 * 1024;
 
 export function connectWebSocket(req: WsConnectRequest): Promise<WebSocket> {
   const { provider, clock, signal } = req;
@@ -44,6 +50,7 @@ export function connectWebSocket(req: WsConnectRequest): Promise<WebSocket> {
       headers: req.headers,
       perMessageDeflate: false,
       followRedirects: false,
+      maxPayload: MAX_VENDOR_WS_MESSAGE_BYTES,
       ...(req.outbound ? { lookup: req.outbound.lookup as unknown as LookupFunction } : {}),
     });
     let settled = false;

@@ -3,6 +3,7 @@ import { withTtsRetry } from '../../../../shared/providers/retry.js';
 import { createCartesiaTts, type CartesiaTts, type CartesiaTtsOptions } from '../../../../shared/providers/tts/cartesia.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';
 import { CartesiaFake } from '../../../fakes/cartesia.js';
+import { MAX_VENDOR_WS_MESSAGE_BYTES } from '../../../../shared/providers/ws-connect.js';
 import { collect, concatPcm, decodeSimPcm, settle, waitFor, withTimeout } from './helpers.js';
 
 const fake = new CartesiaFake();
@@ -117,6 +118,28 @@ describe('cartesia TTS adapter', () => {
     fake.chunkDelayMs = 10;
     const { error } = await settle(tts().synthesize(req(LONG)));
     expect(error.code).toBe('MALFORMED_RESPONSE');
+  });
+
+  it('a message over MAX_VENDOR_WS_MESSAGE_BYTES fails the stream instead of being buffered', async () => {
+    // A server that answers any request with one chunk message just over the bound.
+    const { WebSocketServer } = await import('ws');
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise((r) => wss.once('listening', r));
+    wss.on('connection', (ws) =>
+      ws.on('message', (raw) => {
+        const { context_id } = JSON.parse(raw.toString()) as { context_id: string };
+        ws.send(JSON.stringify({ type: 'chunk', data: 'A'.repeat(MAX_VENDOR_WS_MESSAGE_BYTES), done: false, status_code: 206, context_id }));
+      }),
+    );
+    const p = createCartesiaTts({ apiKey: 'k', baseUrl: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`, voice: 'v' });
+    made.push(p);
+    try {
+      const { items, error } = await settle(p.synthesize(req('hello there')));
+      expect(items).toEqual([]);
+      expect(error).toMatchObject({ code: 'STREAM_INTERRUPTED' });
+    } finally {
+      await new Promise((r) => wss.close(r));
+    }
   });
 
   it('wrong key: the upgrade is refused with AUTH_FAILED', async () => {
