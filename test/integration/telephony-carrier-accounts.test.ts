@@ -29,6 +29,10 @@ describe('workspace carrier accounts', () => {
       [{ telnyx: { auth_token: 42 } }, /carriers\.telnyx\.auth_token/],
       [{ telnyx: 'KEY123' }, /carriers\.telnyx/],
       [{ signalwire: { space_url: 'ftp://example.com' } }, /carriers\.signalwire\.space_url/],
+      // A workspace's space is a SignalWire host: not an address of ours, not any other host.
+      [{ signalwire: { space_url: 'http://127.0.0.1:6379' } }, /carriers\.signalwire\.space_url/],
+      [{ signalwire: { space_url: 'https://internal.example.com' } }, /carriers\.signalwire\.space_url/],
+      [{ signalwire: { space_url: 'https://acme.signalwire.com.evil.net' } }, /carriers\.signalwire\.space_url/],
     ];
     for (const [carriers, field] of cases) {
       const res = await h.call('PUT', '/call-center/settings', { carriers });

@@ -1,10 +1,15 @@
 /**
- * The carrier REST request every adapter sends (our own calls to a carrier's fixed, configured API
- * base, never a tenant-supplied URL: shared/outbound does not apply). Timeout per request, the
+ * The carrier REST request every adapter sends (our own calls to a carrier's API base: fixed, or
+ * configured by the operator, or a workspace's SignalWire space, which must be a
+ * `*.signalwire.com` host, so shared/outbound does not apply). Timeout per request, the
  * caller's abort never cuts a request that may already have placed a call, errors as CarrierError
  * (status 0: unreachable, a 503 for the API caller; otherwise the carrier's status and message).
  */
+import { readBodyCapped } from '../../../shared/outbound/index.js';
 import { CarrierError } from './types.js';
+
+/** Carrier API answers are small JSON documents; a larger one is refused, not buffered. */
+export const MAX_CARRIER_RESPONSE_BYTES = 1024 * 1024;
 
 export interface CarrierRequest {
   method?: 'POST' | 'GET' | 'PUT' | 'DELETE';
@@ -32,7 +37,12 @@ export async function carrierRequest(r: CarrierRequest): Promise<Record<string, 
   } catch (err) {
     throw new CarrierError(0, `carrier unreachable: ${(err as Error).message}`);
   }
-  const text = await res.text().catch(() => '');
+  let text = '';
+  try {
+    text = (await readBodyCapped(res, MAX_CARRIER_RESPONSE_BYTES)).toString('utf8');
+  } catch (err) {
+    if (res.ok) throw new CarrierError(502, `carrier answer unreadable: ${(err as Error).message}`);
+  }
   let json: Record<string, unknown> = {};
   try {
     const v: unknown = text ? JSON.parse(text) : {};

@@ -19,6 +19,12 @@ import type { CarrierAccount, CarrierAdapter } from './types.js';
 
 const PROJECT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SPACE_URL = /^https?:\/\/[A-Za-z0-9.-]+(:\d+)?\/?$/;
+/**
+ * A workspace's space (tenant input): a SignalWire host only, so a workspace cannot point our
+ * authenticated API calls at another address. The operator's SIGNALWIRE_SPACE_URL may be any host
+ * (a test double, a proxy).
+ */
+const WORKSPACE_SPACE_URL = /^https:\/\/[A-Za-z0-9-]+\.signalwire\.com\/?$/;
 
 export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
   return twilioCompatible(
@@ -28,7 +34,7 @@ export function createSignalwireAdapter(config: () => Config): CarrierAdapter {
       credentialFields: [
         { name: 'account_sid', secret: false, required: true, pattern: PROJECT },
         { name: 'auth_token', secret: true, required: true },
-        { name: 'space_url', secret: false, required: true, pattern: SPACE_URL },
+        { name: 'space_url', secret: false, required: true, pattern: WORKSPACE_SPACE_URL },
         { name: 'signing_key', secret: true, required: false },
         personUriField({ app: false }),
       ],
