@@ -43,6 +43,9 @@ export interface ConversationsOptions {
   audioLinkTtlMs?: number;
   /** SSE heartbeat. Default 15 s. */
   heartbeatMs?: number;
+  /** Transcript streams per process (503 beyond) and per user (429 beyond). Defaults 1000 and 100. */
+  maxStreams?: number;
+  maxStreamsPerUser?: number;
   /** Retention sweep period. Default 1 h (first run 60 s after start). */
   sweepIntervalMs?: number;
   /** Redis channel prefix of the default bus. Default `vp`. */
@@ -65,7 +68,7 @@ export async function createConversationsDomain(deps: ConversationsDeps, opts: C
   const links = createAudioLinks({ jwtKey: deps.jwtKey, clock, publicBaseUrl: config.publicBaseUrl, ttlMs: opts.audioLinkTtlMs });
   const summarizer = await createSummarizer({ sql, logger, clock, jobs: deps.jobs, liveConfig: deps.liveConfig, llmFor: deps.llmFor, outbound: deps.outbound });
   const sweeper = createAudioSweeper({ sql, dataDir: config.dataDir, clock, logger, retentionDays: config.audioRetentionDays, intervalMs: opts.sweepIntervalMs });
-  const stream = createStreamHandler({ sql, auth: deps.auth, bus, links, clock, logger, heartbeatMs: opts.heartbeatMs });
+  const stream = createStreamHandler({ sql, auth: deps.auth, bus, links, clock, logger, heartbeatMs: opts.heartbeatMs, maxStreams: opts.maxStreams, maxStreamsPerUser: opts.maxStreamsPerUser });
   const audio = createAudioHandler({ sql, links, dataDir: config.dataDir, logger, clock });
   const services: ServiceBinding[] = [
     { service: ConversationService, impl: createConversationService({ sql, auth: deps.auth, links, summarizer, clock, logger }) },

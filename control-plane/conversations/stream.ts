@@ -13,7 +13,8 @@
  * A `: heartbeat` comment every 15 s keeps proxies from closing the stream; at each heartbeat the
  * stored status is re-checked, so an `end` missed on the bus still closes the stream.
  *
- * Bounds: `maxStreams` concurrent streams per control plane (beyond: 503); per client at most
+ * Bounds: `maxStreams` concurrent streams per control plane (beyond: 503), `maxStreamsPerUser` per
+ * user (beyond: 429), both counted from authentication on; per client at most
  * `maxBufferedEvents` events waiting on a slow socket (beyond: the stream is closed; the client
  * reconnects and replays from the database).
  */
@@ -47,6 +48,8 @@ export interface StreamOptions {
   maxBufferedEvents?: number;
   /** Default 1000 streams per control plane. */
   maxStreams?: number;
+  /** Streams one user (or API key's user) may hold at once (beyond: 429). Default 100. */
+  maxStreamsPerUser?: number;
 }
 
 const STREAM_PATH = /^\/api\/v1\/conversations\/([^/]+)\/stream\/?$/;
@@ -57,27 +60,52 @@ export function createStreamHandler(opts: StreamOptions) {
   const maxBuffered = opts.maxBufferedEvents ?? 256;
   const maxStreams = opts.maxStreams ?? 1000;
   const getMethod = ConversationService.method.getConversation;
+  const maxPerUser = opts.maxStreamsPerUser ?? 100;
   const open = new Set<() => void>();
+  /** Streams admitted (being set up or open), in all and per user: taken before the first await after auth. */
+  let admitted = 0;
+  const perUser = new Map<string, number>();
+
+  /** Admits one stream of `userId` or throws; the returned release is idempotent. */
+  function admit(userId: string): () => void {
+    if (admitted >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many transcript streams', { retryAfterS: 5 });
+    const mine = perUser.get(userId) ?? 0;
+    if (mine >= maxPerUser) throw new AppError('RATE_LIMITED', `at most ${maxPerUser} transcript streams per user at once`, { retryAfterS: 5 });
+    admitted++;
+    perUser.set(userId, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      admitted--;
+      const left = (perUser.get(userId) ?? 1) - 1;
+      if (left > 0) perUser.set(userId, left);
+      else perUser.delete(userId);
+    };
+  }
 
   const handler = rawRoute((req, url) => req.method === 'GET' && STREAM_PATH.test(url.pathname), async (req, res) => {
     const m = STREAM_PATH.exec(requestUrl(req).pathname)!;
     const ac = new AbortController();
     res.once('close', () => ac.abort());
+    let release: (() => void) | undefined;
     try {
       const ctx = rawHandlerContext(req, ConversationService, getMethod, ac.signal);
       const p = await opts.auth.principal(ctx);
+      // Counted before the next await: a burst of requests cannot all pass the check together.
+      release = admit(p.userId);
       const ws = await opts.auth.workspaceIds(p);
       const conv = await getConversation(opts.sql, ws, pathId('conversation', m[1]));
       if (!conv) throw notFound('conversation');
-      if (open.size >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many transcript streams');
-      await serve(req, res, conv, ac.signal);
+      await serve(req, res, conv, ac.signal, release);
     } catch (err) {
+      release?.();
       sendError(res, err, opts.logger);
     }
     return true;
   });
 
-  async function serve(req: NodeReq, anyRes: NodeRes, conv: ConversationRow, signal: AbortSignal): Promise<void> {
+  async function serve(req: NodeReq, anyRes: NodeRes, conv: ConversationRow, signal: AbortSignal, release: () => void): Promise<void> {
     // HTTP/1 and HTTP/2 compat responses share this surface; the union's overloads are not callable.
     const res = anyRes as ServerResponse;
     const id = conv.id;
@@ -96,6 +124,7 @@ export function createStreamHandler(opts: StreamOptions) {
       if (finished) return;
       finished = true;
       open.delete(finish);
+      release();
       opts.clock.clearInterval(heartbeat);
       void unsubscribe?.().catch(() => {});
       if (destroy) res.destroy();
@@ -188,6 +217,7 @@ export function createStreamHandler(opts: StreamOptions) {
     });
     if (finished || signal.aborted) {
       finished = true;
+      release();
       return void unsubscribe().catch(() => {});
     }
     res.writeHead(200, headers);

@@ -195,6 +195,43 @@ describe('live transcript stream (SSE)', () => {
   });
 });
 
+describe('transcript stream bounds', () => {
+  it('a burst of requests cannot pass the process bound together; a user holds at most maxStreamsPerUser', async () => {
+    const small = await startConversationsServer(infra, { options: { heartbeatMs: 300, maxStreams: 3, maxStreamsPerUser: 2 } });
+    try {
+      const carol = await createTestUser(small);
+      const dave = await createTestUser(small);
+      const conv = async (u: TestUser) => {
+        const sc = sessionConfig({ agent_id: await createAgent(small, infra, u, u.workspaceId), workspace_id: u.workspaceId });
+        const rec = writer.recorderFor(sc);
+        rec.start({ session_id: sc.session_id, agent_id: sc.agent_id, workspace_id: u.workspaceId, metadata: {}, started_at_ms: Date.now() });
+        await writer.flush();
+        return `/api/v1/conversations/${rec.conversationId}/stream`;
+      };
+      const [pc, pd] = [await conv(carol), await conv(dave)];
+      const get = (path: string, token: string) =>
+        new Promise<{ status: number; req: http.ClientRequest }>((resolve, reject) => {
+          const req = http.get({ host: '127.0.0.1', port: small.port, path, headers: { authorization: `Bearer ${token}` } }, (res) => resolve({ status: res.statusCode ?? 0, req }));
+          req.on('error', reject);
+        });
+      // Carol: three at once, two admitted (per user), one 429.
+      const carols = await Promise.all([get(pc, carol.token), get(pc, carol.token), get(pc, carol.token)]);
+      expect(carols.map((r) => r.status).sort()).toEqual([200, 200, 429]);
+      // Dave: four at once against the one slot left: exactly one gets in, the others 503.
+      const daves = await Promise.all([get(pd, dave.token), get(pd, dave.token), get(pd, dave.token), get(pd, dave.token)]);
+      expect(daves.map((r) => r.status).sort()).toEqual([200, 503, 503, 503]);
+      // Closing streams gives their slots back.
+      for (const r of [...carols, ...daves]) r.req.destroy();
+      await until(() => small.conversations.openStreams === 0);
+      const again = await get(pc, carol.token);
+      expect(again.status).toBe(200);
+      again.req.destroy();
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('a real engine call', () => {
   let node: EngineNode;
   let registry: MemoryRegistry;
