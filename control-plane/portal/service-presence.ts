@@ -26,6 +26,11 @@ export const MAX_ALERTS = 100;
 /** Attendance days per request (bounds the work of one read). */
 export const MAX_ATTENDANCE_DAYS = 62;
 const MAX_TIMELINE_EVENTS = 5000;
+/**
+ * Sessions, and status spans, one attendance read takes (each). The day range bounds the dates, not
+ * the rows: an agent flipping status all day makes many. Beyond: 400 asking for a narrower read.
+ */
+export const MAX_ATTENDANCE_ROWS = 100_000;
 
 export interface PresenceServiceDeps {
   sql: Sql;
@@ -73,10 +78,12 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
       // Sessions overlapping the range, plus those that began in it (first_login / session_count).
       const sessions = await sql<SessionIn[]>`
         select agent_id, started_at, ended_at from human_agent_sessions
-        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${from}`;
+        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${from} limit ${MAX_ATTENDANCE_ROWS + 1}`;
       const spans = await sql<SpanIn[]>`
         select agent_id, status, started_at, ended_at from human_agent_status_spans
-        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${from}`;
+        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${from} limit ${MAX_ATTENDANCE_ROWS + 1}`;
+      if (sessions.length > MAX_ATTENDANCE_ROWS || spans.length > MAX_ATTENDANCE_ROWS)
+        throw invalid('to', `the range holds more than ${MAX_ATTENDANCE_ROWS} sessions or status changes: ask for fewer days or one agent_id`);
       const shifts = await sql<ShiftIn[]>`
         select agent_id, day_of_week, shift_start, shift_end, timezone from human_agent_shifts where agent_id = any(${ids}) and deleted_at is null`;
       const rows = computeAttendance({ agents, sessions, spans, shifts, fromMs, toMs, nowMs });

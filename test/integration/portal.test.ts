@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { newId } from '../../shared/ids.js';
 
 const rnd = () => randomBytes(5).toString('hex');
+import { MAX_ATTENDANCE_ROWS } from '../../control-plane/portal/service-presence.js';
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { presenceClient, type PresenceClient } from '../helpers/presence-client.js';
@@ -238,6 +239,23 @@ describe('attendance', () => {
       const r = await api(cp, 'GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}&${q}`, { token: owner.token });
       expect([r.status, r.body.error.code], q).toEqual([400, 'INVALID_PARAM']);
     }
+  });
+
+  it('a range holding more status changes than MAX_ATTENDANCE_ROWS is a 400 asking for a narrower read', async () => {
+    const id = await newAgent();
+    now = Date.parse('2026-11-27T00:00:00Z');
+    const s = await cp.portal.presence.login(id, '10.0.0.3', 'test');
+    // An agent flipping status every second all day: more spans than one read takes.
+    await infra.sql`
+      insert into human_agent_status_spans (id, agent_id, session_id, status, started_at, ended_at)
+      select gen_random_uuid(), ${id}, ${s.sessionId}, case when i % 2 = 0 then 'available' else 'busy' end,
+             ${new Date(now)}::timestamptz + make_interval(secs => i), ${new Date(now)}::timestamptz + make_interval(secs => i + 1)
+      from generate_series(1, ${MAX_ATTENDANCE_ROWS}) as i`;
+    now = Date.parse('2026-11-28T12:00:00Z');
+    const r = await api(cp, 'GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}&from=2026-11-27&to=2026-11-28&agent_id=${id}`, { token: owner.token });
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toContain('fewer days or one agent_id');
+    await cp.portal.presence.logout(id, s.sessionId, 'logout', 'test');
   });
 
   it('adherence of a late login against a Europe/Berlin shift, and the late_login alert', async () => {
