@@ -5,6 +5,7 @@
  * Production refuses to start without SMTP.
  */
 import nodemailer from 'nodemailer';
+import SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import type { Config } from '../../shared/config.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Clock } from '../../shared/clock.js';
@@ -58,14 +59,21 @@ export class DevMailbox implements Mailer {
   }
 }
 
+/** Connect, greeting and socket inactivity bound of each SMTP send (ms). */
+export const SMTP_TIMEOUT_MS = 10_000;
+
 export class SmtpMailer implements Mailer {
   private readonly transport: nodemailer.Transporter;
 
   constructor(
     smtpUrl: string,
     private readonly from: string,
+    timeoutMs = SMTP_TIMEOUT_MS,
   ) {
-    this.transport = nodemailer.createTransport(smtpUrl);
+    // nodemailer waits up to 2 min to connect and 1 h on a silent socket: a stalled SMTP server
+    // would hold sign-up codes and alert jobs that long. Each phase gets `timeoutMs`.
+    // (createTransport({ url, ... }) keeps only what the URL says; SMTPTransport merges both.)
+    this.transport = nodemailer.createTransport(new SMTPTransport({ url: smtpUrl, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs }));
   }
 
   async send(msg: MailMessage): Promise<void> {

@@ -44,6 +44,8 @@ const MAX_SUMMARY_CHARS = 4000;
 const MAX_ERROR_CHARS = 500;
 /** Outcomes remembered for `waitFor` (tests, diagnostics); oldest forgotten first. */
 const MAX_REMEMBERED = 1000;
+/** Outcomes kept per conversation (the newest). */
+const MAX_OUTCOMES_PER_CONVERSATION = 16;
 
 export type SummaryStatus = 'completed' | 'failed' | 'skipped';
 export interface SummaryOutcome {
@@ -108,6 +110,8 @@ export async function createSummarizer(opts: SummarizerOptions): Promise<Summari
   function settle(o: SummaryOutcome): void {
     const list = outcomes.get(o.conversationId) ?? [];
     list.push(o);
+    // Each summary run of a conversation adds one: only the latest few are read.
+    if (list.length > MAX_OUTCOMES_PER_CONVERSATION) list.shift();
     outcomes.delete(o.conversationId);
     outcomes.set(o.conversationId, list);
     if (outcomes.size > MAX_REMEMBERED) outcomes.delete(outcomes.keys().next().value as string);

@@ -38,3 +38,62 @@ describe('createMailer', () => {
     expect(() => createMailer(loadConfig({ NODE_ENV: 'production' }), logger, clock)).toThrow(/SMTP_URL/);
   });
 });
+
+describe('SmtpMailer', () => {
+  it('delivers to the server named by SMTP_URL (a minimal SMTP server on loopback)', async () => {
+    const net = await import('node:net');
+    let received = '';
+    const server = net.createServer((s) => {
+      let inData = false;
+      let buf = '';
+      s.write('220 test ESMTP\r\n');
+      s.on('data', (chunk) => {
+        buf += chunk.toString();
+        let i: number;
+        while ((i = buf.indexOf('\r\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          if (inData) {
+            if (line === '.') {
+              inData = false;
+              s.write('250 queued\r\n');
+            } else received += `${line}\n`;
+          } else if (/^(EHLO|HELO)/i.test(line)) s.write('250 test\r\n');
+          else if (/^DATA/i.test(line)) {
+            inData = true;
+            s.write('354 go\r\n');
+          } else if (/^QUIT/i.test(line)) s.end('221 bye\r\n');
+          else s.write('250 ok\r\n');
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const mailer = new SmtpMailer(`smtp://127.0.0.1:${(server.address() as { port: number }).port}`, 'noreply@example.com');
+    try {
+      await mailer.send({ to: 'a@example.com', subject: 'Your code', text: 'hello 123456' });
+      expect(received).toContain('Subject: Your code');
+      expect(received).toContain('hello 123456');
+    } finally {
+      await mailer.close();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('a server that accepts but never greets fails the send within the timeout (nodemailer waits minutes by default)', async () => {
+    const net = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const server = net.createServer((s) => sockets.push(s)); // never writes the 220 greeting
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    const mailer = new SmtpMailer(`smtp://127.0.0.1:${port}`, 'noreply@example.com', 300);
+    try {
+      const started = performance.now();
+      await expect(mailer.send({ to: 'a@example.com', subject: 's', text: 't' })).rejects.toThrow(/timeout/i);
+      expect(performance.now() - started).toBeLessThan(3000);
+    } finally {
+      await mailer.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
