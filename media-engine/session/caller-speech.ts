@@ -24,6 +24,8 @@ export class CallerSpeech {
   private capturing = false;
   /** Final text of the turn so far. */
   text = '';
+  /** The VAD is in a speech segment (onset seen, hangover not expired) as of the last frame. */
+  inSpeech = false;
   /** Monotonic time of the last voiced frame (the latency origin of a reply). */
   speechEndMs = 0;
   private speechStartMs = 0;
@@ -53,6 +55,7 @@ export class CallerSpeech {
       this.audioLen += pcm.length;
     }
     const v = this.vad.process(pcm);
+    this.inSpeech = v.speech;
     if (v.speech) this.speechEndMs = this.clock.monotonicMs();
     if (v.offset) this.speechMs += v.speechMs;
     return v;

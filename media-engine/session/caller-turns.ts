@@ -15,6 +15,12 @@ import { maskSessionId } from '../../shared/ids.js';
 
 /** With no final text at the silence endpoint, the ASR gets this long to finalize. */
 const FINALIZE_WAIT_MS = 1500;
+/**
+ * With an ASR that gives no interim text (transcription per utterance: OpenAI, Groq, Whisper
+ * servers), a barge-in cannot wait for words: this much continuous speech confirms it (longer
+ * than a backchannel's "mm-hmm"; LiveKit's default minimum is 500 ms).
+ */
+export const VAD_BARGE_CONFIRM_MS = 700;
 
 export interface CallerTurnHost {
   /** The call's turn state: the actor's, read and set through these. */
@@ -59,6 +65,9 @@ export class CallerTurns {
   frame(pcm: Int16Array): void {
     const v = this.caller.frame(pcm);
     if (v.onset) this.onSpeechOnset();
+    if (this.bargeCandidate && v.speech && v.speechMs >= VAD_BARGE_CONFIRM_MS && !this.d.providers.asr.capabilities.interim && this.host.bargeInAllowed()) {
+      this.confirmBargeIn();
+    }
     if (this.host.phase() === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
       // Silence long enough: close the turn with what ASR has, after forcing it to finalize.
       if (this.caller.text) this.endUserTurn();
@@ -112,10 +121,22 @@ export class CallerTurns {
     if (this.host.phase() === 'user_speaking') this.endUserTurn();
   }
 
-  /** The agent's run finished: a barge-in still unconfirmed is moot. */
+  /**
+   * The agent's run finished (the phase is `listening` again). A caller still speaking is taking
+   * their turn now: without this, speech that began over the end of the answer (the onset already
+   * passed) was never a turn and the caller was then nudged as silent. On speakers only an open
+   * barge-in window counts (the echo tail of our own voice must not start a turn).
+   */
   agentDone(): void {
+    const candidate = this.bargeCandidate;
     this.bargeCandidate = false;
     this.timers.cancel('barge_confirm');
+    if (!this.caller.inSpeech || this.host.phase() !== 'listening') return;
+    if (!candidate && this.d.profile === 'browser_speakers') return;
+    this.host.onCallerSpeech();
+    this.host.setPhase('user_speaking');
+    this.caller.startTurn();
+    if (!candidate) this.host.emit({ type: 'user_started_speaking' });
   }
 
   private onSpeechOnset(): void {

@@ -15,7 +15,7 @@ import { createSimAsr } from '../../../shared/providers/asr/sim.js';
 import { createSimLlm, type SimLlmOptions, type SimLlmProvider } from '../../../shared/providers/llm/sim.js';
 import { encodeText } from '../../../shared/providers/sim/codec.js';
 import { createSimTts } from '../../../shared/providers/tts/sim.js';
-import type { LlmMessage, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
+import type { AsrProvider, LlmMessage, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import type { CallTelemetry } from '../../../shared/observability/call-telemetry.js';
 import type { CallConnectors } from '../../../media-engine/session/connector-tools.js';
 import { captureLogger } from '../../helpers/infra.js';
@@ -104,6 +104,8 @@ export interface HarnessOptions {
   llm?: SimLlmOptions;
   /** Wraps the sim LLM (e.g. to record requests); the harness still counts through the sim one. */
   wrapLlm?: (sim: LlmProvider) => LlmProvider;
+  /** Replaces the sim ASR (e.g. one without interim results). */
+  asr?: AsrProvider;
   /** Wraps the sim TTS (e.g. to make it fail). */
   wrapTts?: (sim: TtsProvider) => TtsProvider;
   /** Answering-machine policy (outbound carrier calls). */
@@ -133,7 +135,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
     {
       config: sessionConfig({ welcome_message: '', silence_timeout_ms: 600_000, ...overrides }),
       transport,
-      providers: { asr: createSimAsr({ clock }), llm: opts.wrapLlm ? opts.wrapLlm(recording) : recording, tts: opts.wrapTts ? opts.wrapTts(createSimTts({ clock })) : createSimTts({ clock }) },
+      providers: { asr: opts.asr ?? createSimAsr({ clock }), llm: opts.wrapLlm ? opts.wrapLlm(recording) : recording, tts: opts.wrapTts ? opts.wrapTts(createSimTts({ clock })) : createSimTts({ clock }) },
       profile: 'browser_headset',
       clock,
       logger,
