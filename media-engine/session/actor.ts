@@ -429,8 +429,8 @@ export class CallActor {
     if (this.creditSpent) return this.sayCreditNotice();
     // The cap first: caller text still pending must not start a turn past `max_turns`.
     if (run.kind === 'reply' && this.maxTurnsReached) return this.endCall('max_turns');
-    // The caller is still speaking (callerTurns.agentDone): their turn ends at its endpoint.
-    if (this.phase === 'user_speaking') return;
+    // The caller is still speaking (callerTurns.agentDone set the phase): their turn ends at its endpoint.
+    if ((this.phase as Phase) === 'user_speaking') return;
     // Caller text that arrived while the agent was speaking (barge-in disabled) or folded in.
     if (this.caller.text) return this.beginReply(0);
     this.armIdle();
