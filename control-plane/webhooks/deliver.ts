@@ -30,6 +30,16 @@ const EXCERPT_CHARS = 512;
 const MAX_ERROR_CHARS = 500;
 /** Re-check period of an attempt that is not due yet on the injected clock. */
 const NOT_DUE_RECHECK_S = 1;
+/**
+ * Attempts of one workspace out at once, over all replicas (counted under the workspace's lock).
+ * A receiver that hangs holds at most this many worker slots for its 10 s timeouts; the rest of
+ * its deliveries wait their turn instead of starving every other tenant's.
+ */
+export const MAX_IN_FLIGHT_PER_WORKSPACE = 2;
+/** An attempt ends within its timeout: an in-flight row older than this is a crashed replica's (pg-boss retries its job), not counted. */
+const IN_FLIGHT_STALE_MS = ATTEMPT_TIMEOUT_MS + 5_000;
+/** Re-check period of an attempt held back by its workspace's in-flight bound. */
+const WORKSPACE_BUSY_RECHECK_S = 3;
 
 export interface DeliveryWorkerOptions {
   sql: Sql;
@@ -68,6 +78,10 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
       return;
     }
     const claim = await claimAttempt(d.id, d.workspace_id, new Date(now));
+    if (claim === 'busy') {
+      await jobs.enqueue('webhook.deliver', { delivery_id: d.id }, { singletonKey: d.id, delaySeconds: WORKSPACE_BUSY_RECHECK_S });
+      return;
+    }
     if (!claim) return;
     const { settings, n } = claim;
     const result = await attempt(settings.webhook_url, secrets.decrypt(settings.secret_enc), d, job.signal);
@@ -101,7 +115,7 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
    * the settings lock, so an endpoint removal either comes first (skipped here) or finds this
    * attempt already out (the old endpoint gets it, as it would have a moment earlier).
    */
-  async function claimAttempt(id: string, workspaceId: string, now: Date): Promise<{ settings: { webhook_url: string; secret_enc: string }; n: number } | undefined> {
+  async function claimAttempt(id: string, workspaceId: string, now: Date): Promise<{ settings: { webhook_url: string; secret_enc: string }; n: number } | 'busy' | undefined> {
     return sql.begin(async (tx) => {
       await store.lockWorkspaceWebhooks(tx, workspaceId);
       const settings = await store.getSettings(tx, workspaceId);
@@ -109,6 +123,10 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
         await tx`update webhook_deliveries set status = 'skipped', next_attempt_at = null, updated_at = ${now} where id = ${id} and status in ('pending', 'in_flight')`;
         return undefined;
       }
+      const [{ out }] = await tx<{ out: number }[]>`
+        select count(*)::int as out from webhook_deliveries
+        where workspace_id = ${workspaceId} and status = 'in_flight' and id <> ${id} and updated_at > ${new Date(now.getTime() - IN_FLIGHT_STALE_MS)}`;
+      if (out >= MAX_IN_FLIGHT_PER_WORKSPACE) return 'busy';
       const [row] = await tx<{ attempts: number }[]>`
         update webhook_deliveries set status = 'in_flight', attempts = attempts + 1, updated_at = ${now}
         where id = ${id} and status in ('pending', 'in_flight') returning attempts`;

@@ -46,7 +46,9 @@ export async function createWebhooksDomain(deps: WebhooksDeps): Promise<Webhooks
   const events = createCallEvents({ sql, jobs, clock, logger, deliveries, publicBaseUrl: config.publicBaseUrl, unrecordedCheckS: deps.unrecordedCheckS });
   if (config.webhooksEnabled) {
     // Switched off: nothing is dialled; queued jobs wait in the queue for a deployment that sends.
-    await jobs.work('webhook.deliver', (job) => deliveries.run(job), { concurrency: 4 });
+    // Attempts wait on the network, not the CPU; one workspace holds at most
+    // MAX_IN_FLIGHT_PER_WORKSPACE of these slots (deliver.ts).
+    await jobs.work('webhook.deliver', (job) => deliveries.run(job), { concurrency: 16 });
     await jobs.work('webhook.call-completed', (job) => events.run(job), { concurrency: 2 });
     await jobs.work('webhook.call-failed', (job) => events.runFailed(job), { concurrency: 1 });
   }

@@ -17,6 +17,7 @@ import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
 import { devTlsTrusted } from '../helpers/tls.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { MAX_IN_FLIGHT_PER_WORKSPACE } from '../../control-plane/webhooks/deliver.js';
 import { createAgent, offsetClock } from '../unit/records/control-plane.js';
 import { endRecord, turnRecord } from '../unit/records/fixtures.js';
 
@@ -184,6 +185,38 @@ describe('the endpoint goes away and comes back -> queued events drain', () => {
     await receiver.until(before + 2);
     for (const id of ids) await settled(id, 2, 'delivered');
     expect(new Set(receiver.requests.slice(before).map((r) => r.headers['webhook-id'])).size).toBe(2);
+  });
+});
+
+describe('one workspace whose receiver hangs', () => {
+  it(`holds at most ${MAX_IN_FLIGHT_PER_WORKSPACE} attempts; another workspace's event goes out meanwhile`, { timeout: 40_000 }, async () => {
+    const hungReceiver = await startWebhookReceiver();
+    const okReceiver = await startWebhookReceiver();
+    try {
+      const hung = await createTestUser(cp);
+      const ok = await createTestUser(cp);
+      for (const [u, r] of [[hung, hungReceiver], [ok, okReceiver]] as const) {
+        const put = await api(cp, 'PUT', S, { token: u.token, body: { workspace_id: u.workspaceId, webhook_url: r.url } });
+        expect(put.status, JSON.stringify(put.body)).toBe(200);
+      }
+      const release = hungReceiver.hold();
+      try {
+        for (let i = 0; i < 5; i++) expect((await post(hung, `${TEST}?workspace_id=${hung.workspaceId}`)).status).toBe(202);
+        await expect.poll(() => hungReceiver.held, { timeout: 10_000, interval: 50 }).toBe(MAX_IN_FLIGHT_PER_WORKSPACE);
+        expect((await post(ok, `${TEST}?workspace_id=${ok.workspaceId}`)).status).toBe(202);
+        const t = performance.now();
+        await okReceiver.until(1);
+        expect(performance.now() - t).toBeLessThan(5000);
+        expect(hungReceiver.held).toBe(MAX_IN_FLIGHT_PER_WORKSPACE);
+      } finally {
+        release();
+      }
+      // Released: the rest of the hung workspace's events follow.
+      await expect.poll(() => new Set(hungReceiver.requests.map((r) => r.headers['webhook-id'])).size, { timeout: 20_000, interval: 100 }).toBe(5);
+    } finally {
+      await hungReceiver.close();
+      await okReceiver.close();
+    }
   });
 });
 
