@@ -105,6 +105,15 @@ export function createDialer(deps: DialerDeps): Dialer {
     else await ds.completeIfDone(sql, row.campaign_id, now());
   }
 
+  /** Every conversation of the call ended before `beforeMs`: the last one's end reason; else undefined (none, or one still active). */
+  async function conversationEndedBefore(callId: string, beforeMs: number): Promise<{ endReason: string; durationS: number } | undefined> {
+    const rows = await sql<{ status: string; started_at: Date; ended_at: Date | null; end_reason: string | null }[]>`
+      select status, started_at, ended_at, metadata->>'end_reason' as end_reason from conversations where call_id = ${callId} order by started_at, id`;
+    if (!rows.length || rows.some((r) => r.status === 'active' || !r.ended_at || r.ended_at.getTime() > beforeMs)) return undefined;
+    const last = rows[rows.length - 1]!;
+    return { endReason: last.end_reason ?? '', durationS: Math.max(0, Math.round((last.ended_at!.getTime() - rows[0]!.started_at.getTime()) / 1000)) };
+  }
+
   /** Attempts whose end we never heard of (their replica died mid-dial or before the hook ran). */
   async function recover(c: CampaignRow): Promise<void> {
     for (const a of await ds.staleAttempts(sql, c.id, clock.now() - staleAttemptMs)) {
@@ -115,6 +124,16 @@ export function createDialer(deps: DialerDeps): Dialer {
       // it, its callbacks (to any replica) would have moved or ended it by now. Free the seat.
       const orphan = live && !live.provider_call_sid && live.status === 'initiated' && clock.now() - live.created_at_ms > staleAttemptMs;
       if (live && !orphan) {
+        // The conversation is long over but the carrier's final callback never came (it went to a
+        // replica that died): the attempt's outcome is known, so the contact is settled; the live
+        // record goes too, unless the call was transferred (it may still be up, elsewhere).
+        const ended = await conversationEndedBefore(a.call_id, clock.now() - staleAttemptMs);
+        if (ended) {
+          if (ended.endReason !== 'transfer') await telephony.calls.remove(a.call_id);
+          log.warn({ campaignId: c.id, contactId: a.id, endReason: ended.endReason }, 'campaign attempt recovered: its conversation ended and the carrier never reported the end');
+          await settleEnded(a.call_id, { carrierStatus: 'completed', answered: true, amdVerdict: a.amd_verdict ?? '', durationS: ended.durationS });
+          continue;
+        }
         if (a.status === 'dialing') await ds.markPlaced(sql, a.id, a.call_id, live.session_id);
         continue;
       }

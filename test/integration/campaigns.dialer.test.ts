@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock, type Clock } from '../../shared/clock.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import { exportCsv, sleep, until, uploadCsv } from '../helpers/campaigns.js';
+import { newId } from '../../shared/ids.js';
+import { LiveCalls, newCallRecord } from '../../control-plane/telephony/live-calls.js';
 
 /** Real timers, movable `now()`: the dialer's calling-window time while pg-boss runs on real time. */
 class ShiftedClock implements Clock {
@@ -230,5 +232,27 @@ describe('calling window on the injected clock', () => {
     expect((await get(id)).status).toBe('running');
     expect(simCallsTo(new Set([n]))).toHaveLength(0);
     await h.call('POST', `/campaigns/${id}/cancel`);
+  });
+});
+
+describe('recovery when the carrier\'s final callback was lost', () => {
+  it('a contact whose conversation ended long ago, its call still in the registry, is settled completed and its seat freed', { timeout: 30_000 }, async () => {
+    const n = '+14155559901';
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 0 }, [n]);
+    // As a replica that died left it: the call placed and answered, its conversation over on an
+    // engine, the carrier's `completed` callback sent to the dead replica.
+    const callId = newId();
+    const longAgo = new Date(clock.now() - 10 * 60_000);
+    await h.infra.sql`update campaign_contacts set status = 'in_progress', attempts = 1, call_id = ${callId}, claimed_at = ${longAgo}, dialed_at = ${longAgo}, answered_at = ${longAgo} where campaign_id = ${id}`;
+    const live = new LiveCalls(h.infra.registry, realClock);
+    expect(await live.put(newCallRecord({ call_id: callId, agent_id: agentId, workspace_id: h.user.workspaceId, user_id: h.user.userId, direction: 'outbound', status: 'in_progress', provider_call_sid: `CA${callId.replaceAll('-', '')}` }), 0)).toBe(true);
+    await h.infra.sql`
+      insert into conversations (id, session_id, agent_id, workspace_id, call_id, status, metadata, started_at, ended_at)
+      values (${newId()}, ${`lost-${callId}`}, ${agentId}, ${h.user.workspaceId}, ${callId}, 'completed', ${h.infra.sql.json({ end_reason: 'stream_stopped' })}, ${longAgo}, ${new Date(longAgo.getTime() + 42_000)})`;
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed');
+    expect((await contacts(id))[0]).toMatchObject({ status: 'completed', attempts: 1, duration_seconds: 42 });
+    expect(await live.get(callId)).toBeUndefined();
+    expect(simCallsTo(new Set([n]))).toHaveLength(0);
   });
 });
