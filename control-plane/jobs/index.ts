@@ -48,7 +48,9 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   'webhook.call-failed': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
   // A dial slice lasts ~20 s; a crashed one expires and is retried elsewhere (the lease and the
   // stale-claim recovery make the re-run safe). Many retries: a campaign must not stall on a blip.
-  'campaign.dial': { retryLimit: 100, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
+  // Expiry 40 s (two slices): with the 15 s supervisor a dead replica's campaign resumes elsewhere
+  // within about a minute (its singleton job blocks the successor until then).
+  'campaign.dial': { retryLimit: 100, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 40 },
   // Re-enqueued by every control plane's next heartbeat anyway: one quick retry, short expiry.
   'system-health.collect': { retryLimit: 1, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
   // A tick that crashed is retried soon; its successor is already queued, so the chain never stops.
@@ -136,7 +138,7 @@ export interface JobsOptions {
   schema?: string;
   /** Idle polling period of every worker. Default 2 s (minimum 0.5). */
   pollingIntervalSeconds?: number;
-  /** Supervisor period (expired jobs failed, archive). Default 60 s. */
+  /** Supervisor period (expired jobs failed, archive). Default 15 s: a crashed replica's jobs come back within expiry + this. */
   maintenanceIntervalSeconds?: number;
   /** Overrides of `QUEUE_SETTINGS` (tests shorten expiry and retry delays). */
   queues?: Partial<Record<JobName, Partial<QueueSettings>>>;
@@ -226,7 +228,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
     // Cron schedules are not used: periodic work is driven by our injected clock.
     schedule: false,
     pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 2,
-    maintenanceIntervalSeconds: opts.maintenanceIntervalSeconds ?? 60,
+    maintenanceIntervalSeconds: opts.maintenanceIntervalSeconds ?? 15,
   });
   // An EventEmitter 'error' without a listener would crash the process (e.g. a maintenance query
   // failing while the database restarts).
