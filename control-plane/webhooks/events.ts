@@ -202,6 +202,9 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
       const c = ev.call;
       if (ev.type !== 'ended') return;
       const neverConnected = !c.answered_at_ms && NEVER_CONNECTED.has(ev.detail ?? '');
+      // Spec: no event for campaign contacts that never connected (the campaign's calls list and
+      // export say how each attempt ended).
+      if (neverConnected && c.campaign_id) return;
       // An answered call normally has a conversation, whose end sends call.completed. One whose
       // media never reached an engine (the stream did not connect) has none: checked once the
       // engine would have written it, then sent as failed rather than lost.

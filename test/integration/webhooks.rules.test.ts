@@ -196,6 +196,19 @@ describe('failed: a carrier call that never connected', () => {
     await expect.poll(async () => (await infra.sql`select count(*)::int as n from webhook_deliveries where call_id = ${call.call_id}`)[0].n, { timeout: 5000 }).toBe(1);
   });
 
+  it('a campaign contact that never connected gets no event (spec: "Not sent: … campaign contacts never connected")', { timeout: 30_000 }, async () => {
+    const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Campaign dialer');
+    const base = { agent_id: agentId, workspace_id: owner.workspaceId, user_id: owner.userId, direction: 'outbound' as const, status: 'ringing' as const, from_number: '+14155550111', to_number: '+14155550155', created_at_ms: clock.now() - 20_000 };
+    const contact = { ...newCallRecord({ ...base, call_id: newId() }), campaign_id: newId() };
+    const plain = newCallRecord({ ...base, call_id: newId() });
+    await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call: contact, detail: 'no-answer' });
+    await cp.webhooks.events.onCarrierCallEnded({ type: 'ended', call: plain, detail: 'no-answer' });
+    // The plain call's event arrives; the contact's was never queued.
+    await arrivalFor(plain.call_id);
+    expect((await infra.sql`select count(*)::int as n from webhook_deliveries where call_id = ${contact.call_id}`)[0].n).toBe(0);
+    expect((await infra.sql.unsafe(`select count(*)::int as n from ${cp.jobs.schema}.job where name = 'webhook.call-failed' and singleton_key = $1`, [contact.call_id]))[0].n).toBe(0);
+  });
+
   it('answered, but its media never reached an engine: failed (media_not_connected); answered with a conversation: none from this hook', { timeout: 30_000 }, async () => {
     const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Front desk');
     const base = { agent_id: agentId, workspace_id: owner.workspaceId, user_id: owner.userId, direction: 'inbound' as const, status: 'in_progress' as const, from_number: '+14155550133', to_number: '+14155550144', created_at_ms: clock.now() - 20_000 };
