@@ -6,6 +6,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { CampaignContactSchema, CampaignSchema } from '../../shared/gen/voiceplane/v1/campaigns_pb.js';
 import { isoTime } from '../../shared/iso-time.js';
 import type { CampaignRow, ContactRow, Counters } from './store.js';
+import { withNulls } from '../http/envelope.js';
 
 const iso = (d: Date | null | undefined): string | undefined => (d ? isoTime(d.getTime()) : undefined);
 const opt = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
@@ -63,12 +64,6 @@ export function contactView(r: ContactRow): MessageInitShape<typeof CampaignCont
 const CAMPAIGN_NULLABLE = ['started_at', 'completed_at'];
 const CONFIG_NULLABLE = ['schedule_start', 'calling_hours_start', 'calling_hours_end', 'timezone'];
 const CONTACT_NULLABLE = ['call_id', 'conversation_id', 'scheduled_at', 'dialed_at', 'completed_at', 'duration_seconds', 'error_message', 'amd_verdict'];
-
-function withNulls(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const out = { ...o };
-  for (const k of keys) if (!(k in out)) out[k] = null;
-  return out;
-}
 
 /** REST JSON of a campaign: absent optionals as `null` (spec field table). */
 export function restCampaign(json: unknown): Record<string, unknown> {

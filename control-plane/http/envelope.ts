@@ -44,3 +44,10 @@ export function errorBody(family: Family, err: AppError): unknown {
   if (family === 'detail') return { detail: err.message, ...err.options.body };
   return { error };
 }
+
+/** `o` with each of `keys` it lacks set to null: proto JSON leaves an unset optional out, REST writes the spec's field as null. */
+export function withNulls(o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out = { ...o };
+  for (const k of keys) out[k] ??= null;
+  return out;
+}

@@ -5,6 +5,7 @@
  */
 import { SimTestService } from '../../shared/gen/voiceplane/v1/simtests_pb.js';
 import type { RestRoute } from '../http/rest.js';
+import { withNulls } from '../http/envelope.js';
 
 const AG = '/api/v1/agents';
 const S = SimTestService;
@@ -13,11 +14,6 @@ type Json = Record<string, unknown>;
 /** The spec lists these fields; proto JSON leaves an unset one out, REST writes it as null. */
 const RUN_NULLABLE = ['started_at', 'last_heartbeat', 'finished_at', 'error_message'];
 const RESULT_NULLABLE = ['error_message'];
-const withNulls = (o: Json, keys: readonly string[]): Json => {
-  const out = { ...o };
-  for (const k of keys) out[k] ??= null;
-  return out;
-};
 const run = (j: Json) => ({ data: withNulls(j, RUN_NULLABLE) });
 
 export const simTestRoutes: RestRoute[] = [

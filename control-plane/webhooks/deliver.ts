@@ -38,6 +38,8 @@ const NOT_DUE_RECHECK_S = 1;
 export const MAX_IN_FLIGHT_PER_WORKSPACE = 2;
 /** An attempt ends within its timeout: an in-flight row older than this is a crashed replica's (pg-boss retries its job), not counted. */
 const IN_FLIGHT_STALE_MS = ATTEMPT_TIMEOUT_MS + 5_000;
+/** The log line of an attempt whose outcome was never recorded. */
+export const LOST_ATTEMPT = 'no outcome recorded: the replica sending this attempt stopped; sent again';
 /** Re-check period of an attempt held back by its workspace's in-flight bound. */
 const WORKSPACE_BUSY_RECHECK_S = 3;
 
@@ -127,6 +129,13 @@ export function createDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorke
         select count(*)::int as out from webhook_deliveries
         where workspace_id = ${workspaceId} and status = 'in_flight' and id <> ${id} and updated_at > ${new Date(now.getTime() - IN_FLIGHT_STALE_MS)}`;
       if (out >= MAX_IN_FLIGHT_PER_WORKSPACE) return 'busy';
+      // Still in flight: the attempt before this one never reported (its replica died while it
+      // was out). The log says so, so that every counted attempt has its line.
+      await tx`
+        insert into webhook_attempts (id, delivery_id, n, started_at, status_code, latency_ms, error, response_excerpt)
+        select ${newId()}, id, attempts, updated_at, null, 0, ${LOST_ATTEMPT}, null from webhook_deliveries
+        where id = ${id} and status = 'in_flight' and attempts > 0
+        on conflict (delivery_id, n) do nothing`;
       const [row] = await tx<{ attempts: number }[]>`
         update webhook_deliveries set status = 'in_flight', attempts = attempts + 1, updated_at = ${now}
         where id = ${id} and status in ('pending', 'in_flight') returning attempts`;

@@ -4,6 +4,7 @@
  */
 import { WebhookService } from '../../shared/gen/voiceplane/v1/webhooks_pb.js';
 import type { RestRoute } from '../http/rest.js';
+import { withNulls } from '../http/envelope.js';
 
 const C = '/api/v1/call-center';
 const S = WebhookService;
@@ -15,10 +16,15 @@ const S = WebhookService;
  * field is a list, so the empty one is left out rather than shown as `[]` next to `attempts: 3`.
  */
 function logRow(row: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...row };
+  const out = delivery(row);
   delete out.attempt_log;
+  delete out.body;
   return out;
 }
+
+/** The fields docs/webhooks.md lists on every row: an unset one is null, not missing. */
+const NULLABLE = ['call_id', 'next_attempt_at', 'last_status_code', 'last_error', 'delivered_at'];
+const delivery = (row: Record<string, unknown>) => withNulls(row, NULLABLE);
 
 export const webhookRoutes: RestRoute[] = [
   { method: 'GET', path: `${C}/settings`, service: S, rpc: 'getWebhookSettings' },
@@ -31,6 +37,6 @@ export const webhookRoutes: RestRoute[] = [
     rpc: 'listWebhookDeliveries',
     response: (json) => ({ data: (json.deliveries as Record<string, unknown>[]).map(logRow), meta: json.meta }),
   },
-  { method: 'GET', path: `${C}/webhooks/deliveries/:id`, service: S, rpc: 'getWebhookDelivery' },
+  { method: 'GET', path: `${C}/webhooks/deliveries/:id`, service: S, rpc: 'getWebhookDelivery', response: (json) => ({ data: { ...delivery(json), attempt_log: json.attempt_log ?? [] } }) },
   { method: 'POST', path: `${C}/webhooks/deliveries/:id/retry`, service: S, rpc: 'retryWebhookDelivery', status: 202 },
 ];

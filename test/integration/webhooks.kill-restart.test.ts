@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { api, createTestUser } from '../helpers/accounts.js';
-import { MAX_IN_FLIGHT_PER_WORKSPACE } from '../../control-plane/webhooks/deliver.js';
+import { LOST_ATTEMPT, MAX_IN_FLIGHT_PER_WORKSPACE } from '../../control-plane/webhooks/deliver.js';
 import { buildChild } from '../helpers/child-build.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startReplica } from '../helpers/control-plane-replica.js';
@@ -95,5 +95,14 @@ describe('control plane killed mid-delivery, then restarted', () => {
       for (const raw of sent) expect(raw.toString('utf8')).toBe(row.body);
     }
     for (const r of receiver.requests) expect(verifySignature(secret, r)).toBe(true);
+    // Every counted attempt has its line: A's lost ones say so; list rows carry every field.
+    for (const id of ids) {
+      const one = await api(b, 'GET', `/api/v1/call-center/webhooks/deliveries/${id}?workspace_id=${user.workspaceId}`, { token: user.token });
+      const d = one.body.data;
+      expect(d.attempt_log.map((a: { n: number }) => a.n)).toEqual(Array.from({ length: d.attempts }, (_, i) => i + 1));
+      if (d.attempts > 1) expect(d.attempt_log[0]).toMatchObject({ error: LOST_ATTEMPT });
+    }
+    const list = await api(b, 'GET', `/api/v1/call-center/webhooks/deliveries?workspace_id=${user.workspaceId}`, { token: user.token });
+    for (const row of list.body.data) expect(row).toMatchObject({ call_id: null, next_attempt_at: null, last_error: null, last_status_code: 200 });
   });
 });
