@@ -14,12 +14,16 @@
 import { giveBlock, takeBlock } from './playout-blocks.js';
 
 const BLOCK_SECONDS = 1;
+/** Characters per second of speech (~170 words a minute): the length of a sentence whose audio is still arriving. */
+const SPOKEN_CHARS_PER_SECOND = 16;
 
 export interface SpokenSegment {
   text: string;
   /** Cumulative sample index (since the turn's first sample) where this text starts / ends. */
   startSample: number;
   endSample: number;
+  /** `endSegment()` was called: before that the segment runs to whatever has been enqueued. */
+  ended: boolean;
 }
 
 export class PlayoutQueue {
@@ -80,12 +84,15 @@ export class PlayoutQueue {
 
   /** Marks the text spoken by the samples enqueued from now until `endSegment()`. */
   beginSegment(text: string): void {
-    this.segments.push({ text, startSample: this.enqueuedSamples, endSample: this.enqueuedSamples });
+    this.segments.push({ text, startSample: this.enqueuedSamples, endSample: this.enqueuedSamples, ended: false });
   }
 
   endSegment(): void {
     const last = this.segments[this.segments.length - 1];
-    if (last) last.endSample = this.enqueuedSamples;
+    if (last) {
+      last.endSample = this.enqueuedSamples;
+      last.ended = true;
+    }
   }
 
   /**
@@ -142,13 +149,23 @@ export class PlayoutQueue {
   heardText(heardSamples: number): string {
     const parts: string[] = [];
     for (const s of this.segments) {
-      if (heardSamples >= s.endSample) {
+      // A segment still streaming ends at what has arrived so far; one without audio (yet, or
+      // ever: its TTS failed) was not heard, however far the played audio goes.
+      const end = s.ended ? s.endSample : this.enqueuedSamples;
+      if (end === s.startSample) {
+        if (heardSamples > s.startSample) continue;
+        break;
+      }
+      if (heardSamples >= end && s.ended) {
         parts.push(s.text);
         continue;
       }
-      if (heardSamples > s.startSample && s.endSample > s.startSample) {
+      if (heardSamples > s.startSample) {
         const words = s.text.split(/\s+/);
-        const fraction = (heardSamples - s.startSample) / (s.endSample - s.startSample);
+        // An open segment's length is not known yet: at least what has arrived, at least its text
+        // at a brisk speaking rate.
+        const length = s.ended ? end - s.startSample : Math.max(end - s.startSample, (s.text.length / SPOKEN_CHARS_PER_SECOND) * this.sampleRateHz);
+        const fraction = Math.min(1, (heardSamples - s.startSample) / length);
         const count = Math.floor(words.length * fraction);
         if (count > 0) parts.push(words.slice(0, count).join(' '));
       }

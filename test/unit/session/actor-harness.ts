@@ -14,7 +14,7 @@ import type { CallTransport } from '../../../media-engine/session/transport.js';
 import { createSimAsr } from '../../../shared/providers/asr/sim.js';
 import { createSimLlm, type SimLlmOptions, type SimLlmProvider } from '../../../shared/providers/llm/sim.js';
 import { encodeText } from '../../../shared/providers/sim/codec.js';
-import { createSimTts } from '../../../shared/providers/tts/sim.js';
+import { createSimTts, type SimTtsOptions } from '../../../shared/providers/tts/sim.js';
 import type { AsrProvider, LlmMessage, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import type { CallTelemetry } from '../../../shared/observability/call-telemetry.js';
 import type { CallConnectors } from '../../../media-engine/session/connector-tools.js';
@@ -106,6 +106,8 @@ export interface HarnessOptions {
   wrapLlm?: (sim: LlmProvider) => LlmProvider;
   /** Replaces the sim ASR (e.g. one without interim results). */
   asr?: AsrProvider;
+  /** Options of the sim TTS (e.g. a time to first byte). */
+  simTts?: Omit<SimTtsOptions, 'clock'>;
   /** Wraps the sim TTS (e.g. to make it fail). */
   wrapTts?: (sim: TtsProvider) => TtsProvider;
   /** Answering-machine policy (outbound carrier calls). */
@@ -135,7 +137,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
     {
       config: sessionConfig({ welcome_message: '', silence_timeout_ms: 600_000, ...overrides }),
       transport,
-      providers: { asr: opts.asr ?? createSimAsr({ clock }), llm: opts.wrapLlm ? opts.wrapLlm(recording) : recording, tts: opts.wrapTts ? opts.wrapTts(createSimTts({ clock })) : createSimTts({ clock }) },
+      providers: { asr: opts.asr ?? createSimAsr({ clock }), llm: opts.wrapLlm ? opts.wrapLlm(recording) : recording, tts: opts.wrapTts ? opts.wrapTts(createSimTts({ clock, ...opts.simTts })) : createSimTts({ clock, ...opts.simTts }) },
       profile: 'browser_headset',
       clock,
       logger,

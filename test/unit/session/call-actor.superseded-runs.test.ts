@@ -57,3 +57,21 @@ describe('CallActor superseded runs', () => {
     expect(h.transport.of('turn_complete')[1]).toMatchObject({ turn: 2, assistant_text: 'You said: two.' });
   });
 });
+
+describe('CallActor: a reply superseded before any of its audio played', () => {
+  it('records and reports an empty assistant text (nothing was heard), not the whole answer', async () => {
+    const h = actorHarness({}, { simTts: { ttfbMs: 400 } });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'msg 0', role: 'user' });
+    // The answer's sentence is handed to the TTS (its segment opened) but no audio has come.
+    await h.runUntil(() => h.transport.of('llm_end').length === 1);
+    expect(h.transport.of('tts_audio_start')).toEqual([]);
+    h.actor.post({ kind: 'text_inject', text: 'msg 1', role: 'user' });
+    await h.runUntil(() => h.transport.of('turn_complete').length === 2);
+    expect(h.transport.of('turn_complete').map((e) => [e.turn, e.assistant_text])).toEqual([
+      [1, ''],
+      [2, 'You said: msg 0 msg 1.'],
+    ]);
+    expect(h.recorder.turns[0]).toMatchObject({ interrupted: true, assistant_text: '' });
+  });
+});

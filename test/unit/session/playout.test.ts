@@ -44,6 +44,21 @@ describe('PlayoutQueue', () => {
     expect(q.heardText(48000)).toBe('Hello there. Our hours are nine to five every day.');
   });
 
+  it('a sentence whose audio has not arrived was not heard; one still arriving counts only what played of it', () => {
+    const q = new PlayoutQueue(16000, 10);
+    q.beginSegment('You said: msg 0.');
+    // No audio yet (a run superseded before its TTS answered): nothing heard.
+    expect(q.heardText(0)).toBe('');
+    // The next sentence: 0.5 s of its audio has arrived and played.
+    q.endSegment();
+    q.beginSegment('Our opening hours are nine to five daily.');
+    q.enqueue(new Int16Array(8000));
+    expect(q.heardText(8000)).toBe('Our'); // 8 words over ~2.56 s expected: 0.5 s of it is one word
+    q.enqueue(new Int16Array(32000));
+    q.endSegment();
+    expect(q.heardText(40000)).toBe('Our opening hours are nine to five daily.');
+  });
+
   it('flush drops queued audio; resetTurn also resets positions', () => {
     const q = new PlayoutQueue(16000, 1);
     q.enqueue(new Int16Array(1000));
