@@ -12,5 +12,9 @@ export const healthRoutes: RestRoute[] = [
   live('/api/v1/healthz'),
   live('/api/v1/live'),
   ready('/api/v1/ready'),
+  // Spec doc 1, provider registry: "/providers/health, /healthz, /ready, /live: no auth, liveness".
   live('/api/v1/providers/health'),
+  live('/api/v1/providers/healthz'),
+  live('/api/v1/providers/live'),
+  ready('/api/v1/providers/ready'),
 ];

@@ -33,7 +33,7 @@ afterAll(async () => {
 
 describe('one port serves REST, Connect and gRPC', () => {
   it('REST health routes answer raw JSON with a request id', async () => {
-    for (const p of ['/healthz', '/live', '/ready', '/api/v1/providers/health']) {
+    for (const p of ['/healthz', '/live', '/ready', '/api/v1/providers/health', '/api/v1/providers/healthz', '/api/v1/providers/live', '/api/v1/providers/ready']) {
       const res = await fetch(base + p);
       expect(res.status, p).toBe(200);
       expect(res.headers.get('x-request-id')).toBeTruthy();
