@@ -71,7 +71,8 @@ export function createAccess(deps: { sql: Sql; auth: Auth; buckets: TokenBuckets
     },
     async agent(ctx, id, min) {
       const p = await caller(ctx);
-      if (!id || !isUuid(id)) throw invalid('agent_id', 'must be a UUID');
+      if (!id) throw invalid('agent_id', 'is required');
+      if (!isUuid(id)) throw invalid('agent_id', 'must be a UUID');
       const a = await getAgent(sql, id.toLowerCase());
       if (!a) throw notFound('human agent');
       await auth.requireWorkspace(p, a.workspace_id, { min, onDenied: 'forbidden' });

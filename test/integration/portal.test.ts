@@ -420,6 +420,13 @@ describe('audit fixes: passwords, health aliases, check order, socket, reset tok
     }
   });
 
+  it('agent_id missing is "is required", malformed "must be a UUID"', async () => {
+    const missing = await api(cp, 'GET', `${A}/password-audit`, { token: owner.token });
+    expect([missing.status, missing.body.error.message]).toEqual([400, 'agent_id: is required']);
+    const bad = await api(cp, 'GET', `${A}/password-audit?agent_id=nope`, { token: owner.token });
+    expect([bad.status, bad.body.error.message]).toEqual([400, 'agent_id: must be a UUID']);
+  });
+
   it('every bearer portal route answers 401 before looking at the request', async () => {
     const id = newId();
     const calls: Array<[string, string, unknown?]> = [
