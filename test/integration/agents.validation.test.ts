@@ -175,7 +175,7 @@ describe('tools', () => {
       [{ retry_count: -1 }, 'retry_count'],
       [{ request_body: 5 }, 'request_body'],
       [{ request_body: [1] }, 'request_body'],
-      [{ headers: { 'X-A': 1 } }, 'headers'],
+      [{ headers: { 'X-A': 1 } }, 'headers.X-A'],
       [{ headers: 'x' }, 'headers'],
       [{ auth_type: 'magic' }, 'auth_type'],
       [{ is_active: 'yes' }, 'is_active'],

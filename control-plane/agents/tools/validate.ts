@@ -133,8 +133,8 @@ function checkHeaders(h: JsonObject): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of entries) {
     if (!HEADER_NAME_RE.test(k)) throw invalid('headers', `${k.slice(0, 64)} is not a valid header name`);
-    if (typeof v !== 'string') throw invalid('headers', `value of ${k} must be a string`);
-    if (v.length > TOOL_LIMITS.headerValueChars || /[\r\n]/.test(v)) throw invalid('headers', `value of ${k} is too long or has line breaks`);
+    if (typeof v !== 'string') throw invalid(`headers.${k}`, 'must be a string');
+    if (v.length > TOOL_LIMITS.headerValueChars || /[\r\n]/.test(v)) throw invalid(`headers.${k}`, `must be at most ${TOOL_LIMITS.headerValueChars} characters without line breaks`);
     out[k] = v;
   }
   return out;

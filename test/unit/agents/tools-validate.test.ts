@@ -29,7 +29,7 @@ describe('checkToolInput', () => {
     [{ requestBody: 3 }, 'request_body'],
     [{ requestBody: true }, 'request_body'],
     [{ headers: { 'bad header': 'x' } }, 'headers'],
-    [{ headers: { 'X-Ok': 'line\nbreak' } }, 'headers'],
+    [{ headers: { 'X-Ok': 'line\nbreak' } }, 'headers.X-Ok'],
     [{ authType: 'kerberos' }, 'auth_type'],
     [{ functionSchema: { type: 'strng' } }, 'function_schema'],
     [{ functionSchema: { required: 'x' } }, 'function_schema'],
