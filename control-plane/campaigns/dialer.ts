@@ -24,7 +24,7 @@ import type { Sql } from '../../shared/db/client.js';
 import type { JobContext, Jobs } from '../jobs/index.js';
 import type { TelephonyDomain } from '../telephony/index.js';
 import * as ds from './dial-store.js';
-import { outcomeOf, type AttemptEnd } from './policy.js';
+import { outcomeOf } from './policy.js';
 import type { CampaignRow, ContactRow } from './store.js';
 import { nextOpenMs, windowOf } from './window.js';
 
@@ -60,7 +60,7 @@ export interface Dialer {
   /** Queues the campaign's dial job unless a live loop holds it (that loop queues its own successor). */
   kick(campaignId: string): Promise<void>;
   /** Settles an attempt whose call ended (called by the call-event hook). */
-  settleEnded(callId: string, end: AttemptEnd): Promise<void>;
+  settleEnded(callId: string, end: { carrierStatus: string; answered: boolean; amdVerdict: string; durationS?: number }): Promise<void>;
   readonly retryBaseMs: number;
   /** This replica's lease identity (`campaigns.dialer_owner` while it dials a campaign). */
   readonly owner: string;

@@ -26,10 +26,7 @@ export function createOutcomeHook(deps: { sql: Sql; clock: Clock; logger: Logger
     if (ev.type === 'status' && c.status === 'in_progress') await markAnswered(sql, c.call_id, new Date(clock.now()));
     else if (ev.type === 'amd') await markAmd(sql, c.call_id, c.amd_verdict || ev.detail || '');
     else if (ev.type === 'ended') {
-      const answered = c.answered_at_ms > 0;
-      // The engine records a conversation as the stream connects, long before the carrier's end.
-      const mediaConnected = answered ? (await sql`select 1 from conversations where call_id = ${c.call_id} limit 1`).length > 0 : undefined;
-      await dialer.settleEnded(c.call_id, { carrierStatus: ev.detail ?? '', answered, amdVerdict: c.amd_verdict, durationS: ev.durationS, mediaConnected });
+      await dialer.settleEnded(c.call_id, { carrierStatus: ev.detail ?? '', answered: c.answered_at_ms > 0, amdVerdict: c.amd_verdict, durationS: ev.durationS });
     }
   }
 

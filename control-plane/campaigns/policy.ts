@@ -1,7 +1,7 @@
 /**
  * What a finished attempt means for its contact (spec doc 2, "Campaign contact row"): pure, so the
- * retry rules are table-tested. Answered calls (whose media reached an engine) and calls the
- * carrier rejected are never dialed again; unanswered, busy and cancelled-before-answer calls are retried with a doubling delay
+ * retry rules are table-tested. Answered calls and calls the carrier rejected are never dialed
+ * again; unanswered, busy and cancelled-before-answer calls are retried with a doubling delay
  * until `max_retries` retries are spent (docs/campaigns.md, "Retries").
  */
 import type { Outcome } from './dial-store.js';
@@ -21,12 +21,6 @@ export interface AttemptEnd {
   answered: boolean;
   amdVerdict: string;
   durationS?: number;
-  /**
-   * Whether the call's media reached an engine (a conversation exists). False: answered, but the
-   * callee heard no agent (the stream never connected): an attempt without a conversation, retried
-   * like an unanswered one. Absent: not known (recovery), taken as connected.
-   */
-  mediaConnected?: boolean;
 }
 
 /** Machine verdicts of the carrier's async AMD (`machine_start`, `machine_end_beep`, `fax`, ...). */
@@ -35,10 +29,11 @@ export function isMachine(verdict: string): boolean {
 }
 
 export function outcomeOf(end: AttemptEnd, attempts: number, maxRetries: number, nowMs: number, retryBaseMs: number): Outcome {
-  if (end.answered && isMachine(end.amdVerdict)) return { status: 'voicemail', durationS: end.durationS ?? 0 };
-  if (end.answered && end.mediaConnected !== false) return { status: 'completed', durationS: end.durationS ?? 0 };
-  if (!end.answered && end.carrierStatus === 'failed') return { status: 'failed', error: 'the carrier rejected the call (failed)' };
-  const why = end.answered ? 'answered, but the agent never connected (media_not_connected)' : end.carrierStatus === 'busy' ? 'busy' : 'no answer';
+  if (end.answered) {
+    return { status: isMachine(end.amdVerdict) ? 'voicemail' : 'completed', durationS: end.durationS ?? 0 };
+  }
+  if (end.carrierStatus === 'failed') return { status: 'failed', error: 'the carrier rejected the call (failed)' };
+  const why = end.carrierStatus === 'busy' ? 'busy' : 'no answer';
   if (attempts >= 1 + maxRetries) return { status: 'failed', error: `${why} after ${attempts} attempt${attempts === 1 ? '' : 's'}` };
   return { status: 'queued', retryAtMs: nowMs + backoffMs(attempts, retryBaseMs), error: `${why} (attempt ${attempts} of ${1 + maxRetries})` };
 }

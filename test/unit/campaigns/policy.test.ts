@@ -25,17 +25,6 @@ describe('outcomeOf', () => {
   });
 });
 
-describe('outcomeOf: answered, but the media never reached an engine', () => {
-  it('is retried like an unanswered call, failed when retries are spent; a machine stays voicemail; unknown counts as connected', () => {
-    const end = { carrierStatus: 'completed', answered: true, amdVerdict: '', durationS: 3, mediaConnected: false };
-    expect(outcomeOf(end, 1, 2, NOW, BASE)).toMatchObject({ status: 'queued', retryAtMs: NOW + BASE, error: expect.stringContaining('media_not_connected') });
-    expect(outcomeOf(end, 3, 2, NOW, BASE)).toMatchObject({ status: 'failed', error: expect.stringContaining('media_not_connected') });
-    expect(outcomeOf({ ...end, amdVerdict: 'machine_start' }, 1, 2, NOW, BASE).status).toBe('voicemail');
-    expect(outcomeOf({ ...end, mediaConnected: undefined }, 1, 2, NOW, BASE).status).toBe('completed');
-    expect(outcomeOf({ ...end, mediaConnected: true }, 1, 2, NOW, BASE).status).toBe('completed');
-  });
-});
-
 describe('backoffMs', () => {
   it('doubles per attempt and is capped at one hour', () => {
     expect([1, 2, 3, 4].map((a) => backoffMs(a, BASE))).toEqual([60_000, 120_000, 240_000, 480_000]);
