@@ -95,15 +95,17 @@ async function inAnalyticsTx<T>(sql: Sql, run: (tx: Sql) => Promise<T>): Promise
  * call's own average does (media-engine/session/turn-accounting.ts). Tools from `tool_calls`.
  */
 export function latency(sql: Sql, s: Scope): Promise<LatencyRow[]> {
+  // ASR: caller rows with ASR time (typed-in text has none: 0, as pipeline analytics leaves it
+  // out); the other components: reply rows only (a caller row may carry them, e.g. via the API).
   return inAnalyticsTx(sql, (tx) => tx<LatencyRow[]>`
     with conv as not materialized (select c.id from conversations c where ${scoped(tx, s)}),
     per_combo as (
       select m.asr_provider, m.asr_model, m.llm_provider, m.llm_model, m.tts_provider,
-        count(m.asr_latency_ms) filter (where m.role = 'user') as asr_n, sum(m.asr_latency_ms) filter (where m.role = 'user') as asr_sum,
-        count(m.llm_latency_ms) as llm_n, sum(m.llm_latency_ms) as llm_sum,
-        count(m.tts_latency_ms) as tts_n, sum(m.tts_latency_ms) as tts_sum,
-        count(nullif(m.total_latency_ms, 0)) as total_n, sum(nullif(m.total_latency_ms, 0)) as total_sum,
-        count(m.internal_overhead_ms) as ov_n, sum(m.internal_overhead_ms) as ov_sum
+        count(m.asr_latency_ms) filter (where m.role = 'user' and m.asr_latency_ms > 0) as asr_n, sum(m.asr_latency_ms) filter (where m.role = 'user' and m.asr_latency_ms > 0) as asr_sum,
+        count(m.llm_latency_ms) filter (where m.role = 'assistant') as llm_n, sum(m.llm_latency_ms) filter (where m.role = 'assistant') as llm_sum,
+        count(m.tts_latency_ms) filter (where m.role = 'assistant') as tts_n, sum(m.tts_latency_ms) filter (where m.role = 'assistant') as tts_sum,
+        count(nullif(m.total_latency_ms, 0)) filter (where m.role = 'assistant') as total_n, sum(nullif(m.total_latency_ms, 0)) filter (where m.role = 'assistant') as total_sum,
+        count(m.internal_overhead_ms) filter (where m.role = 'assistant') as ov_n, sum(m.internal_overhead_ms) filter (where m.role = 'assistant') as ov_sum
       from conv join messages m on m.conversation_id = conv.id
       group by 1, 2, 3, 4, 5
     ),

@@ -170,6 +170,34 @@ describe('GET /analytics/latency', () => {
   });
 });
 
+describe('GET /analytics/latency: which rows count', () => {
+  it('typed-in turns (no ASR time) are not ASR samples; latency fields on a caller row are not reply latency', async () => {
+    const agentZ = await createAgent(cp as never, infra, alice, alice.workspaceId, 'Agent Z');
+    // Ten days on: outside every ranged assertion of this file.
+    const session = await call(alice, agentZ, 'u3', DAY1 + 10 * 86_400_000, [
+      { asr: 0, llmTtfb: 40, tts: 10, total: 100 }, // typed in: no ASR time
+      { asr: 200, llmTtfb: 60, tts: 30, total: 300 },
+    ]);
+    const [conv] = await infra.sql<{ id: string }[]>`select id from conversations where session_id = ${session}`;
+    // A caller row posted through the records API carrying reply-only fields.
+    const posted = await api(cp, 'POST', '/api/v1/conversations/messages', {
+      token: alice.token,
+      body: { conversation_id: conv!.id, turn_number: 3, role: 'user', content: 'hi', asr_latency_ms: 100, llm_latency_ms: 5000, tts_latency_ms: 4000, total_latency_ms: 9000, internal_overhead_ms: 3000 },
+    });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(201);
+    const res = await get('latency', `session_id=${encodeURIComponent(session)}`);
+    const byType = Object.fromEntries(res.body.data.map((m: any) => [`${m.metric_type}/${m.provider}`, [m.avg_latency_ms, m.count]]));
+    expect(byType).toEqual({
+      'asr_latency/sim': [200, 1], // the spoken turn; the typed turn's 0 left out
+      'asr_latency/': [100, 1], // the posted caller row (no provider named)
+      'llm_latency/openai': [50, 2],
+      'tts_latency/sim': [20, 2],
+      'total_latency/': [200, 2],
+      'internal_overhead/': [20, 2],
+    });
+  });
+});
+
 describe('GET /analytics/usage', () => {
   it('per user: sessions, conversations, messages, duration, avg/p95/p99 reply latency', async () => {
     const res = await get('usage', RANGE);
