@@ -55,7 +55,9 @@ export async function computeMetric(deps: MetricDeps, q: MetricQuery): Promise<n
         select percentile_cont(0.95) within group (order by m.${col})::float8 as v
         from messages m
         where m.conversation_id in (${overlapping}) and m.role = 'assistant'
-          and m.created_at >= ${start} and m.created_at < ${end} and m.${col} is not null`;
+          and m.created_at >= ${start} and m.created_at < ${end} and m.${col} is not null
+          and (${(q.component || 'total') !== 'total'} or m.${col} > 0)`;
+      // Total: a reply cut before any audio (0) has no wait to measure, as in system analytics.
       return round(r?.v);
     }
     case 'error_rate': {

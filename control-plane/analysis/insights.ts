@@ -47,9 +47,9 @@ export async function agentInsights(sql: Sql, agentId: string, schemas: SchemaRo
     where r.agent_id = ${agentId} and r.status = 'complete' and jsonb_typeof(e.value) = 'array'
     group by r.schema_id, e.key`;
   const numbers = await sql<{ schema_id: string; key: string; mean: number; p50: number; p95: number }[]>`
-    select r.schema_id, e.key, avg((e.value)::text::float8) as mean,
-      percentile_cont(0.5) within group (order by (e.value)::text::float8) as p50,
-      percentile_cont(0.95) within group (order by (e.value)::text::float8) as p95
+    select r.schema_id, e.key, round(avg((e.value)::text::float8)::numeric, 2)::float8 as mean,
+      round((percentile_cont(0.5) within group (order by (e.value)::text::float8))::numeric, 2)::float8 as p50,
+      round((percentile_cont(0.95) within group (order by (e.value)::text::float8))::numeric, 2)::float8 as p95
     from analysis_results r, jsonb_each(r."values") e
     where r.agent_id = ${agentId} and r.status = 'complete' and jsonb_typeof(e.value) = 'number'
     group by r.schema_id, e.key`;

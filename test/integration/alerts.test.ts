@@ -183,6 +183,18 @@ describe('p95_latency_ms > 500: fire, notify, cooldown, resolve', () => {
   });
 });
 
+describe('p95_latency_ms: which replies count', () => {
+  it('a reply cut before any audio (total 0) is no sample of the total wait; it still is of a component', async () => {
+    const agent = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Cut replies');
+    await seedTurns(agent, [0, 1300]);
+    const test = async (component: string) =>
+      (await api(cp, 'POST', '/api/v1/alerts/test', { token: owner.token, body: { name: 'p95', metric: 'p95_latency_ms', component, scope: { type: 'agent', agent_id: agent }, operator: 'greater_than', threshold: 500, window_minutes: 60 } })).body.data;
+    expect((await test('total')).observed_value).toBe(1300);
+    // llm: 0 and 650 -> continuous p95 617.5 (a component's 0 is a measured 0).
+    expect((await test('llm')).observed_value).toBe(617.5);
+  });
+});
+
 describe('REST shape: unset is null', () => {
   it('a workspace rule without component reads null where nothing is set; read back and sent again it is accepted', async () => {
     const created = await api(cp, 'POST', R, { token: owner.token, body: { name: 'Errors', metric: 'error_rate', operator: 'greater_than', threshold: 50 } });

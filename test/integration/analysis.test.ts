@@ -162,6 +162,20 @@ describe('extraction on completed calls (sim LLM)', () => {
     expect(field('order_number')).toMatchObject({ answered: 1, mean: 1234, p50: 1234, p95: 1234 });
     expect(field('order_lines').answered).toBe(2);
     expect(field('order_lines').values).toContainEqual({ value: 'Agent: I have re-sent order 1234.', count: 1 });
+
+    // Statistics are rounded to two decimals: 10, 20, 30, 45 and the 1234 above: p95 at position
+    // 3.8 = 45 + 0.8 x 1189 = 996.2 (the float sum has noise past the second decimal).
+    const [schemaRow] = await infra.sql<{ id: string }[]>`select id from analysis_schemas where id = ${facts.schema_id}`;
+    for (const n of [10, 20, 30, 45]) {
+      const sc = sessionConfig({ agent_id: agent, workspace_id: alice.workspaceId });
+      const [conv] = await infra.sql<{ id: string }[]>`
+        insert into conversations (id, session_id, agent_id, workspace_id, status) values (gen_random_uuid(), ${sc.session_id}, ${agent}, ${alice.workspaceId}, 'completed') returning id`;
+      await infra.sql`insert into analysis_results (id, conversation_id, schema_id, agent_id, workspace_id, status, "values")
+        values (gen_random_uuid(), ${conv!.id}, ${schemaRow!.id}, ${agent}, ${alice.workspaceId}, 'complete', ${infra.sql.json({ order_number: n })})`;
+    }
+    const rounded = await api(cp, 'GET', `${A}/insights?agent_id=${agent}`, { token: alice.token });
+    const stats = rounded.body.data.schemas.find((s: any) => s.name === 'Call facts').fields.find((f: any) => f.name === 'order_number');
+    expect(stats).toMatchObject({ answered: 5, mean: 267.8, p50: 30, p95: 996.2 });
   });
 
   it('a failed call gets no analysis', { timeout: 15_000 }, async () => {
