@@ -141,6 +141,11 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       const metadata = (req.metadata ?? {}) as JsonObject;
       const workspaceId = await store.agentWorkspace(sql, ws, agentId);
       if (!workspaceId) throw notFound('agent');
+      // A call's stints share its id: another workspace's call id would fold this record into
+      // that tenant's call (its event, its usage counts).
+      if (callId && (await sql`select 1 from conversations where call_id = ${callId} and workspace_id <> ${workspaceId} limit 1`).length) {
+        throw invalid('call_id', "is another workspace's call");
+      }
       const now = new Date(deps.clock.now());
       const [row] = await sql<store.ConversationRow[]>`
         insert into conversations (id, session_id, user_id, agent_id, workspace_id, call_id, segment_kind, status, metadata, started_at, created_at, updated_at)

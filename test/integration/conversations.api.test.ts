@@ -324,3 +324,14 @@ describe('health and other protocols', () => {
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
   });
 });
+
+describe('call ids across workspaces', () => {
+  it("POST refuses another workspace's call_id (it would fold into that tenant's call); its own call's stints share one", async () => {
+    const callId = newId();
+    await conversation(alice, a1, { call_id: callId });
+    await conversation(alice, a2, { call_id: callId, segment_kind: 'human' });
+    const foreign = await as(bob).post(C, { session_id: `s-${newId()}`, agent_id: bobAgent, call_id: callId });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error.details[0].field).toBe('call_id');
+  });
+});
