@@ -136,7 +136,7 @@ export function createHandoff(deps: HandoffDeps) {
           and (h.status = 'available' or (h.status = 'on_call' and load.connected > 0))
           and load.open < h.max_concurrent_calls
           and h.last_heartbeat_at >= ${new Date(at.getTime() - deps.heartbeatTimeoutS * 1000)}
-          and not exists (select 1 from human_handoffs o where o.call_id = ${r.callId} and o.human_agent_id = h.id)
+          and not exists (select 1 from human_handoffs o where o.call_id = ${r.callId} and o.human_agent_id = h.id and o.status in ('declined', 'expired'))
         order by load.open, h.status_changed_at, h.id
         limit 1`;
       const id = newId();

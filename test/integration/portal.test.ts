@@ -535,6 +535,12 @@ describe('hand-off offers (no carrier)', () => {
     expect(await who.c.next()).toMatchObject({ type: 'call.failed', offer_id: o.offer_id });
     const [row] = await infra.sql<{ status: string; conversation_id: string | null }[]>`select status, conversation_id from human_handoffs where id = ${o.offer_id}`;
     expect(row).toEqual({ status: 'ended', conversation_id: null });
+    // Asked again for that call: the person whose accept failed (they did not decline) is offered
+    // it again, here the only one free.
+    const other = who === a ? b : a;
+    await infra.sql`update human_agents set status = 'offline' where id = ${other.id}`;
+    const r3 = await cp.portal.handoff.request({ workspaceId: owner.workspaceId, callId: callId2, sessionId: `s-${rnd()}`, aiAgentId: newId() });
+    expect(r3).toMatchObject({ status: 'offered', humanAgentId: who.id });
     a.c.ws.close();
     b.c.ws.close();
   });
