@@ -19,6 +19,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
+import { isUuid } from '../../shared/ids.js';
 import { STATUSES, type PresenceStatus } from './attendance.js';
 import type { Credentials } from './credentials.js';
 import type { Presence } from './presence.js';
@@ -29,6 +30,7 @@ export const SOCKET_PATH = '/api/v1/sessions/ws';
 const LOGIN_TIMEOUT_MS = 10_000;
 const MAX_MESSAGE_BYTES = 16 * 1024;
 const MAX_MESSAGES_PER_S = 20;
+const MAX_REMEMBERED_OFFERS = 1000;
 /** Statuses an agent may set itself (`offline` is `logout`). */
 const SETTABLE: readonly PresenceStatus[] = STATUSES.filter((s) => s !== 'offline');
 
@@ -75,8 +77,11 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
     const send = (msg: Record<string, unknown>) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
+    /** The last message of a logged-in socket: a silent one's session ends there, as the sweep's does. */
+    let lastSeenMs = 0;
     const arm = (ms: number, reason: string) => {
       clock.clearTimeout(timer);
+      if (reason === 'heartbeat_timeout') lastSeenMs = clock.now();
       timer = clock.setTimeout(() => void end(reason, 4008, 'heartbeat timeout'), ms);
     };
     async function end(reason: string, code: number, text: string): Promise<void> {
@@ -85,14 +90,24 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       clock.clearTimeout(timer);
       if (local.get(agentId)?.sessionId === sessionId) local.delete(agentId);
       if (ws.readyState === ws.OPEN) ws.close(code, text);
-      if (sessionId) await presence.logout(agentId, sessionId, reason, 'socket').catch((err: Error) => logger.warn({ err, agentId }, 'presence logout failed (the sweep will close it)'));
+      const atMs = reason === 'heartbeat_timeout' && lastSeenMs ? lastSeenMs : undefined;
+      if (sessionId) await presence.logout(agentId, sessionId, reason, 'socket', atMs).catch((err: Error) => logger.warn({ err, agentId }, 'presence logout failed (the sweep will close it)'));
     }
     const fail = (code: string, message: string) => send({ type: 'error', code, message });
+    // Offers this socket has sent (the bus and the heartbeat's re-send may both deliver one); the
+    // oldest forgotten past MAX_REMEMBERED_OFFERS, long expired by then (20 s each).
     const offered = new Set<string>();
     const offer = (o: Offer) => {
-      if (offered.has(o.offer_id) || offered.size > 1000) return;
+      if (offered.has(o.offer_id)) return;
+      if (offered.size >= MAX_REMEMBERED_OFFERS) offered.delete(offered.values().next().value as string);
       offered.add(o.offer_id);
       send({ type: 'offer', ...o });
+    };
+    /** An id field of a client message: a string UUID, else the error frame (true: refused). */
+    const badId = (field: 'offer_id' | 'call_id', v: unknown): boolean => {
+      if (v === undefined || v === '') return fail('INVALID_REQUEST', `${field} is required`), true;
+      if (typeof v !== 'string' || !isUuid(v)) return fail('INVALID_REQUEST', `${field} must be a UUID`), true;
+      return false;
     };
 
     async function handle(raw: string): Promise<void> {
@@ -100,9 +115,16 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       try {
         msg = JSON.parse(raw);
       } catch {
+        msg = undefined as never;
+      }
+      if (!msg || typeof msg !== 'object') {
+        // Before the login, as any other message that is not a login: refused and closed.
+        if (!sessionId) {
+          fail('UNAUTHORIZED', 'send {"type":"login","token":...} first');
+          return void end('login_required', 4001, 'unauthorized');
+        }
         return fail('INVALID_BODY', 'messages are JSON objects');
       }
-      if (!msg || typeof msg !== 'object') return fail('INVALID_BODY', 'messages are JSON objects');
       if (!sessionId) {
         // Anything but a login before the login: the error frame, then close 4001 at once (as a
         // bad token), so an unauthenticated socket is never held open until the login timeout.
@@ -132,16 +154,19 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
           for (const o of await deps.handoff.pendingFor(agentId)) offer(o);
           return;
         case 'offer.accept': {
-          const r = typeof msg.offer_id === 'string' ? await deps.handoff.accept(msg.offer_id, agentId, sessionId) : undefined;
+          if (badId('offer_id', msg.offer_id)) return;
+          const r = await deps.handoff.accept(msg.offer_id as string, agentId, sessionId);
           if (!r) return fail('NOT_FOUND', 'no open offer with this offer_id for you (taken, expired or declined)');
           if ('error' in r) return send({ type: 'call.failed', offer_id: msg.offer_id, message: r.error });
           return send({ type: 'call.connected', offer_id: msg.offer_id, call_id: r.callId, conversation_id: r.conversationId });
         }
         case 'offer.decline':
-          if (typeof msg.offer_id !== 'string' || !(await deps.handoff.decline(msg.offer_id, agentId))) return fail('NOT_FOUND', 'no open offer with this offer_id for you');
+          if (badId('offer_id', msg.offer_id)) return;
+          if (!(await deps.handoff.decline(msg.offer_id as string, agentId))) return fail('NOT_FOUND', 'no open offer with this offer_id for you');
           return send({ type: 'offer.declined', offer_id: msg.offer_id });
         case 'call.end':
-          if (typeof msg.call_id !== 'string' || !(await deps.handoff.end(msg.call_id, agentId))) return fail('NOT_FOUND', 'you have no connected call with this call_id');
+          if (badId('call_id', msg.call_id)) return;
+          if (!(await deps.handoff.end(msg.call_id as string, agentId))) return fail('NOT_FOUND', 'you have no connected call with this call_id');
           return send({ type: 'call.ended', call_id: msg.call_id });
         case 'status': {
           const status = msg.status as PresenceStatus;

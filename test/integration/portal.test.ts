@@ -181,6 +181,33 @@ describe('presence socket', () => {
     expect(row).toMatchObject({ online_seconds: 90, available_seconds: 60, break_seconds: 30, session_count: 1, break_count: 1 });
   });
 
+  it('a socket that falls silent is closed 4008 and its session ends at its last message, as the sweep would end it', { timeout: 20_000 }, async () => {
+    // A replica whose sockets time out after 5 s (the minimum), on real timers; the clock the
+    // records are stamped with is the test's.
+    const quick = await startControlPlane({ ...infra, config: { ...infra.config, portalHeartbeatTimeoutS: 5 } }, { port: 0, host: '127.0.0.1', portal: { clock } });
+    try {
+      now = Date.parse('2026-11-26T12:00:00Z');
+      const code = `q-${rnd()}`;
+      const id = await newAgent({ agent_code: code });
+      await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
+      const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
+      const c = presenceClient(quick.port);
+      await c.open();
+      c.send({ type: 'login', token: tok });
+      await c.next();
+      now += 30_000;
+      c.send({ type: 'heartbeat' });
+      expect((await c.next()).type).toBe('heartbeat_ack');
+      now += 40_000; // silence: the socket's own timer closes it
+      expect(await c.closed).toBe(4008);
+      await expect.poll(async () => (await api(cp, 'GET', `${A}/presence/timeline/${id}?date=2026-11-26`, { token: owner.token })).body.data.at(-1)?.event_type, { timeout: 5000 }).toBe('heartbeat_timeout');
+      const last = (await api(cp, 'GET', `${A}/presence/timeline/${id}?date=2026-11-26`, { token: owner.token })).body.data.at(-1);
+      expect(last.created_at).toBe('2026-11-26T12:00:30.000Z');
+    } finally {
+      await quick.close();
+    }
+  });
+
   it('a socket without heartbeat goes offline by the sweep job, and its next message learns the session ended', async () => {
     now = Date.parse('2026-11-25T12:00:00Z');
     const code = `s-${rnd()}`;
@@ -463,13 +490,15 @@ describe('audit fixes: passwords, health aliases, check order, socket, reset tok
   });
 
   it('a presence socket that sends anything but login first gets UNAUTHORIZED and is closed 4001 at once', async () => {
-    for (const first of [{ type: 'heartbeat' }, { type: 'status', status: 'busy' }, { type: 'logout' }]) {
+    for (const first of [{ type: 'heartbeat' }, { type: 'status', status: 'busy' }, { type: 'logout' }, 'not json']) {
       const c = presenceClient(cp.port);
       await c.open();
       const t0 = Date.now();
-      c.send(first);
-      expect(await c.next(), first.type).toMatchObject({ type: 'error', code: 'UNAUTHORIZED' });
-      expect(await c.closed, first.type).toBe(4001);
+      if (typeof first === 'string') c.ws.send(first);
+      else c.send(first);
+      const what = typeof first === 'string' ? first : first.type;
+      expect(await c.next(), what).toMatchObject({ type: 'error', code: 'UNAUTHORIZED' });
+      expect(await c.closed, what).toBe(4001);
       // Not the 10 s login timeout (4008).
       expect(Date.now() - t0).toBeLessThan(5000);
     }
@@ -531,6 +560,15 @@ describe('hand-off offers (no carrier)', () => {
     expect(r2.status).toBe('offered');
     const who = r2.status === 'offered' && r2.humanAgentId === a.id ? a : b;
     const o = await who.c.next();
+    // Ids that are not UUIDs are named, not an INTERNAL error.
+    for (const [msg, text] of [
+      [{ type: 'offer.accept', offer_id: 'x' }, 'offer_id must be a UUID'],
+      [{ type: 'offer.decline' }, 'offer_id is required'],
+      [{ type: 'call.end', call_id: 'x' }, 'call_id must be a UUID'],
+    ] as const) {
+      who.c.send(msg);
+      expect(await who.c.next()).toEqual({ type: 'error', code: 'INVALID_REQUEST', message: text });
+    }
     who.c.send({ type: 'offer.accept', offer_id: o.offer_id });
     expect(await who.c.next()).toMatchObject({ type: 'call.failed', offer_id: o.offer_id });
     const [row] = await infra.sql<{ status: string; conversation_id: string | null }[]>`select status, conversation_id from human_handoffs where id = ${o.offer_id}`;
