@@ -226,7 +226,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
       dialClient: (callId, identity) => telephony.dialClient(callId, identity, listeningBase),
       fetchRecording: (ref, signal) => telephony.fetchRecording(ref, signal),
       outbound,
-      canHandOff: (callId) => telephony.canHandOff(callId),
+      handOffRefusal: (callId) => telephony.handOffRefusal(callId),
     },
     opts.portal,
   );

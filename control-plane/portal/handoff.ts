@@ -81,7 +81,8 @@ export interface HandoffDeps {
   /** The carrier dials person `identity`; the AI drops off. The carrier that dialed; undefined: the call cannot be handed over. */
   dialClient(callId: string, identity: string): Promise<string | undefined>;
   /** Whether the call's carrier (and account) can hand it to a person at all. */
-  canHandOff(callId: string): Promise<boolean>;
+  /** Why the call's carrier cannot hand it to a person (telephony); undefined when it can. */
+  handOffRefusal(callId: string): Promise<string | undefined>;
   /** The live session says `text` to the caller now (engine `say` command; the spoken fallback). */
   say(sessionId: string, text: string): Promise<void>;
 }
@@ -107,8 +108,8 @@ export function createHandoff(deps: HandoffDeps) {
 
   /** Undefined when the call's carrier can hand it to a person; else why not (nobody is offered it then). */
   async function carrierRefusal(callId: string): Promise<string | undefined> {
-    if (await deps.canHandOff(callId)) return undefined;
-    return "the call's carrier cannot hand it to a person (Exotel, or no person_uri on the carrier account: docs/telephony.md)";
+    const why = await deps.handOffRefusal(callId);
+    return why && `the call cannot be handed to a person: ${why}`;
   }
 
   /** The caller hears that nobody can take the call; the AI stays on it. */

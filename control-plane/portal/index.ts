@@ -47,7 +47,7 @@ export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 
   /** Tenant provider `base_url`s (the transcription ASR) go through it. */
   outbound: OutboundClient;
   /** Whether the call's carrier (and account) can hand it to a person at all (Exotel cannot). */
-  canHandOff(callId: string): Promise<boolean>;
+  handOffRefusal(callId: string): Promise<string | undefined>;
 };
 
 /** A stored hand-off request older than this is dropped by the sweep. */
@@ -97,7 +97,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     heartbeatTimeoutS: config.portalHeartbeatTimeoutS,
     liveConfig: deps.liveConfig,
     dialClient: deps.dialClient,
-    canHandOff: deps.canHandOff,
+    handOffRefusal: deps.handOffRefusal,
     async say(sessionId, text) {
       const owner = await deps.registry.sessions.sessionOwner(sessionId);
       if (owner) await deps.registry.commands.sendCommand(owner, { kind: 'say', sessionId, payload: { text } }, COMMAND_TIMEOUT_MS);

@@ -15,7 +15,7 @@ import { createTelephonyService } from './service.js';
 import { createCarrierAdapters, type CarrierName } from './carriers/index.js';
 import type { LiveCalls } from './live-calls.js';
 import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } from './outbound.js';
-import { canHandOff, dialClient, endLostCall } from './manage.js';
+import { dialClient, endLostCall, handOffRefusal } from './manage.js';
 import { fetchRecording, type RecordingRef } from './recordings.js';
 import { runStepDeadline, type StepDeadline } from './inbound-deadline.js';
 
@@ -39,8 +39,8 @@ export interface TelephonyDomain extends Domain {
   dialClient(callId: string, identity: string, base: string): Promise<CarrierName | undefined>;
   /** Downloads a recording a carrier callback named, with the agent's carrier account (RecordingFetchError says if a retry can help). */
   fetchRecording(ref: RecordingRef, signal?: AbortSignal): Promise<Uint8Array>;
-  /** Whether the call's carrier (and account) can hand it to a person at all. */
-  canHandOff(callId: string): Promise<boolean>;
+  /** Why the call's carrier (or account) cannot hand it to a person; undefined when it can. */
+  handOffRefusal(callId: string): Promise<string | undefined>;
   /** The `telephony.step-deadline` job: hangs up an inbound call whose spoken step never ended (inbound-deadline.ts). */
   runStepDeadline(data: StepDeadline): Promise<'hung_up' | 'moved_on'>;
 }
@@ -56,7 +56,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
     dialClient: (callId, identity, base) => dialClient(ctx, callId, identity, base),
     fetchRecording: (ref, signal) => fetchRecording(ctx, ref, signal),
-    canHandOff: (callId) => canHandOff(ctx, callId),
+    handOffRefusal: (callId) => handOffRefusal(ctx, callId),
     runStepDeadline: (data) => runStepDeadline(ctx, data),
     async close() {
       if (closed) return;

@@ -171,7 +171,7 @@ export async function dialClient(ctx: Ctx, callId: string, identity: string, bas
   const c = await ctx.calls.get(callId);
   if (!c || !c.provider_call_sid || c.transferred_to) return undefined;
   const target = await personTarget(ctx, c, identity);
-  if (!target) return undefined;
+  if ('refusal' in target) return undefined;
   const { adapter, account, address, live } = target;
   const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
   await ctx.calls.patch(c.call_id, { transferred_to: address, status: 'in_progress' });
@@ -189,27 +189,34 @@ export async function dialClient(ctx: Ctx, callId: string, identity: string, bas
 }
 
 /**
- * Whether a live call can be handed to a person at all (asked before anyone is offered it): its
- * carrier has a hand-off and this account an address for a person (the identity only fills the
- * template, so any one answers for all).
+ * Why a live call cannot be handed to a person (asked before anyone is offered it), or undefined
+ * when it can: its carrier has a hand-off, the agent has an account on it, and the account an
+ * address for a person (the identity only fills the template, so any one answers for all).
  */
-export async function canHandOff(ctx: Ctx, callId: string): Promise<boolean> {
+export async function handOffRefusal(ctx: Ctx, callId: string): Promise<string | undefined> {
   const c = await ctx.calls.get(callId);
-  return Boolean(c && (await personTarget(ctx, c, 'human-0')));
+  if (!c) return 'the call is not live';
+  const t = await personTarget(ctx, c, 'human-0');
+  return 'refusal' in t ? t.refusal : undefined;
 }
 
 async function personTarget(ctx: Ctx, c: CallRecord, identity: string) {
   const adapter = adapterOf(ctx, c.telephony_provider);
+  const carrier = c.telephony_provider || 'twilio';
   if (!adapter?.handoff) {
-    ctx.log.info({ callId: c.call_id, carrier: c.telephony_provider }, 'hand-off impossible: the carrier cannot dial a person');
-    return undefined;
+    ctx.log.info({ callId: c.call_id, carrier }, 'hand-off impossible: the carrier cannot dial a person');
+    return { refusal: `${carrier} cannot hand a call to a person (docs/telephony.md, "Hand-off to a person")` };
   }
   const live = await ctx.deps.liveConfig(c.agent_id);
   const account = await resolveAccount(ctx, live, adapter.id);
-  const address = account ? adapter.handoff.address(account, identity) : '';
-  if (!account || !address) {
+  if (!account) {
+    ctx.log.info({ callId: c.call_id, carrier: adapter.id }, 'hand-off impossible: no carrier account for the agent');
+    return { refusal: `no ${adapter.id} credentials for the call's agent (a workspace carrier account or the deployment's)` };
+  }
+  const address = adapter.handoff.address(account, identity);
+  if (!address) {
     ctx.log.info({ callId: c.call_id, carrier: adapter.id }, 'hand-off impossible: no address for the person on this carrier account (person_uri)');
-    return undefined;
+    return { refusal: `the ${adapter.id} account has no address for a person (person_uri: docs/telephony.md)` };
   }
   return { adapter, account, address, live };
 }

@@ -90,7 +90,7 @@ describe('hand-off to a person on other carriers', () => {
     expect(body.telephony_provider).toBe('exotel');
     const rest = await h.call('POST', `/call-center/calls/${body.call_id}/handoff`);
     expect(rest.status).toBe(409);
-    expect(rest.body.error.message).toMatch(/carrier cannot hand it to a person/);
+    expect(rest.body.error.message).toBe('the call cannot be handed to a person: exotel cannot hand a call to a person (docs/telephony.md, "Hand-off to a person")');
 
     await media.say('I want to talk to a person');
     await media.waitUntil(() => media.heard.some((t) => /no one is available/i.test(t)), 15_000, 'the spoken fallback');

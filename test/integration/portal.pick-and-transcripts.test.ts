@@ -48,7 +48,7 @@ beforeAll(async () => {
     heartbeatTimeoutS: 60,
     liveConfig: async () => ({}) as never,
     dialClient: async () => 'twilio',
-    canHandOff: async () => true,
+    handOffRefusal: async () => undefined,
     say: async (_session: string, text: string) => void spoken.push(text),
   } satisfies HandoffDeps;
   handoff = createHandoff(deps);
