@@ -74,6 +74,8 @@ export class CallActor {
   private handoffRequested = false;
   /** The time allowance (`allowanceMs`) is spent: the next turn boundary ends the call. */
   private creditSpent = false;
+  /** Keys of the entry being typed (flushDtmf). */
+  private dtmfDigits = '';
   /** Why the call ends once the goodbye run (idle or credit notice) is over. */
   private goodbyeReason = 'idle_timeout';
   /** `flow` mode: where the call is in the agent's graph (flow-state.ts); absent: single prompt. */
@@ -279,9 +281,13 @@ export class CallActor {
         this.emit({ type: 'error', code: 'INVALID_REQUEST', message: msg.message, fatal: false });
         return;
       case 'dtmf':
-        // The caller's key press: an event, and a user text the LLM (or flow) answers like speech.
+        // The caller's key press: an event at once; the keys of one entry (a number, a PIN) make
+        // one user text the LLM (or flow) answers like speech, after a pause or at `#`.
         this.emit({ type: 'dtmf', digit: msg.digit });
-        return this.injections.onInject(dtmfText(msg.digit), 'user', false);
+        if (this.dtmfDigits.length < MAX_DTMF_DIGITS) this.dtmfDigits += msg.digit;
+        if (msg.digit === '#' || this.dtmfDigits.length >= MAX_DTMF_DIGITS) return this.flushDtmf();
+        this.timers.set('dtmf', DTMF_ENTRY_PAUSE_MS);
+        return;
       case 'end':
         return this.endCall(msg.reason, msg.close);
       case 'transport_closed':
@@ -443,8 +449,21 @@ export class CallActor {
     this.timers.set('idle', this.config.silence_timeout_ms);
   }
 
+  /**
+   * The keys pressed since the last entry, as one user text: admitted as an entry, not through the
+   * text-injection rate limit (a person typing a number presses faster than once a second; the
+   * carrier's frame budget and this grouping bound it). The turn limits and the call's end apply.
+   */
+  private flushDtmf(): void {
+    this.timers.cancel('dtmf');
+    const digits = this.dtmfDigits;
+    this.dtmfDigits = '';
+    if (digits) this.injections.onInject(dtmfText(digits), 'user', true);
+  }
+
   private onTimer(name: CallTimerName): void {
     this.timers.fired(name);
+    if (name === 'dtmf') return this.flushDtmf();
     if (name === 'barge_confirm') this.callerTurns.onBargeTimeout();
     else if (name === 'endpoint') this.callerTurns.onEndpointTimeout();
     else if (name === 'hangup') {
@@ -546,7 +565,12 @@ export class CallActor {
   }
 }
 
-/** What the LLM and flows see of a key press. */
-export function dtmfText(digit: string): string {
-  return `[caller pressed ${digit}]`;
+/** What the LLM and flows see of a key press, or of the keys of one entry. */
+export function dtmfText(digits: string): string {
+  return `[caller pressed ${digits}]`;
 }
+
+/** Keys pressed with no longer pause than this between them are one entry. */
+export const DTMF_ENTRY_PAUSE_MS = 1200;
+/** Keys of one entry kept (a phone number with its country code fits); later ones are dropped. */
+export const MAX_DTMF_DIGITS = 32;

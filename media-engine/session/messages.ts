@@ -13,7 +13,7 @@ export type CallMsg =
   | { kind: 'asr_closed'; error?: string }
   /** `runId` identifies the agent run that produced it; stale runs are dropped. */
   | { kind: 'turn'; runId: number; msg: TurnMsg }
-  | { kind: 'timer'; name: 'barge_confirm' | 'idle' | 'endpoint' | 'hangup' | 'credit' }
+  | { kind: 'timer'; name: 'barge_confirm' | 'idle' | 'endpoint' | 'hangup' | 'credit' | 'dtmf' }
   | { kind: 'playback_done' }
   /** `admitted`: already passed `CallActor.injectText()` (rate limit charged); absent: admitted on arrival. */
   | { kind: 'text_inject'; text: string; role: 'user' | 'system'; admitted?: boolean }
