@@ -74,6 +74,8 @@ export class CallActor {
   private handoffRequested = false;
   /** The time allowance (`allowanceMs`) is spent: the next turn boundary ends the call. */
   private creditSpent = false;
+  /** The mark of the last run before a carrier call ends (endWhenHeard). */
+  private heardMark = '';
   /** Keys of the entry being typed (flushDtmf). */
   private dtmfDigits = '';
   /** Why the call ends once the goodbye run (idle or credit notice) is over. */
@@ -273,6 +275,7 @@ export class CallActor {
       case 'mark':
         // The caller has heard the run: a final message may now hang up; else idle counts from here.
         if (this.amd.isFinalMark(msg.name)) return this.endCall(this.amd.hangupReason!);
+        if (msg.name === this.heardMark) return this.endCall(this.goodbyeReason);
         if (msg.name.startsWith('run-') && this.phase === 'listening' && !this.runs.current) this.armIdle();
         return;
       case 'text_inject':
@@ -299,6 +302,11 @@ export class CallActor {
 
   /** Starts the agent's reply to the caller's text (from speech or injection). */
   private beginReply(asrMs: number): void {
+    // The call ends once the caller heard its last words (endWhenHeard): nothing more is answered.
+    if (this.heardMark) {
+      this.caller.take();
+      return;
+    }
     // `max_turns` is a hard cap (spec): a turn past it never reaches the LLM, the call ends instead.
     // Reached here by speech (a barge-in on the last answer); injections are refused earlier.
     if (this.maxTurnsReached) {
@@ -430,11 +438,11 @@ export class CallActor {
       this.timers.setAmd('hangup', this.t.markGraceMs + this.d.transport.leadMs);
       return;
     }
-    if (run.kind === 'goodbye') return this.endCall(this.goodbyeReason);
+    if (run.kind === 'goodbye') return this.endWhenHeard(run, this.goodbyeReason);
     if (this.flow?.terminal) return this.endFlow();
     if (this.creditSpent) return this.sayCreditNotice();
     // The cap first: caller text still pending must not start a turn past `max_turns`.
-    if (run.kind === 'reply' && this.maxTurnsReached) return this.endCall('max_turns');
+    if (run.kind === 'reply' && this.maxTurnsReached) return this.endWhenHeard(run, 'max_turns');
     // The caller is still speaking (callerTurns.agentDone set the phase): their turn ends at its endpoint.
     if ((this.phase as Phase) === 'user_speaking') return;
     // Caller text that arrived while the agent was speaking (barge-in disabled) or folded in.
@@ -443,6 +451,20 @@ export class CallActor {
   }
 
   // ------------------------------------------------------------------ idle, timers, end
+
+  /**
+   * The run's audio has left; the call ends once the caller heard it. A carrier still plays what
+   * it buffered (closing the stream now cut the goodbye's last words): its mark says when, or the
+   * grace. A browser's audio has played when its run is done.
+   */
+  private endWhenHeard(run: RunState, reason: string): void {
+    if (this.d.transport.kind === 'browser') return this.endCall(reason);
+    this.ending = true;
+    this.goodbyeReason = reason;
+    this.heardMark = `run-${run.id}`;
+    this.timers.cancel('idle');
+    this.timers.set('hangup', this.t.markGraceMs + this.d.transport.leadMs);
+  }
 
   private armIdle(): void {
     if (this.ending || this.closed) return;
