@@ -53,6 +53,19 @@ async function newAgent(extra: Record<string, unknown> = {}): Promise<string> {
   return r.body.data.id;
 }
 
+/** A new human agent logged in on a presence socket of the control plane on `port` (the `ready` read). */
+async function presenceLoggedIn(port: number) {
+  const code = `p-${rnd()}`;
+  const id = await newAgent({ agent_code: code });
+  await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
+  const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
+  const c = presenceClient(port);
+  await c.open();
+  c.send({ type: 'login', token: tok });
+  await c.next();
+  return { id, c };
+}
+
 async function attendance(query: string) {
   const r = await api(cp, 'GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}&${query}`, { token: owner.token });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -187,14 +200,7 @@ describe('presence socket', () => {
     const quick = await startControlPlane({ ...infra, config: { ...infra.config, portalHeartbeatTimeoutS: 5 } }, { port: 0, host: '127.0.0.1', portal: { clock } });
     try {
       now = Date.parse('2026-11-26T12:00:00Z');
-      const code = `q-${rnd()}`;
-      const id = await newAgent({ agent_code: code });
-      await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
-      const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
-      const c = presenceClient(quick.port);
-      await c.open();
-      c.send({ type: 'login', token: tok });
-      await c.next();
+      const { id, c } = await presenceLoggedIn(quick.port);
       now += 30_000;
       c.send({ type: 'heartbeat' });
       expect((await c.next()).type).toBe('heartbeat_ack');
@@ -210,14 +216,7 @@ describe('presence socket', () => {
 
   it('a socket without heartbeat goes offline by the sweep job, and its next message learns the session ended', async () => {
     now = Date.parse('2026-11-25T12:00:00Z');
-    const code = `s-${rnd()}`;
-    const id = await newAgent({ agent_code: code });
-    await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'presence-pass' } });
-    const tok = (await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'presence-pass' } })).body.data.token;
-    const c = presenceClient(cp.port);
-    await c.open();
-    c.send({ type: 'login', token: tok });
-    await c.next();
+    const { id, c } = await presenceLoggedIn(cp.port);
     now += 60_000;
     c.send({ type: 'heartbeat' });
     expect((await c.next()).type).toBe('heartbeat_ack');

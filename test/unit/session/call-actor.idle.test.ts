@@ -54,13 +54,19 @@ describe('CallActor idle nudges', () => {
 });
 
 describe('CallActor: the last words on a carrier call', () => {
-  it('the idle goodbye ends the call when its mark says it was heard, not when its audio left', async () => {
+  /** A carrier call whose idle goodbye has played out: its mark is the last one sent. */
+  async function goodbyeSent() {
     const h = actorHarness({ silence_timeout_ms: 3000, idle_max_attempts: 1 }, { transport: 'twilio', tuning: { markGraceMs: 3000 } });
     h.actor.start();
     await h.runUntil(() => h.transport.of('idle_disconnect').length === 1);
     const marksBefore = h.transport.marks.length;
-    // The goodbye plays out; its mark goes to the carrier, which still plays its buffer.
     await h.runUntil(() => h.transport.marks.length === marksBefore + 1);
+    return h;
+  }
+
+  it('the idle goodbye ends the call when its mark says it was heard, not when its audio left', async () => {
+    const h = await goodbyeSent();
+    // The carrier still plays its buffer.
     await h.silence(500);
     expect(h.actor.isClosed).toBe(false);
     h.actor.post({ kind: 'mark', name: h.transport.marks.at(-1)! });
@@ -69,11 +75,7 @@ describe('CallActor: the last words on a carrier call', () => {
   });
 
   it('without a mark echo the call ends after the grace', async () => {
-    const h = actorHarness({ silence_timeout_ms: 3000, idle_max_attempts: 1 }, { transport: 'twilio', tuning: { markGraceMs: 3000 } });
-    h.actor.start();
-    await h.runUntil(() => h.transport.of('idle_disconnect').length === 1);
-    const marksBefore = h.transport.marks.length;
-    await h.runUntil(() => h.transport.marks.length === marksBefore + 1);
+    const h = await goodbyeSent();
     const markedAt = h.clock.now();
     expect(await h.runUntil(() => h.actor.isClosed)).toBe(true);
     expect(h.clock.now() - markedAt).toBe(3100); // grace + the transport's lead
