@@ -21,6 +21,13 @@ const FINALIZE_WAIT_MS = 1500;
  * than a backchannel's "mm-hmm"; LiveKit's default minimum is 500 ms).
  */
 export const VAD_BARGE_CONFIRM_MS = 700;
+/**
+ * With a streaming ASR, words confirm a barge-in; speech it cannot read (an accent, a line too
+ * noisy, a voice the `sim` ASR does not decode) gives none. This much continuous speech confirms
+ * it anyway, unless the ASR heard a backchannel in it (our own echo on speakers stays in short
+ * segments under the raised threshold: docs, the VAD tests).
+ */
+export const VAD_ONLY_BARGE_CONFIRM_MS = 1500;
 
 export interface CallerTurnHost {
   /** The call's turn state: the actor's, read and set through these. */
@@ -50,6 +57,8 @@ const MIN_UNDERSTOOD_SPEECH_MS = 400;
 export class CallerTurns {
   /** VAD onset while the agent answers, not yet confirmed by a transcript. */
   private bargeCandidate = false;
+  /** The open candidate's text so far was a backchannel or our echo: its length confirms nothing. */
+  private heardBackchannel = false;
   /** Utterances the sim ASR could not read on this call (the log line is written for the first). */
   private notUnderstood = 0;
 
@@ -65,8 +74,9 @@ export class CallerTurns {
   frame(pcm: Int16Array): void {
     const v = this.caller.frame(pcm);
     if (v.onset) this.onSpeechOnset();
-    if (this.bargeCandidate && v.speech && v.speechMs >= VAD_BARGE_CONFIRM_MS && !this.d.providers.asr.capabilities.interim && this.host.bargeInAllowed()) {
-      this.confirmBargeIn();
+    if (this.bargeCandidate && v.speech && !this.heardBackchannel && this.host.bargeInAllowed()) {
+      const needMs = this.d.providers.asr.capabilities.interim ? VAD_ONLY_BARGE_CONFIRM_MS : VAD_BARGE_CONFIRM_MS;
+      if (v.speechMs >= needMs) this.confirmBargeIn();
     }
     if (this.host.phase() === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
       // Silence long enough: close the turn with what ASR has, after forcing it to finalize.
@@ -87,8 +97,14 @@ export class CallerTurns {
         if (!host.bargeInAllowed()) return;
         // A backchannel (or what may still become one) never confirms a barge-in; on speakers,
         // neither does text that is our own voice coming back.
-        if (ev.type === 'interim' ? mayBecomeBackchannel(text) : isBackchannel(text)) return;
-        if (this.d.profile === 'browser_speakers' && isLikelyEcho(text, host.agentText())) return;
+        if (ev.type === 'interim' ? mayBecomeBackchannel(text) : isBackchannel(text)) {
+          this.heardBackchannel = true;
+          return;
+        }
+        if (this.d.profile === 'browser_speakers' && isLikelyEcho(text, host.agentText())) {
+          this.heardBackchannel = true;
+          return;
+        }
         if (!this.bargeCandidate) host.emit({ type: 'user_started_speaking' });
         this.confirmBargeIn();
       } else if (host.phase() === 'listening') {
@@ -150,6 +166,7 @@ export class CallerTurns {
     }
     if ((host.phase() === 'speaking' || host.phase() === 'thinking') && host.bargeInAllowed() && !this.bargeCandidate) {
       this.bargeCandidate = true;
+      this.heardBackchannel = false;
       host.emit({ type: 'user_started_speaking' });
       this.timers.set('barge_confirm', this.t.bargeConfirmMs);
     }

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { actorHarness, type ActorHarness } from './actor-harness.js';
+import { VAD_ONLY_BARGE_CONFIRM_MS } from '../../../media-engine/session/caller-turns.js';
 
 const QUESTION = 'tell me about the opening hours of the restaurant on the weekend';
 
@@ -76,6 +77,27 @@ describe('CallActor barge-in', () => {
     h.actor.post({ kind: 'asr', event: { type: 'interim', text: 'stop talking' } });
     await h.settle();
     expect(h.transport.of('user_started_speaking')).toEqual([]);
+    expect(h.transport.clears).toBe(0);
+    expect(h.actor.phase).toBe('speaking');
+  });
+});
+
+describe('CallActor barge-in by voice alone (a streaming ASR that returns no words)', () => {
+  it(`${VAD_ONLY_BARGE_CONFIRM_MS} ms of continuous speech the ASR cannot read confirms it`, async () => {
+    const h = actorHarness();
+    await answerPlaying(h, 600);
+    await h.hum(VAD_ONLY_BARGE_CONFIRM_MS - 200);
+    expect(h.transport.clears).toBe(0);
+    await h.hum(400);
+    expect(h.transport.clears).toBe(1);
+    expect(h.actor.phase).toBe('user_speaking');
+  });
+
+  it('speech the ASR heard as a backchannel does not, however long it goes on', async () => {
+    const h = actorHarness();
+    await answerPlaying(h, 600);
+    await h.speak('okay');
+    await h.hum(VAD_ONLY_BARGE_CONFIRM_MS);
     expect(h.transport.clears).toBe(0);
     expect(h.actor.phase).toBe('speaking');
   });
