@@ -249,8 +249,7 @@ export class CallActor {
         return this.amd.onInput({ kind: 'verdict', verdict: msg.verdict }, this.amdHost);
       case 'amd_timer':
         this.timers.fired(`amd_${msg.name}`);
-        if (msg.name === 'verdict') return this.amd.onInput({ kind: 'timeout' }, this.amdHost);
-        return this.endCall(this.amd.hangupReason ?? 'ended');
+        return this.amd.onInput({ kind: 'timeout' }, this.amdHost);
       case 'asr':
         return this.callerTurns.onAsr(msg.event);
       case 'asr_closed':
@@ -274,7 +273,6 @@ export class CallActor {
         return;
       case 'mark':
         // The caller has heard the run: a final message may now hang up; else idle counts from here.
-        if (this.amd.isFinalMark(msg.name)) return this.endCall(this.amd.hangupReason!);
         if (msg.name === this.heardMark) return this.endCall(this.goodbyeReason);
         if (msg.name.startsWith('run-') && this.phase === 'listening' && !this.runs.current) this.armIdle();
         return;
@@ -430,14 +428,7 @@ export class CallActor {
     this.callerTurns.agentDone();
     this.d.transport.mark(`run-${run.id}`);
     this.conversation.finished(run);
-    if (this.amd.isFinalRun(run.id)) {
-      // Carrier: hang up once the mark says the message was heard (closing the stream earlier
-      // cuts the audio still buffered at the carrier), or after a grace period.
-      if (this.d.transport.kind === 'browser') return this.endCall(this.amd.hangupReason!);
-      this.amd.awaitMark(`run-${run.id}`);
-      this.timers.setAmd('hangup', this.t.markGraceMs + this.d.transport.leadMs);
-      return;
-    }
+    if (this.amd.isFinalRun(run.id)) return this.endWhenHeard(run, this.amd.hangupReason!);
     if (run.kind === 'goodbye') return this.endWhenHeard(run, this.goodbyeReason);
     if (this.flow?.terminal) return this.endFlow();
     if (this.creditSpent) return this.sayCreditNotice();
@@ -453,9 +444,10 @@ export class CallActor {
   // ------------------------------------------------------------------ idle, timers, end
 
   /**
-   * The run's audio has left; the call ends once the caller heard it. A carrier still plays what
-   * it buffered (closing the stream now cut the goodbye's last words): its mark says when, or the
-   * grace. A browser's audio has played when its run is done.
+   * The run's audio has left; the call ends once the caller heard it (a goodbye, the voicemail
+   * message, the answer at max_turns). A carrier still plays what it buffered (closing the stream
+   * now cuts the last words): its mark says when, or the grace. A browser's audio has played when
+   * its run is done.
    */
   private endWhenHeard(run: RunState, reason: string): void {
     if (this.d.transport.kind === 'browser') return this.endCall(reason);

@@ -21,7 +21,7 @@ export interface AmdHost {
 export class AmdControl {
   private state?: AmdState;
   /** A run after which the call hangs up, and the carrier mark whose echo says it was heard. */
-  private hangupAfter?: { runId: number; reason: string; mark?: string };
+  private hangupAfter?: { runId: number; reason: string };
 
   constructor(
     readonly settings: AmdSettings | undefined,
@@ -82,12 +82,4 @@ export class AmdControl {
     return this.hangupAfter?.runId === runId;
   }
 
-  /** Carrier: the final run's audio is sent; its mark's echo means the message was heard. */
-  awaitMark(mark: string): void {
-    if (this.hangupAfter) this.hangupAfter.mark = mark;
-  }
-
-  isFinalMark(name: string): boolean {
-    return this.hangupAfter?.mark === name;
-  }
 }

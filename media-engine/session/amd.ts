@@ -19,7 +19,7 @@
 import type { AmdSettings, AmdVerdict } from '../../shared/voice/amd.js';
 
 /** Messages the actor's mailbox takes besides `CallMsg` (kept here so the AMD plumbing stays in one file). */
-export type AmdMsg = { kind: 'amd_verdict'; verdict: AmdVerdict } | { kind: 'amd_timer'; name: 'verdict' | 'hangup' };
+export type AmdMsg = { kind: 'amd_verdict'; verdict: AmdVerdict } | { kind: 'amd_timer'; name: 'verdict' };
 
 export interface AmdState {
   /** `awaiting` until the first verdict or the timeout. */
