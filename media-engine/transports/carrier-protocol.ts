@@ -63,9 +63,16 @@ export interface CarrierProtocol {
   readonly maxDepthMs?: number;
   /**
    * A `media` message may carry several 20 ms frames (Exotel: ~100 ms): k whole frames are k
-   * consecutive chunks from the message's. Default false: a longer payload is cut to 20 ms.
+   * consecutive chunks from the message's. Default false: a stream whose messages are not 20 ms
+   * each is reframed as one byte stream (inbound-reframer.ts).
    */
   readonly multiFrameMedia?: boolean;
+  /**
+   * `media` messages carry the media time (ms since the stream's start: Twilio, Telnyx), so a
+   * stream reframed for its payload size (inbound-reframer.ts) finds gaps by it and the timestamp
+   * window applies. Absent: the timestamp is made from the message count and says nothing then.
+   */
+  readonly mediaTimestamps?: boolean;
   /**
    * 20 ms frames per outgoing media message (default 1). Exotel wants at least 100 ms per message:
    * 5, and `mediaTemplate` then lays out a payload slot of 5 frames. A partial batch is sent before

@@ -30,6 +30,7 @@ import { endSocket } from './socket-end.js';
 import { base64Into } from './twilio-media-frame.js';
 import type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
 import { JsonMediaScanner, newScannedMedia, type JsonMediaDialect, type ScannedMedia } from './json-media-scan.js';
+import { InboundReframer } from './inbound-reframer.js';
 
 export type { CarrierAudioSink, CarrierEvent, CarrierSocket, CarrierTransportOptions, CarrierTransportStats } from './carrier-types.js';
 
@@ -85,11 +86,11 @@ const MAX_PENDING_MARKS = 256;
 const MAX_CATCH_UP_FRAMES = 6;
 /**
  * Frames a socket may send: Twilio sends 50 media frames a second plus a few marks, and after a
- * network stall a burst of what was held. Budget: a 5 s burst, then twice real time. A flood past it
- * is dropped before it is decoded or parsed (the parse is what costs) and counts as garbage, which
- * closes the stream if it goes on.
+ * network stall a burst of what was held. Budget: a 5 s burst, then three times real time (a sender
+ * of 10 ms messages sends 100 a second). A flood past it is dropped before it is decoded or parsed
+ * (the parse is what costs) and counts as garbage, which closes the stream if it goes on.
  */
-const FRAME_BUDGET = { burst: 250, perSecond: 100 };
+const FRAME_BUDGET = { burst: 250, perSecond: 150 };
 /**
  * Counter windows (see CounterWindow): `chunk` may trail the newest chunk by 1 s of frames
  * (reordering, late frames) and lead it by 1 s plus the frames of elapsed real time; the media
@@ -133,6 +134,15 @@ export class CarrierTransport implements CallTransport {
   private outSlots: Uint8Array[] = [];
   /** Binary media frames carry no counter (Vonage): numbered here, in arrival order. */
   private binaryChunks = 0;
+  /** Set once a `media` payload is not one 20 ms frame: the stream is reframed from then on. */
+  private reframer?: InboundReframer;
+  /** Newest chunk pushed into the jitter buffer (where a reframed stream continues). */
+  private newestChunk = 0;
+  /** The reframer's output: one whole frame into the jitter buffer (bound once, no per-frame closure). */
+  private readonly pushReframed = (chunk: number, timestampMs: number, frame: Uint8Array): void => {
+    this.newestChunk = chunk;
+    if (this.jb.push(chunk, timestampMs, frame, this.clock.monotonicMs()) === 'accepted') this.deliverInOrder();
+  };
   private lastFrame: Uint8Array;
   private concealed: Uint8Array;
   private concealRun = 0;
@@ -164,7 +174,7 @@ export class CarrierTransport implements CallTransport {
   private readonly sequenceWindow = new CounterWindow(SEQUENCE_WINDOW);
   private readonly garbage = new GarbagePolicy();
   private readonly invalidReasons: Partial<Record<CarrierInvalidReason, number>> = {};
-  private readonly counters = { invalidFrames: 0, unknownEvents: 0, mediaBeforeClaim: 0, binaryFramesIgnored: 0, outFrames: 0, outFramesDropped: 0, marksSent: 0, marksHeard: 0, marksCleared: 0, clears: 0, dtmf: 0 };
+  private readonly counters = { invalidFrames: 0, unknownEvents: 0, mediaBeforeClaim: 0, mediaDroppedOutOfOrder: 0, binaryFramesIgnored: 0, outFrames: 0, outFramesDropped: 0, marksSent: 0, marksHeard: 0, marksCleared: 0, clears: 0, dtmf: 0 };
 
   constructor(
     private readonly ws: CarrierSocket,
@@ -431,9 +441,14 @@ export class CarrierTransport implements CallTransport {
   private acceptMedia(chunk: number, timestampMs: number, track: 'inbound' | 'outbound', payload: string | Uint8Array | number, now: number): CarrierEvent | undefined {
     // No media before `start` (protocol violation) ...
     if (!this.streamSid) return this.invalid('media_before_start');
-    // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
-    if (!this.chunkWindow.accept(chunk, now)) return this.invalid('chunk_out_of_window');
-    if (!this.timestampWindow.accept(timestampMs, now)) return this.invalid('timestamp_out_of_window');
+    if (!this.reframer && !this.protocol.multiFrameMedia && payloadBytes(payload) !== this.frameBytes) this.startReframing();
+    if (!this.reframer) {
+      // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
+      if (!this.chunkWindow.accept(chunk, now)) return this.invalid('chunk_out_of_window');
+      if (!this.timestampWindow.accept(timestampMs, now)) return this.invalid('timestamp_out_of_window');
+    } else if (this.protocol.mediaTimestamps && !this.timestampWindow.accept(timestampMs, now)) {
+      return this.invalid('timestamp_out_of_window');
+    }
     this.garbage.record(false);
     if (track !== 'inbound') return undefined;
     // ... nor before the session is claimed (the claim is a registry round trip): dropped and
@@ -443,19 +458,33 @@ export class CarrierTransport implements CallTransport {
       return undefined;
     }
     const n = typeof payload === 'number' ? payload : typeof payload === 'string' ? inboundScratch.write(payload, 0, 'base64') : copyInto(payload, inboundScratch);
-    // Payload size is not promised: a shorter frame is padded (by the buffer), a longer one cut to
-    // 20 ms, except on carriers sending k whole frames per message (Exotel's 100 ms): k consecutive chunks.
+    // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
+    // between one and two frames (each flip would conceal or trim a frame: a time warp).
+    if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
+    if (this.reframer) {
+      if (!this.reframer.take(inboundScratch, n, this.protocol.mediaTimestamps ? timestampMs : NaN)) this.counters.mediaDroppedOutOfOrder++;
+      return undefined;
+    }
+    // Carriers sending k whole frames per message (Exotel's 100 ms): k consecutive chunks.
     const frames = this.protocol.multiFrameMedia ? Math.min(MAX_FRAMES_PER_MESSAGE, Math.max(1, Math.floor(n / this.frameBytes))) : 1;
     const views = this.scratchViews;
     let pushed = this.jb.push(chunk, timestampMs, n >= this.frameBytes ? views[0]! : inboundScratch.subarray(0, n), now);
     for (let i = 1; i < frames; i++) {
       if (this.jb.push(chunk + i, timestampMs + i * FRAME_MS, views[i]!, now) === 'accepted') pushed = 'accepted';
     }
-    // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
-    // between one and two frames (each flip would conceal or trim a frame: a time warp).
-    if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
+    if (chunk + frames - 1 > this.newestChunk) this.newestChunk = chunk + frames - 1;
     if (pushed === 'accepted') this.deliverInOrder();
     return undefined;
+  }
+
+  /**
+   * The stream's payloads are not 20 ms each (10, 30, 40, 128 ms ...): from here on its audio is
+   * one byte stream cut into frames, after the frames already buffered. The carrier's `chunk` then
+   * counts messages, not frames, so its window no longer applies (nor a timestamp made from it).
+   */
+  private startReframing(): void {
+    this.reframer = new InboundReframer(this.frameBytes, silenceByte(this.format.codec), this.pushReframed);
+    this.reframer.startAfter(this.newestChunk);
   }
 
   /**
@@ -593,6 +622,15 @@ export class CarrierTransport implements CallTransport {
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
+}
+
+/** Decoded size of a media payload: base64 text (validated by the parser), raw bytes, or a count already decoded. */
+function payloadBytes(payload: string | Uint8Array | number): number {
+  if (typeof payload === 'number') return payload;
+  if (typeof payload !== 'string') return payload.length;
+  const len = payload.length;
+  const pad = len > 0 && payload.charCodeAt(len - 1) === 61 ? (len > 1 && payload.charCodeAt(len - 2) === 61 ? 2 : 1) : 0;
+  return (len >>> 2) * 3 - pad;
 }
 
 function sameBytes(b: Uint8Array, start: number, end: number, want: Uint8Array): boolean {

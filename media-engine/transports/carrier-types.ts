@@ -57,6 +57,8 @@ export interface CarrierTransportStats {
   unknownEvents: number;
   /** Valid media that arrived after `start` but before the session was claimed: dropped, not buffered. */
   mediaBeforeClaim: number;
+  /** Messages of a reframed stream (payloads not 20 ms) dropped for a media timestamp before the previous message's. */
+  mediaDroppedOutOfOrder: number;
   binaryFramesIgnored: number;
   outFrames: number;
   outFramesDropped: number;

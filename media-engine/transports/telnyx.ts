@@ -119,6 +119,7 @@ export const telnyxProtocol: CarrierProtocol = {
   sessionParams: 'query',
   parse: parseTelnyxFrame,
   jsonMedia: telnyxMediaDialect,
+  mediaTimestamps: true,
   // Bidirectional RTP mode: the stream is implied by the socket, so no stream id in outgoing frames.
   multiFrameOut: true,
   mediaTemplate: (_sid, fmt, frames) => jsonMediaTemplate('{"event":"media","media":{"payload":"', '"}}', (fmt.codec === 'l16' ? 320 : 160) * frames),

@@ -27,6 +27,7 @@ export function twilioCompatibleProtocol(carrier: string): CarrierProtocol {
     sessionParams: 'start',
     parse: parseCarrierFrame,
     jsonMedia: twilioMediaDialect,
+    mediaTimestamps: true,
     multiFrameOut: true,
     mediaTemplate: (sid, _fmt, frames) => mediaFrameTemplate(sid, frames),
     clearFrame: (sid) => JSON.stringify({ event: 'clear', streamSid: sid }),
