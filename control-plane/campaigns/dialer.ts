@@ -25,6 +25,7 @@ import type { JobContext, Jobs } from '../jobs/index.js';
 import type { TelephonyDomain } from '../telephony/index.js';
 import * as ds from './dial-store.js';
 import { outcomeOf } from './policy.js';
+import { failIfMediaNeverConnected } from './media-check.js';
 import type { CampaignRow, ContactRow } from './store.js';
 import { nextOpenMs, windowOf } from './window.js';
 
@@ -43,6 +44,8 @@ export interface DialerOptions {
   busyPollMs?: number;
   /** Campaigns dialed at once by this replica (0: none). Default 4. */
   concurrency?: number;
+  /** How long after an answered attempt settles its conversation is looked for (media-check.ts). Default 10 000 ms. */
+  mediaCheckDelayMs?: number;
 }
 
 export interface DialerDeps {
@@ -79,6 +82,7 @@ export function createDialer(deps: DialerDeps): Dialer {
   const retryBaseMs = o.retryBaseMs ?? 300_000;
   const staleAttemptMs = o.staleAttemptMs ?? 120_000;
   const busyPollMs = o.busyPollMs ?? 200;
+  const mediaCheckDelayMs = o.mediaCheckDelayMs ?? 10_000;
   /** This process's lease identity. */
   const owner = newId();
   const log = logger.child({ domain: 'campaigns' });
@@ -100,6 +104,9 @@ export function createDialer(deps: DialerDeps): Dialer {
     const outcome = outcomeOf({ ...end, answered: end.answered || row.answered_at !== null }, row.attempts, row.max_retries, clock.now(), retryBaseMs);
     const settled = await ds.settle(sql, callId, outcome, now());
     if (!settled) return;
+    if (outcome.status === 'completed') {
+      await jobs.enqueue('campaign.media-check', { call_id: callId }, { singletonKey: callId, delaySeconds: mediaCheckDelayMs / 1000 });
+    }
     // A retry needs a dial loop (the last one may have ended); otherwise the campaign may be done.
     if (outcome.status === 'queued') await kick(row.campaign_id);
     else await ds.completeIfDone(sql, row.campaign_id, now());
@@ -320,6 +327,7 @@ export function createDialer(deps: DialerDeps): Dialer {
       // 0: this replica serves the API and callbacks but dials nothing.
       const concurrency = o.concurrency ?? 4;
       if (concurrency > 0) await jobs.work('campaign.dial', run, { concurrency });
+      await jobs.work('campaign.media-check', async (job) => void (await failIfMediaNeverConnected(sql, job.data.call_id, log)));
       await sweep();
       sweeper = clock.setInterval(() => void sweep(), maxHoldMs);
     },

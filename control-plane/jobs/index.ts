@@ -51,6 +51,8 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   // Expiry 40 s (two slices): with the 15 s supervisor a dead replica's campaign resumes elsewhere
   // within about a minute (its singleton job blocks the successor until then).
   'campaign.dial': { retryLimit: 100, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 40 },
+  // One update that re-reads the row: a retry or a duplicate is harmless.
+  'campaign.media-check': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
   // Re-enqueued by every control plane's next heartbeat anyway: one quick retry, short expiry.
   'system-health.collect': { retryLimit: 1, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
   // A tick that crashed is retried soon; its successor is already queued, so the chain never stops.

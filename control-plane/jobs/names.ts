@@ -38,6 +38,11 @@ export interface JobPayloads {
    */
   'campaign.dial': { campaign_id: string };
   /**
+   * Whether an answered campaign call reached an engine, once its conversation would be recorded
+   * (control-plane/campaigns/media-check.ts): a `completed` contact without one becomes `failed`.
+   */
+  'campaign.media-check': { call_id: string };
+  /**
    * Copies the engine nodes' registry health into `system_health` and prunes old rows
    * (control-plane/system-analytics/reporter.ts); one key for the deployment, so one at a time.
    */

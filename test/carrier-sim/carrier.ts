@@ -37,6 +37,8 @@ export interface CalleeBehaviour {
   amdDelayMs?: number;
   /** Network between carrier and engine for the callee's audio. */
   link?: LinkOptions;
+  /** The carrier cannot open the `<Connect><Stream>` socket (as if unreachable): it runs the verbs after `</Connect>`. */
+  streamFails?: boolean;
   /** The callee's side of the conversation, once its media stream is connected. */
   onMedia?: (media: MediaStreamCall, call: SimCall) => void | Promise<void>;
   /** Length of a transferred (`<Dial>`) leg. Default 300 ms. */
@@ -374,7 +376,7 @@ export class CarrierSim {
         }
         case 'Connect': {
           const s = streamOf(verb);
-          if (!s) break;
+          if (!s || call.behaviour.streamFails) break;
           const media = new MediaStreamCall({ url: s.url, callSid: call.sid, accountSid: call.accountSid, customParameters: s.parameters, link: call.behaviour.link, ticker: this.o.ticker });
           call.media = media;
           try {

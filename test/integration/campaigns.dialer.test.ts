@@ -37,7 +37,7 @@ beforeAll(async () => {
   h = await startTelephonyHarness({
     app: {
       jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 },
-      campaigns: { clock, dialer: { retryBaseMs: 300, maxHoldMs: 500, busyPollMs: 20, sliceMs: 5000 } },
+      campaigns: { clock, dialer: { retryBaseMs: 300, maxHoldMs: 500, busyPollMs: 20, sliceMs: 5000, mediaCheckDelayMs: 1500 } },
     },
   });
   // AMD with hangup_on_machine: a machine verdict drops the call, the contact ends as voicemail.
@@ -131,6 +131,29 @@ describe('a 200-contact campaign at 600/min, max 5 concurrent', () => {
     expect(lines).toHaveLength(201);
     expect(lines[1]).toMatch(/^\+14155561000,0,completed,1,\d+,\S+Z,\S+Z,$/);
     expect(lines[2]).toMatch(/^\+14155561001,1,failed,2,,\S+Z,\S+Z,busy after 2 attempts$/);
+  });
+});
+
+describe('answered, but the media stream never reached an engine', () => {
+  it('the contact ends failed with the reason, is not dialed again, and its neighbour with a conversation stays completed', { timeout: 60_000 }, async () => {
+    const [lost, talked] = ['+14155559101', '+14155559102'];
+    h.callees.set(lost, { ringMs: 30, answeredBy: 'human', streamFails: true });
+    h.callees.set(talked, { ringMs: 30, answeredBy: 'human', onMedia: (m) => void sleep(300).then(() => m.hangup()) });
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 2, max_retries: 2 }, [lost, talked]);
+    await h.call('POST', `/campaigns/${id}/start`);
+    const byNumber = async () => new Map((await contacts(id)).map((r) => [r.to_number as string, r]));
+    await until(async () => (await byNumber()).get(lost)?.status === 'failed', 30_000, 'lost contact failed by the media check');
+    await until(async () => (await get(id)).status === 'completed', 30_000, 'campaign completed');
+    const rows = await byNumber();
+    expect(rows.get(lost)).toMatchObject({ status: 'failed', attempts: 1, conversation_id: null });
+    expect(rows.get(lost)!.error_message).toMatch(/media stream not connected/);
+    expect(rows.get(talked)).toMatchObject({ status: 'completed', attempts: 1, error_message: null });
+    expect(rows.get(talked)!.conversation_id).toEqual(expect.any(String));
+    // Its check ran too and changed nothing; nobody was dialed twice.
+    await sleep(2500);
+    expect((await byNumber()).get(talked)!.status).toBe('completed');
+    expect(simCallsTo(new Set([lost, talked]))).toHaveLength(2);
+    expect((await get(id)).failed_calls).toBe(1);
   });
 });
 
