@@ -86,11 +86,13 @@ const MAX_PENDING_MARKS = 256;
 const MAX_CATCH_UP_FRAMES = 6;
 /**
  * Frames a socket may send: Twilio sends 50 media frames a second plus a few marks, and after a
- * network stall a burst of what was held. Budget: a 5 s burst, then three times real time (a sender
- * of 10 ms messages sends 100 a second). A flood past it is dropped before it is decoded or parsed
- * (the parse is what costs) and counts as garbage, which closes the stream if it goes on.
+ * network stall a burst of what was held. Budget: a 20 s burst (a stall of up to 20 s then bursts
+ * in whole; at 5 s a longer stall closed the call), then three times real time (a sender of 10 ms
+ * messages sends 100 a second). A flood past it is dropped before it is decoded or parsed (the
+ * parse is what costs, and 1,000 parses are a few ms) and counts as garbage, which closes the
+ * stream if it goes on.
  */
-const FRAME_BUDGET = { burst: 250, perSecond: 150 };
+const FRAME_BUDGET = { burst: 1000, perSecond: 150 };
 /**
  * Counter windows (see CounterWindow): `chunk` may trail the newest chunk by 1 s of frames
  * (reordering, late frames) and lead it by 1 s plus the frames of elapsed real time; the media
