@@ -11,6 +11,11 @@ export const RETRY_WAITS_MS = [30_000, 120_000, 600_000, 1_800_000] as const;
 export const JITTER_FRACTION = 0.2;
 /** `Retry-After` on 429/503 overrides the schedule up to this. */
 export const RETRY_AFTER_CAP_MS = 3_600_000;
+/**
+ * ... and down to this: a receiver answering `Retry-After: 0` (or a date already past) spent all
+ * five attempts in about 2 s, so a busy receiver lost the event at once.
+ */
+export const RETRY_AFTER_FLOOR_MS = 5_000;
 /** Per attempt (request sent to response headers and body excerpt). */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 
@@ -41,7 +46,7 @@ export function nextWaitMs(attempt: number, r: AttemptResult, nowMs: number, ran
   if (attempt >= MAX_ATTEMPTS) return undefined;
   if (r.status === 429 || r.status === 503) {
     const override = retryAfterMs(r.retryAfter, nowMs);
-    if (override !== undefined) return Math.min(override, RETRY_AFTER_CAP_MS);
+    if (override !== undefined) return Math.min(Math.max(override, RETRY_AFTER_FLOOR_MS), RETRY_AFTER_CAP_MS);
   }
   const base = RETRY_WAITS_MS[attempt - 1];
   return Math.round(base * (1 + JITTER_FRACTION * random));

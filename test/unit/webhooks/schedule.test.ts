@@ -42,6 +42,12 @@ describe('schedule', () => {
     expect(nextWaitMs(1, { status: 429, retryAfter: 'soon' }, NOW, 0)).toBe(30_000);
     expect(retryAfterMs('-3', NOW)).toBeUndefined();
   });
+
+  it('Retry-After shorter than 5 s waits 5 s: "0" or a past date would spend the five attempts in seconds', () => {
+    expect(nextWaitMs(1, { status: 429, retryAfter: '0' }, NOW, 0)).toBe(5000);
+    expect(nextWaitMs(3, { status: 503, retryAfter: '2' }, NOW, 0)).toBe(5000);
+    expect(nextWaitMs(2, { status: 429, retryAfter: new Date(NOW - 60_000).toUTCString() }, NOW, 0)).toBe(5000);
+  });
 });
 
 describe('classification', () => {
