@@ -177,7 +177,8 @@ function deliveryView(d: store.DeliveryRow, attempts?: store.AttemptRow[]): Mess
     test: d.test,
     callId: d.call_id ?? undefined,
     attempts: d.attempts,
-    nextAttemptAt: d.next_attempt_at?.toISOString(),
+    // While an attempt is out there is no next one yet (the column still holds this attempt's due time).
+    nextAttemptAt: d.status === 'in_flight' ? undefined : d.next_attempt_at?.toISOString(),
     lastStatusCode: d.last_status_code ?? undefined,
     lastError: d.last_error ?? undefined,
     deliveredAt: d.delivered_at?.toISOString(),

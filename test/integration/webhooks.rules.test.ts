@@ -148,6 +148,9 @@ describe('endpoint removed -> pending deliveries skipped', () => {
       const id = (await ping()).body.data.delivery_id;
       await expect.poll(() => receiver.held, { timeout: 10_000, interval: 20 }).toBe(1);
       expect(await statusOf(id)).toBe('in_flight');
+      // Read while the attempt is out: counted, no next attempt yet (its due time is past), not in the log until it ends.
+      const out = (await api(cp, 'GET', `${D}/${id}`, { token: owner.token })).body.data;
+      expect({ attempts: out.attempts, next: out.next_attempt_at, log: out.attempt_log }).toEqual({ attempts: 1, next: null, log: [] });
       await api(cp, 'PUT', S, { token: owner.token, body: { webhook_url: '' } });
       expect(await statusOf(id)).toBe('in_flight'); // already out: the removal does not recall it
       release();
