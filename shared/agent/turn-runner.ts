@@ -32,6 +32,12 @@ export const MAX_STEP_TEXT_CHARS = 20_000;
  * keeps sending chunks with nothing in them.
  */
 export const MAX_STEP_MS = 120_000;
+/**
+ * How far a sentence's audio may fall behind real time once it started (the caller hears a gap of
+ * this much): a vendor dripping a few bytes every few seconds resets every idle timer and never
+ * ends the sentence; past this the piece fails (`tts_failed`, TTS_TOO_SLOW) and the run goes on.
+ */
+export const MAX_TTS_BEHIND_MS = 10_000;
 
 /**
  * One function the LLM may call: its spec and `run`, which never throws (failures are error
@@ -229,6 +235,10 @@ async function runOneTool(input: TurnRunInput, tools: readonly AgentTool[], ctx:
   return result;
 }
 
+function ttsTooSlow(provider: string, audioMs: number, elapsedMs: number): ProviderError {
+  return new ProviderError({ provider, code: 'TTS_TOO_SLOW', message: `${provider}: ${Math.round(audioMs)} ms of audio in ${Math.round(elapsedMs)} ms: more than ${MAX_TTS_BEHIND_MS} ms behind real time` });
+}
+
 /** Text mode: the sentences are consumed (the queue stays bounded) and not spoken. */
 async function drain(pieces: AsyncQueue<Piece>): Promise<void> {
   for await (const piece of pieces) void piece;
@@ -246,6 +256,8 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
     if (!firstRequestAt) firstRequestAt = requestAt;
     post({ kind: 'tts_piece_start', text: piece.text, step: piece.step });
     let audioSent = false;
+    let firstChunkAt = -1;
+    let audioMs = 0;
     try {
       for await (const chunk of tts.synthesize({
         text: piece.text,
@@ -257,6 +269,9 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
       })) {
         if (signal.aborted) return;
         if (!firstAudioAt) firstAudioAt = now();
+        if (firstChunkAt < 0) firstChunkAt = now();
+        else if (now() - firstChunkAt - audioMs > MAX_TTS_BEHIND_MS) throw ttsTooSlow(tts.label, audioMs, now() - firstChunkAt);
+        audioMs += (chunk.samples.length * 1000) / chunk.sampleRateHz;
         audioSent = true;
         post({ kind: 'tts_audio', chunk });
       }

@@ -35,6 +35,8 @@ export type ProviderErrorCode =
   | 'BUFFER_OVERFLOW'
   /** A response beyond our bounds (shared/providers/llm/limits.ts, the turn runner's answer length and time). Not retryable. */
   | 'RESPONSE_TOO_LARGE'
+  /** A TTS stream falling ever further behind real time (the turn runner's MAX_TTS_BEHIND_MS). Not retryable. */
+  | 'TTS_TOO_SLOW'
   /** The endpoint (`base_url`) is an address the outbound policy refuses (shared/outbound). Never retryable. */
   | 'OUTBOUND_REFUSED'
   /** The caller's AbortSignal fired. Never retryable. */

@@ -113,6 +113,11 @@ export class HttpByteStream {
     if (first === null) this.finish();
   }
 
+  /** The idle bound and its clock: a reader that skips keep-alives (SSE comments) bounds its data by them too. */
+  get idle(): { clock: Clock; timeoutMs: number } {
+    return { clock: this.req.clock, timeoutMs: this.req.idleTimeoutMs };
+  }
+
   /** Next non-empty chunk, or null at the end of the body. */
   async next(): Promise<Uint8Array | null> {
     if (this.pendingFirst) {

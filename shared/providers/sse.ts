@@ -71,16 +71,28 @@ export class SseParser {
   }
 }
 
-/** Reads SSE events off an HTTP body until it ends. The caller cancels `body` in its finally. */
+/**
+ * Reads SSE events off an HTTP body until it ends. The caller cancels `body` in its finally.
+ * Keep-alive comments reset the body's byte idle timer but carry nothing: a stream that sends only
+ * comments for the idle bound is as stalled as a silent one (a vendor pinging every 5 s held a
+ * turn open with no answer and no error).
+ */
 export async function* sseEvents(body: HttpByteStream, provider: string): AsyncGenerator<SseEvent> {
   const parser = new SseParser(provider);
+  const { clock, timeoutMs } = body.idle;
+  let lastEventAt = clock.monotonicMs();
   for (;;) {
     const chunk = await body.next();
     if (chunk === null) {
       yield* parser.end();
       return;
     }
-    yield* parser.push(chunk);
+    const events = parser.push(chunk);
+    if (events.length > 0) lastEventAt = clock.monotonicMs();
+    else if (clock.monotonicMs() - lastEventAt > timeoutMs) {
+      throw new ProviderError({ provider, code: 'IDLE_TIMEOUT', retryable: true, message: `${provider}: only keep-alives for ${timeoutMs} ms mid-stream` });
+    }
+    yield* events;
   }
 }
 

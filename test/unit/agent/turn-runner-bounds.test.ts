@@ -5,8 +5,8 @@
  * `llm_error` with code RESPONSE_TOO_LARGE. Before, both ran for as long as the vendor kept going.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_STEP_MS, MAX_STEP_TEXT_CHARS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
-import type { LlmEvent, LlmProvider } from '../../../shared/providers/types.js';
+import { MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
+import type { LlmEvent, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../shared/providers/llm/limits.js';
 
 /** An LLM that streams `next()` forever; `closed` turns true when the consumer lets go of it. */
@@ -68,5 +68,54 @@ describe('runTurn bounds one LLM step', () => {
     expect(state.closed).toBe(true);
     // One chunk per simulated second: stopped right after the bound, not later.
     expect(state.yielded).toBeLessThanOrEqual(MAX_STEP_MS / 1000 + 2);
+  });
+});
+
+describe('runTurn bounds the speech of a sentence', () => {
+  it('a TTS stream dripping audio ever further behind real time fails the sentence (TTS_TOO_SLOW), closes the stream, and the next sentence is spoken', async () => {
+    let t = 0;
+    const streams: Array<{ closed: boolean }> = [];
+    const tts: TtsProvider = {
+      label: 'drip',
+      capabilities: { streaming: true, sampleRatesHz: [16000] },
+      synthesize: ({ text }) =>
+        (async function* () {
+          const state = { closed: false };
+          streams.push(state);
+          try {
+            if (text.startsWith('Second')) {
+              yield { samples: new Int16Array(16000), sampleRateHz: 16000 };
+              return;
+            }
+            // 20 ms of audio, then 2 ms every 5 s: the vendor's stream never goes idle.
+            yield { samples: new Int16Array(320), sampleRateHz: 16000 };
+            for (;;) {
+              t += 5000;
+              yield { samples: new Int16Array(32), sampleRateHz: 16000 };
+            }
+          } finally {
+            state.closed = true;
+          }
+        })(),
+    };
+    const llm: LlmProvider = {
+      label: 'llm',
+      model: 'm',
+      capabilities: { tools: false, parallelToolCalls: false },
+      stream: () =>
+        (async function* () {
+          yield { type: 'text' as const, delta: 'First sentence here. Second sentence here.' };
+          yield { type: 'done' as const, finishReason: 'stop' };
+        })(),
+    };
+    const posted: TurnMsg[] = [];
+    await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => t });
+    const failed = posted.find((m) => m.kind === 'tts_failed');
+    expect(failed).toMatchObject({ code: 'TTS_TOO_SLOW', partial: true });
+    expect(streams.map((s) => s.closed)).toEqual([true, true]);
+    // Failed after the bound (one 5 s drip past it), not after the drips ran on.
+    expect(t).toBeLessThanOrEqual(MAX_TTS_BEHIND_MS + 5000);
+    const audio = posted.flatMap((m) => (m.kind === 'tts_audio' ? [m.chunk.samples.length] : []));
+    expect(audio.at(-1)).toBe(16000);
   });
 });

@@ -275,3 +275,33 @@ describe('openai LLM adapter: a response beyond our bounds', () => {
     }
   });
 });
+
+describe('openai LLM adapter: keep-alives are not data', () => {
+  it('a stream that sends only SSE comments after its first chunk fails with IDLE_TIMEOUT after the idle bound', async () => {
+    const http = await import('node:http');
+    let closed!: () => void;
+    const clientGone = new Promise<void>((r) => (closed = r));
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'One moment' } }] })}\n\n`);
+        const ping = setInterval(() => res.write(': ping\n\n'), 40);
+        res.on('close', () => (clearInterval(ping), closed()));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const t0 = Date.now();
+      const { items, error } = await settle(createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', idleTimeoutMs: 300, maxRetries: 0 }).stream(ask('hello')));
+      expect(textOf(items)).toBe('One moment');
+      expect(error).toMatchObject({ code: 'IDLE_TIMEOUT' });
+      expect(Date.now() - t0).toBeLessThan(3000);
+      await withTimeout(clientGone, 2000, 'server saw the client close');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
