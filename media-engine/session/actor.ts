@@ -29,7 +29,7 @@ import { resolveCallLimits } from './limits.js';
 import { Mailbox } from './mailbox.js';
 import { Resampler } from '../audio/resampler.js';
 import type { CallMsg } from './messages.js';
-import type { RunKind, RunState } from './run-state.js';
+import { RunState, type RunKind } from './run-state.js';
 import { maskSessionId } from '../../shared/ids.js';
 import { FlowState, type FlowEffect } from './flow-state.js';
 
@@ -537,14 +537,33 @@ export class CallActor {
     this.close(reason, socketClose);
   }
 
-  /** The running run (if any) is cut by the end of the call: completed with what was heard. */
+  /**
+   * The call ends: the running run (if any) is completed with what was heard, then the caller's
+   * words no turn took (they hung up mid-sentence, before the ASR's final) become a last turn
+   * with no answer, so the record keeps them.
+   */
   private abandonRun(): void {
     const cut = this.runs.abandon();
-    if (!cut) return;
-    if (cut.run.kind === 'reply') {
-      cut.run.interrupted = true;
-      this.conversation.complete(cut.run, cut.heard);
-    } else this.conversation.cut(cut.run, cut.heard);
+    if (cut) {
+      if (cut.run.kind === 'reply') {
+        cut.run.interrupted = true;
+        this.conversation.complete(cut.run, cut.heard);
+      } else this.conversation.cut(cut.run, cut.heard);
+    }
+    this.recordUnfinishedWords();
+  }
+
+  private recordUnfinishedWords(): void {
+    // A voicemail greeting held by AMD is not a caller; past `max_turns` no turn is counted.
+    if (this.amd.holding || this.maxTurnsReached) return;
+    const { text, speechMs } = this.caller.takeUnfinished();
+    if (!text) return;
+    this.turn++;
+    this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: speechMs, asr_latency_ms: 0 });
+    const now = this.d.clock.monotonicMs();
+    const run = new RunState(-1, 'reply', this.turn, this.caller.speechEndMs || now, 0, text, this.d.clock.now());
+    run.spoken = true;
+    this.conversation.complete(run, '');
   }
 
   private fail(message: string): void {

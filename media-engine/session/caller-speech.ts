@@ -24,6 +24,10 @@ export class CallerSpeech {
   private capturing = false;
   /** Final text of the turn so far. */
   text = '';
+  /** The ASR's latest interim text since its last final (what a final would have said so far). */
+  private interim = '';
+  /** The ASR returned words since the last `take()` (injected text does not count). */
+  private heardWords = false;
   /** The VAD is in a speech segment (onset seen, hangover not expired) as of the last frame. */
   inSpeech = false;
   /** Monotonic time of the last voiced frame (the latency origin of a reply). */
@@ -69,7 +73,16 @@ export class CallerSpeech {
     this.speechStartMs = this.clock.monotonicMs();
   }
 
-  addFinal(text: string): void {
+  /** An interim transcript of the caller's current speech (replaced by the next, cleared by a final). */
+  setInterim(text: string): void {
+    this.interim = text.length > TURN_TEXT_MAX_CHARS ? text.slice(0, TURN_TEXT_MAX_CHARS) : text;
+    this.heardWords = true;
+  }
+
+  /** A final transcript (or folded text) joins the turn's text. */
+  addFinal(text: string, spoken = false): void {
+    this.interim = '';
+    if (spoken) this.heardWords = true;
     const joined = this.text ? `${this.text} ${text}` : text;
     // Bounded whatever the ASR or the injections send; the newest words matter most to the reply.
     this.text = joined.length > TURN_TEXT_MAX_CHARS ? joined.slice(joined.length - TURN_TEXT_MAX_CHARS) : joined;
@@ -91,10 +104,25 @@ export class CallerSpeech {
     // VAD reported after the previous spoken turn was taken (its offset often lands after the final).
     const speechMs = !this.speechStartMs ? 0 : this.speechMs || Math.round(this.speechEndMs - this.speechStartMs);
     this.text = '';
+    this.interim = '';
+    this.heardWords = false;
     this.capturing = false;
     this.speechMs = 0;
     this.speechStartMs = 0;
     return { text, speechMs: Math.max(0, speechMs) };
+  }
+
+  /**
+   * The call ends: the words the caller said that no turn took (they hung up mid-sentence, or
+   * before the ASR's final or our endpoint), finals and the last interim. Empty when the ASR heard
+   * nothing since the last turn. Taken: a second call returns ''.
+   */
+  takeUnfinished(): { text: string; speechMs: number } {
+    if (!this.heardWords) return { text: '', speechMs: 0 };
+    const interim = this.interim.trim();
+    const taken = this.take();
+    const text = interim ? (taken.text ? `${taken.text} ${interim}` : interim) : taken.text;
+    return { text: text.length > TURN_TEXT_MAX_CHARS ? text.slice(text.length - TURN_TEXT_MAX_CHARS) : text, speechMs: taken.speechMs };
   }
 
   /** A copy of the audio of the last turn, for the record. */

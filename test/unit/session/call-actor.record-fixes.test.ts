@@ -59,4 +59,29 @@ describe('CallActor record fixes', () => {
     expect(welcome!.text.length).toBeGreaterThan(0);
     expect('hello caller, welcome to the very long introduction of our service'.startsWith(welcome!.text)).toBe(true);
   });
+
+  it("the caller hangs up mid-sentence, before the ASR's final: their words are the last turn of the record, unanswered", async () => {
+    const h = actorHarness();
+    h.actor.start();
+    await h.settle();
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'what are your' } });
+    h.actor.post({ kind: 'asr', event: { type: 'interim', text: 'opening hours' } });
+    await h.settle();
+    h.actor.post({ kind: 'end', reason: 'hangup' });
+    await h.settle();
+    expect(h.recorder.turns.map((t) => [t.turn, t.user_text, t.assistant_text])).toEqual([[1, 'what are your opening hours', '']]);
+    const types = h.transport.types();
+    expect(types.slice(-3)).toEqual(['transcription', 'turn_complete', 'call_ended']);
+    expect(h.recorder.ended?.total_turns).toBe(1);
+  });
+
+  it('nothing heard since the last turn: no extra turn at the end', async () => {
+    const h = actorHarness();
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'typed question', role: 'user' });
+    await h.runUntil(() => h.transport.of('turn_complete').length === 1);
+    h.actor.post({ kind: 'end', reason: 'hangup' });
+    await h.settle();
+    expect(h.recorder.turns.map((t) => t.user_text)).toEqual(['typed question']);
+  });
 });
