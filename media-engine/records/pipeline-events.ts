@@ -49,6 +49,8 @@ export function pipelineEventRows(owner: EventOwner, rec: TurnRecord): PipelineE
   const out: PipelineEventRow[] = [];
 
   if (t.asr_ms > 0 || (rec.user_audio?.length ?? 0) > 0) out.push(row('asr', 'success', rec.asr.provider, rec.asr.model, t.asr_ms));
+  // The caller's last words, never answered: no model or voice ran for them.
+  if (rec.unanswered) return out;
 
   let llmMs = 0;
   t.steps.forEach((s, i) => (llmMs += i < t.steps.length - 1 ? s.llm_total_ms : s.llm_ttfb_ms));

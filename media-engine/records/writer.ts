@@ -220,7 +220,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
         const rows = turnRows(conversationId, rec);
         const ops: NewOp[] = [
           { kind: 'message', row: rows.user },
-          { kind: 'message', row: rows.assistant },
+          ...(rec.unanswered ? [] : [{ kind: 'message' as const, row: rows.assistant }]),
           ...rows.toolCalls.map((row) => ({ kind: 'tool_call' as const, row })),
           // Pipeline analytics (docs/analytics.md): one op per turn, same queue and batch as the
           // turn's messages (so the same overflow policy), never awaited here.

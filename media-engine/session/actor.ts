@@ -563,6 +563,7 @@ export class CallActor {
     const now = this.d.clock.monotonicMs();
     const run = new RunState(-1, 'reply', this.turn, this.caller.speechEndMs || now, 0, text, this.d.clock.now());
     run.spoken = true;
+    run.unanswered = true;
     this.conversation.complete(run, '');
   }
 

@@ -35,6 +35,8 @@ export interface TurnRecord {
   started_at_ms: number;
   /** Extra telemetry of the turn, e.g. `transport` (carrier jitter-buffer counters). */
   metadata?: Record<string, unknown>;
+  /** The call ended before the turn was answered (the caller hung up mid-sentence): only the caller's message is stored. */
+  unanswered?: boolean;
 }
 
 /**

@@ -48,6 +48,8 @@ export class RunState {
   llmError: string | undefined = undefined;
   /** TTS gave up after its retries in this run (`tts_retry_exhausted`). */
   ttsFailed = false;
+  /** Not a reply at all: the caller's last words, taken when the call ended (actor.recordUnfinishedWords). */
+  unanswered = false;
 
   constructor(
     readonly id: number,

@@ -57,6 +57,7 @@ export function turnRecord(d: CallActorDeps, run: RunState, assistantText: strin
     user_audio_rate_hz: d.transport.inRateHz,
     started_at_ms: run.startedAtMs,
     metadata: d.transportStats ? { transport: d.transportStats() } : undefined,
+    ...(run.unanswered ? { unanswered: true } : {}),
   };
 }
 

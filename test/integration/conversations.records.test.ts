@@ -210,6 +210,25 @@ describe('per-turn audio', () => {
   });
 });
 
+describe("the caller's unanswered last words", () => {
+  it('are stored as the last user message, with no assistant message and only an asr pipeline event', async () => {
+    const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock });
+    const sc = sessionConfig({ agent_id: agent, workspace_id: ws, user_id: alice.userId });
+    const rec = writer.recorderFor(sc);
+    const t0 = Date.now();
+    rec.start({ session_id: sc.session_id, agent_id: agent, workspace_id: ws, metadata: {}, started_at_ms: t0 });
+    rec.turn(turnRecord(1, { startedAtMs: t0 }));
+    rec.turn({ ...turnRecord(2, { startedAtMs: t0 + 1 }), user_text: 'and one more thing', assistant_text: '', unanswered: true });
+    rec.end(endRecord(2, t0));
+    await writer.close();
+    const msgs = (await get(`${C}/${rec.conversationId}`)).body.data.messages as Array<Record<string, any>>;
+    expect(msgs.map((m) => [m.turn_number, m.role])).toEqual([[1, 'user'], [1, 'assistant'], [2, 'user']]);
+    expect(msgs.at(-1)!.content).toBe('and one more thing');
+    const events = await infra.sql<{ event_type: string }[]>`select event_type from pipeline_events where conversation_id = ${rec.conversationId} and turn_number = 2`;
+    expect(events.map((e) => e.event_type)).toEqual(['asr']);
+  });
+});
+
 describe('post-call summary through the agents domain', () => {
   it('PUT with agent_id uses the agent\'s published LLM (sim) and fills summary asynchronously', async () => {
     const pub = await createAgent(h, infra, alice, ws, 'Published');

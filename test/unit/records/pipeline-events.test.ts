@@ -22,6 +22,11 @@ describe('pipelineEventRows', () => {
     expect(new Set(rows.map((r) => r.id)).size).toBe(3);
   });
 
+  it("the caller's unanswered last words (call ended mid-sentence): only the asr event, no llm or tts", () => {
+    const rec = { ...turnRecord(4), assistant_text: '', unanswered: true };
+    expect(brief(pipelineEventRows(owner, rec)).map((r) => r[0])).toEqual(['asr']);
+  });
+
   it('a tool turn: llm = the whole tool step + the last step ttfb (tool time excluded), one tool event', () => {
     const rows = pipelineEventRows(owner, turnRecord(2, { tool: true }));
     expect(brief(rows)).toEqual([

@@ -64,12 +64,12 @@ describe('CallActor record fixes', () => {
     const h = actorHarness();
     h.actor.start();
     await h.settle();
-    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'what are your' } });
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'what are your', endOfTurn: false } });
     h.actor.post({ kind: 'asr', event: { type: 'interim', text: 'opening hours' } });
     await h.settle();
     h.actor.post({ kind: 'end', reason: 'hangup' });
     await h.settle();
-    expect(h.recorder.turns.map((t) => [t.turn, t.user_text, t.assistant_text])).toEqual([[1, 'what are your opening hours', '']]);
+    expect(h.recorder.turns.map((t) => [t.turn, t.user_text, t.assistant_text, t.unanswered])).toEqual([[1, 'what are your opening hours', '', true]]);
     const types = h.transport.types();
     expect(types.slice(-3)).toEqual(['transcription', 'turn_complete', 'call_ended']);
     expect(h.recorder.ended?.total_turns).toBe(1);
