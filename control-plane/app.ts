@@ -236,6 +236,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     host: opts.host ?? deps.config.host,
     logger: deps.logger,
     maxBodyBytes: deps.config.maxBodyBytes,
+    maxConnections: deps.config.httpMaxConnections,
     services: domains.flatMap((d) => d.services),
     routes: domains.flatMap((d) => d.routes),
     rawHandlers: [metrics.handler, ...domains.flatMap((d) => d.rawHandlers ?? [])],

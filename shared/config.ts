@@ -45,6 +45,8 @@ export interface Config {
   mailFrom: string;
   /** Request body limit in bytes for the control plane. Default 1 MiB. */
   maxBodyBytes: number;
+  /** Open connections on the control plane's port at most (lowered to the open-files limit). Default 10000. */
+  httpMaxConnections: number;
   /** Concurrent voice sockets per engine node before upgrades get 503. Default 2000. */
   maxSockets: number;
   /**
@@ -300,6 +302,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     smtpUrl,
     mailFrom: str(env, 'MAIL_FROM') ?? 'no-reply@voiceplane.local',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000, 64, 1_000_000),
     maxSockets: int(env, 'MAX_SOCKETS', 2000, 1, 1_000_000),
     maxSocketsPerIp: int(env, 'MAX_SOCKETS_PER_IP', 200, 1, 1_000_000),
     socketStartTimeoutMs: int(env, 'SOCKET_START_TIMEOUT_MS', 5000, 100, 60_000),

@@ -5,6 +5,7 @@
  * heartbeat (the engine never touches Postgres; a collector job copies it, docs/system-analytics.md).
  * Sampled once per heartbeat, never on a request or audio path.
  */
+import { getHeapStatistics } from 'node:v8';
 
 /** One report, as carried in the registry and stored in `system_health`. */
 export interface HealthReport {
@@ -28,6 +29,20 @@ export interface HealthReport {
 
 export type HealthCounters = Pick<HealthReport, 'activeConnections' | 'activeCalls' | 'requestCount' | 'errorCount' | 'avgResponseMs'>;
 
+/**
+ * RSS is read from /proc, which needs a file descriptor: with every descriptor taken (a flood of
+ * idle connections) `process.memoryUsage()` throws EMFILE, and a sample must never take the process
+ * down. Then only the heap is reported (RSS 0).
+ */
+function memory(): { rss: number; heapUsed: number } {
+  try {
+    const m = process.memoryUsage();
+    return { rss: m.rss, heapUsed: m.heapUsed };
+  } catch {
+    return { rss: 0, heapUsed: getHeapStatistics().used_heap_size };
+  }
+}
+
 /** CPU is a rate: each sample measures the time since the previous one (the first, since start). */
 export class ProcessSampler {
   private lastCpu = process.cpuUsage();
@@ -46,7 +61,7 @@ export class ProcessSampler {
     const elapsedMs = Math.max(1, now - this.lastAtMs);
     this.lastCpu = process.cpuUsage();
     this.lastAtMs = now;
-    const mem = process.memoryUsage();
+    const mem = memory();
     return {
       status,
       cpuUsage: round2(((cpu.user + cpu.system) / 1000 / elapsedMs) * 100),

@@ -15,6 +15,7 @@ import type { RequestObserver } from './metrics.js';
 import { toConnectError, wrapImpl } from './rpc.js';
 import { invalid } from '../../shared/errors.js';
 import { STRIPPED, type RunningServer, type ServiceBinding } from './server.js';
+import { H2_MAX_CONCURRENT_STREAMS } from './connection-guard.js';
 
 export interface GrpcNativeOptions {
   services: ServiceBinding[];
@@ -160,7 +161,8 @@ export function addServices(server: grpc.Server, services: ServiceBinding[], log
 }
 
 export async function startGrpcNativeServer(opts: GrpcNativeOptions): Promise<RunningServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxBodyBytes });
+  // The same stream bound per connection as the one port (connection-guard.ts).
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxBodyBytes, 'grpc.max_concurrent_streams': H2_MAX_CONCURRENT_STREAMS });
   addServices(server, opts.services, opts.logger, opts.observe);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -21,6 +21,7 @@ import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
+import { effectiveMaxConnections, H2_SERVER_OPTIONS, watchFirstByte, watchRequestBody } from './connection-guard.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -44,6 +45,11 @@ export interface ControlPlaneServerOptions {
   console?: (req: NodeReq, res: NodeRes) => boolean;
   /** WebSocket upgrades (HTTP/1.1; the presence socket, control-plane/portal/socket.ts). Return true when handled; unhandled upgrades are refused. */
   upgradeHandlers?: Array<(req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean>;
+  /** Open connections at most (`HTTP_MAX_CONNECTIONS`); lowered to what the open-files limit allows (connection-guard.ts). */
+  maxConnections?: number;
+  /** Tests: the connection guard's timeouts (connection-guard.ts defaults: 10 s, 15 s). */
+  firstByteTimeoutMs?: number;
+  h2BodyIdleTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -174,6 +180,9 @@ export function redactPath(path: string): string {
   return path.replace(/(\/voice\/(?:sessions|ws)\/)([^/]{6})[^/]*/, '$1$2…');
 }
 
+/** `HTTP_MAX_CONNECTIONS` default. */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+
 export async function startControlPlaneServer(opts: ControlPlaneServerOptions & { port: number; host?: string }): Promise<RunningServer> {
   const shutdown = new AbortController();
   // Every in-flight request links its signal to this one: the listener count is the concurrency.
@@ -187,13 +196,14 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
     inFlight.delete(this);
   }
   const handler = (req: NodeReq, res: NodeRes) => {
+    watchRequestBody(req, res, opts.h2BodyIdleTimeoutMs);
     inFlight.add(res);
     res.on('close', leave);
     if (closing && !res.headersSent) res.setHeader('connection', 'close');
     return inner(req, res);
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
-  const h2 = http2.createServer({}, handler as never);
+  const h2 = http2.createServer(H2_SERVER_OPTIONS, handler as never);
   h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     if (!(opts.upgradeHandlers ?? []).some((h) => h(req, socket, head))) socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
@@ -206,6 +216,7 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   // without it Nagle + delayed ACK add ~40 ms to small responses.
   const front = net.createServer({ noDelay: true }, (sock) => {
     sockets.add(sock);
+    const firstByte = watchFirstByte(sock, opts.firstByteTimeoutMs);
     sock.once('close', () => {
       sockets.delete(sock);
       inFlight.deleteConnection(sock);
@@ -218,13 +229,23 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
         return;
       }
       sock.unshift(head);
+      firstByte.dispatched();
       const isH2 = head.length >= H2_PREFACE.length ? head.subarray(0, H2_PREFACE.length).equals(H2_PREFACE) : H2_PREFACE.subarray(0, head.length).equals(head);
       (isH2 ? h2 : h1).emit('connection', sock);
     });
   });
+  front.maxConnections = effectiveMaxConnections(opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
   await new Promise<void>((resolve, reject) => {
     front.once('error', reject);
     front.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+  });
+  // After listening, an accept can still fail (EMFILE with every descriptor in use): logged, never fatal.
+  let lastAcceptErrorAt = 0;
+  front.on('error', (err: NodeJS.ErrnoException) => {
+    const now = performance.now();
+    if (now - lastAcceptErrorAt < 10_000) return;
+    lastAcceptErrorAt = now;
+    opts.logger.warn({ code: err.code, err: err.message, connections: sockets.size, maxConnections: front.maxConnections }, 'connection not accepted');
   });
   const addr = front.address();
   return {

@@ -3,7 +3,7 @@
  * the pipeline analytics one (inclusive UTC days, 30 by default, at most 92), and process health
  * sampling / request metering report what they were fed.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../shared/errors.js';
 import { assertKnownParams, parseQuery } from '../../../control-plane/system-analytics/params.js';
 import { ProcessSampler, RequestMeter } from '../../../shared/process-health.js';
@@ -79,5 +79,18 @@ describe('ProcessSampler', () => {
     expect(r).toMatchObject({ status: 'stopped', activeConnections: 4, activeCalls: 1, requestCount: 9, errorCount: 2, avgResponseMs: 3.5, uptimeSeconds: 2.5 });
     expect(r.memoryRssBytes).toBeGreaterThan(r.heapUsedBytes);
     expect(r.cpuUsage).toBeGreaterThanOrEqual(0);
+  });
+
+  it('with every file descriptor taken (memoryUsage throws EMFILE) it reports the heap and RSS 0 instead of throwing', () => {
+    const spy = vi.spyOn(process, 'memoryUsage').mockImplementation(() => {
+      throw Object.assign(new Error('EMFILE: too many open files, uv_resident_set_memory'), { code: 'EMFILE' });
+    });
+    try {
+      const r = new ProcessSampler(() => 0).sample({ activeConnections: 0, activeCalls: 0, requestCount: 0, errorCount: 0, avgResponseMs: null });
+      expect(r.memoryRssBytes).toBe(0);
+      expect(r.heapUsedBytes).toBeGreaterThan(0);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

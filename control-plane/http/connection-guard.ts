@@ -1,0 +1,81 @@
+/**
+ * Bounds on the control plane's one port (HTTP/1.1 and h2c) against clients that hold resources
+ * without using them. An outside audit took the process down twice this way:
+ *
+ * - TCP connections that never send a byte were kept forever (the front server waits for the first
+ *   bytes to tell HTTP/1.1 from HTTP/2): 20,000 of them used up the process's file descriptors and
+ *   the next `/proc` read threw EMFILE. Now a connection must send its first bytes within
+ *   FIRST_BYTE_TIMEOUT_MS, and at most `maxConnections` are open at once (beyond it new ones are
+ *   closed on accept), never more than the descriptors the process may open.
+ * - HTTP/2 streams that announce a body and never finish it were unbounded (Node's default allows
+ *   2^32-1 concurrent streams per connection, and nothing timed out a request body): 300
+ *   connections x 200 such streams took 3 GB and stalled every listener. Now a connection carries
+ *   at most H2_MAX_CONCURRENT_STREAMS and a request body that stops arriving for
+ *   H2_BODY_IDLE_TIMEOUT_MS is cancelled. (HTTP/1.1 has Node's own `headersTimeout` and
+ *   `requestTimeout`, and one request at a time per connection.)
+ */
+import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import type net from 'node:net';
+import type { NodeReq, NodeRes } from './rest.js';
+
+export const FIRST_BYTE_TIMEOUT_MS = 10_000;
+export const H2_MAX_CONCURRENT_STREAMS = 128;
+export const H2_BODY_IDLE_TIMEOUT_MS = 15_000;
+/** Descriptors kept for everything else (database and Redis pools, files, the engine's sockets). */
+const RESERVED_DESCRIPTORS = 512;
+
+/** The process's soft limit on open files (Linux `/proc/self/limits`), or undefined where unreadable. */
+export function openFilesLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const m = /^Max open files\s+(\d+|unlimited)\s/m.exec(text);
+  if (!m || m[1] === 'unlimited') return undefined;
+  return Number(m[1]);
+}
+
+/** The configured connection cap, lowered to what the descriptor limit leaves room for (at least 64). */
+export function effectiveMaxConnections(configured: number, fdLimit = openFilesLimit()): number {
+  if (fdLimit === undefined) return configured;
+  return Math.max(64, Math.min(configured, fdLimit - RESERVED_DESCRIPTORS));
+}
+
+/** A fresh socket that sends nothing for FIRST_BYTE_TIMEOUT_MS is closed; `dispatched` cancels the watch. */
+export function watchFirstByte(sock: net.Socket, timeoutMs = FIRST_BYTE_TIMEOUT_MS): { dispatched(): void } {
+  const onTimeout = () => sock.destroy();
+  sock.setTimeout(timeoutMs);
+  sock.once('timeout', onTimeout);
+  return {
+    dispatched() {
+      sock.setTimeout(0);
+      sock.off('timeout', onTimeout);
+    },
+  };
+}
+
+export const H2_SERVER_OPTIONS: http2.ServerOptions = { settings: { maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } };
+
+/**
+ * HTTP/2 request: cancelled (RST_STREAM CANCEL) if its body stops arriving for
+ * H2_BODY_IDLE_TIMEOUT_MS before the client ends it. Only the client's half counts (a slow answer
+ * is not the client's fault): a request without a body (END_STREAM on its headers) is not
+ * watched, and the watch ends once the client has sent its whole body. HTTP/1.1: nothing to do.
+ */
+export function watchRequestBody(req: NodeReq, res: NodeRes, idleMs = H2_BODY_IDLE_TIMEOUT_MS): void {
+  if (req.httpVersionMajor !== 2) return;
+  const stream = (req as unknown as { stream?: http2.ServerHttp2Stream }).stream;
+  if (!stream || stream.endAfterHeaders) return;
+  const done = () => stream.setTimeout(0);
+  stream.setTimeout(idleMs, () => {
+    if (stream.state?.remoteClose) return done();
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+  });
+  req.once('end', done);
+  res.once('close', done);
+}

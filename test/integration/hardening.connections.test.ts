@@ -1,0 +1,125 @@
+/**
+ * The control plane's one port against clients that hold resources without using them (found by an
+ * outside gRPC audit: 20,000 silent TCP connections exhausted the descriptors and an EMFILE killed
+ * the process; 300 h2 connections x 200 half-sent request bodies took 3 GB and stalled every
+ * listener). Real sockets against the real server with the guard's timeouts shortened.
+ */
+import http2 from 'node:http2';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startControlPlaneServer, type RunningServer } from '../../control-plane/http/server.js';
+import { effectiveMaxConnections, H2_MAX_CONCURRENT_STREAMS, openFilesLimit } from '../../control-plane/http/connection-guard.js';
+import { captureLogger } from '../helpers/infra.js';
+
+let server: RunningServer;
+let slowRelease: () => void = () => {};
+
+beforeAll(async () => {
+  server = await startControlPlaneServer({
+    port: 0,
+    host: '127.0.0.1',
+    logger: captureLogger('warn').logger,
+    maxBodyBytes: 1024 * 1024,
+    services: [],
+    routes: [],
+    maxConnections: 64,
+    firstByteTimeoutMs: 300,
+    h2BodyIdleTimeoutMs: 300,
+    rawHandlers: [
+      (req, res) => {
+        if (req.url === '/slow') {
+          // An answer slower than the body idle timeout: the client's request was complete.
+          slowRelease = () => res.end('done');
+          setTimeout(() => slowRelease(), 900);
+          return true;
+        }
+        if (req.url === '/echo') {
+          const parts: Buffer[] = [];
+          req.on('data', (c: Buffer) => parts.push(c));
+          req.on('end', () => res.end(Buffer.concat(parts)));
+          return true;
+        }
+        return false;
+      },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+function connect(): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(server.port, '127.0.0.1', () => resolve(s));
+    s.on('error', reject);
+  });
+}
+const closedWithin = (s: net.Socket, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (s.destroyed) return resolve(true);
+    const t = setTimeout(() => resolve(false), ms);
+    s.once('close', () => (clearTimeout(t), resolve(true)));
+  });
+
+describe('connection guard', () => {
+  it('a connection that never sends a byte is closed after the first-byte timeout; one that speaks is served', async () => {
+    const silent = await connect();
+    expect(await closedWithin(silent, 3000)).toBe(true);
+    const res = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'hi' });
+    expect(await res.text()).toBe('hi');
+  });
+
+  it('beyond maxConnections new connections are closed on accept, and the port serves again once they go', async () => {
+    const held = await Promise.all(Array.from({ length: 64 }, () => connect()));
+    const extra = await Promise.all(Array.from({ length: 6 }, () => connect().catch(() => undefined)));
+    const closed = await Promise.all(extra.map((s) => (s ? closedWithin(s, 2000) : Promise.resolve(true))));
+    expect(closed.every(Boolean)).toBe(true);
+    for (const s of held) s.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const res = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'again' });
+    expect(await res.text()).toBe('again');
+  });
+
+  it('h2: at most 128 concurrent streams per connection; a body that stops arriving is cancelled; a slow answer is not', async () => {
+    const session = http2.connect(`http://127.0.0.1:${server.port}`);
+    try {
+      await new Promise<void>((resolve) => session.once('remoteSettings', () => resolve()));
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(H2_MAX_CONCURRENT_STREAMS);
+      // Half a body, then nothing: RST_STREAM (CANCEL) after the idle timeout.
+      const stalled = session.request({ ':method': 'POST', ':path': '/echo', 'content-length': '10' }, { endStream: false });
+      stalled.write('ab');
+      const code = await new Promise<number>((resolve) => stalled.once('close', () => resolve(stalled.rstCode)));
+      expect(code).toBe(http2.constants.NGHTTP2_CANCEL);
+      // A complete request whose answer takes longer than that timeout still gets it.
+      const slow = session.request({ ':method': 'GET', ':path': '/slow' });
+      let body = '';
+      slow.setEncoding('utf8');
+      slow.on('data', (c: string) => (body += c));
+      await new Promise<void>((resolve) => slow.once('end', () => resolve()));
+      expect(body).toBe('done');
+      // So does a POST whose body was sent whole.
+      const whole = session.request({ ':method': 'POST', ':path': '/echo' });
+      whole.end('whole body');
+      let echoed = '';
+      whole.setEncoding('utf8');
+      whole.on('data', (c: string) => (echoed += c));
+      await new Promise<void>((resolve) => whole.once('end', () => resolve()));
+      expect(echoed).toBe('whole body');
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
+describe('the connection cap and the open-files limit', () => {
+  it('reads the soft limit from /proc/self/limits and leaves room for the rest of the process', () => {
+    const text = 'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            1024                 524288               files     \n';
+    expect(openFilesLimit(text)).toBe(1024);
+    expect(openFilesLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
+    expect(effectiveMaxConnections(10_000, 1024)).toBe(512);
+    expect(effectiveMaxConnections(10_000, 20_000)).toBe(10_000);
+    expect(effectiveMaxConnections(10_000, 300)).toBe(64);
+    expect(effectiveMaxConnections(10_000, undefined)).toBe(10_000);
+  });
+});
