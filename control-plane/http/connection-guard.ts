@@ -11,7 +11,8 @@
  *   2^32-1 concurrent streams per connection, and nothing timed out a request body): 300
  *   connections x 200 such streams took 3 GB and stalled every listener. Now a connection carries
  *   at most H2_MAX_CONCURRENT_STREAMS and a request body that stops arriving for
- *   H2_BODY_IDLE_TIMEOUT_MS is cancelled. (HTTP/1.1 has Node's own `headersTimeout` and
+ *   H2_BODY_IDLE_TIMEOUT_MS is cancelled, and past MAX_IN_FLIGHT_REQUESTS open requests new ones
+ *   are refused with 503. (HTTP/1.1 has Node's own `headersTimeout` and
  *   `requestTimeout`, and one request at a time per connection.)
  */
 import { readFileSync } from 'node:fs';
@@ -22,6 +23,12 @@ import type { NodeReq, NodeRes } from './rest.js';
 export const FIRST_BYTE_TIMEOUT_MS = 10_000;
 export const H2_MAX_CONCURRENT_STREAMS = 128;
 export const H2_BODY_IDLE_TIMEOUT_MS = 15_000;
+/**
+ * Requests answered at once by one process, over all connections (streams included); beyond it a
+ * request gets 503 with `Retry-After: 1` at once (gRPC: UNAVAILABLE), holding nothing. Each held
+ * HTTP/2 request costs ~45 KB: this bounds what a flood of open requests can take (~370 MB).
+ */
+export const MAX_IN_FLIGHT_REQUESTS = 8192;
 /** Descriptors kept for everything else (database and Redis pools, files, the engine's sockets). */
 const RESERVED_DESCRIPTORS = 512;
 

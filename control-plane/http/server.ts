@@ -21,7 +21,8 @@ import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
-import { effectiveMaxConnections, H2_SERVER_OPTIONS, watchFirstByte, watchRequestBody } from './connection-guard.js';
+import { effectiveMaxConnections, H2_SERVER_OPTIONS, MAX_IN_FLIGHT_REQUESTS, watchFirstByte, watchRequestBody } from './connection-guard.js';
+import { isoNow } from '../../shared/iso-time.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -50,6 +51,7 @@ export interface ControlPlaneServerOptions {
   /** Tests: the connection guard's timeouts (connection-guard.ts defaults: 10 s, 15 s). */
   firstByteTimeoutMs?: number;
   h2BodyIdleTimeoutMs?: number;
+  maxInFlight?: number;
 }
 
 export interface RunningServer {
@@ -195,7 +197,13 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   function leave(this: NodeRes): void {
     inFlight.delete(this);
   }
+  const maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_REQUESTS;
   const handler = (req: NodeReq, res: NodeRes) => {
+    if (inFlight.size >= maxInFlight) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+      res.end(`{"success":false,"data":null,"error":{"code":"SERVICE_UNAVAILABLE","message":"too many requests in progress; retry in 1 s"},"timestamp":"${isoNow()}"}`);
+      return;
+    }
     watchRequestBody(req, res, opts.h2BodyIdleTimeoutMs);
     inFlight.add(res);
     res.on('close', leave);

@@ -25,6 +25,7 @@ beforeAll(async () => {
     maxConnections: 64,
     firstByteTimeoutMs: 300,
     h2BodyIdleTimeoutMs: 300,
+    maxInFlight: 8,
     rawHandlers: [
       (req, res) => {
         if (req.url === '/slow') {
@@ -106,6 +107,32 @@ describe('connection guard', () => {
       whole.on('data', (c: string) => (echoed += c));
       await new Promise<void>((resolve) => whole.once('end', () => resolve()));
       expect(echoed).toBe('whole body');
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
+describe('requests in flight', () => {
+  it('past maxInFlight a request is refused at once with 503 and Retry-After; the port serves again once they end', async () => {
+    const session = http2.connect(`http://127.0.0.1:${server.port}`);
+    try {
+      // Eight requests whose bodies are still coming hold the eight places (for less than the 300 ms body idle timeout).
+      const held = Array.from({ length: 8 }, () => {
+        const r = session.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+        r.write('x');
+        r.resume();
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      const res = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'over' });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect((await res.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+      for (const r of held) r.end();
+      await Promise.all(held.map((r) => new Promise((done) => r.once('close', done))));
+      const ok = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'fine' });
+      expect(await ok.text()).toBe('fine');
     } finally {
       session.destroy();
     }
