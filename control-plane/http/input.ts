@@ -18,8 +18,14 @@
 import { toJson, type DescField, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
 
-/** Deepest nesting walked (messages and JSON together); deeper requests are refused. */
-export const MAX_INPUT_DEPTH = 64;
+/**
+ * Deepest nesting walked (messages and JSON together); deeper requests are refused. 32, not more:
+ * over gRPC each JSON level is three protobuf messages (Struct, its map entry, Value), and the
+ * standard decoders (protobufjs under @grpc/grpc-js, protoc's runtimes) stop at 100 levels. At 64
+ * a record saved over REST could not be read back over gRPC (GetAgent, ListAgents and
+ * ListConversations answered INTERNAL "maximum nesting depth exceeded" for the whole list).
+ */
+export const MAX_INPUT_DEPTH = 32;
 
 /** NUL, or a UTF-16 surrogate without its partner. */
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

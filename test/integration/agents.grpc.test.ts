@@ -6,7 +6,8 @@
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcClient } from '../helpers/grpc.js';
-import { createMemoryItem, createTestUser, fromStruct, leaked, startAgentsApp, toPbValue, toStruct, type AgentsApp, type TestUser } from '../unit/agents/support.js';
+import { createMemoryItem, createTestUser, fromStruct, leaked, restClient, startAgentsApp, toPbValue, toStruct, type AgentsApp, type TestUser } from '../unit/agents/support.js';
+import { MAX_INPUT_DEPTH } from '../../control-plane/http/input.js';
 
 const LLM_KEY = 'sk-grpc-SECRET-aaaa-0001';
 const TOOL_TOKEN = 'grpc-tool-SECRET-bbbb-0002';
@@ -153,6 +154,31 @@ describe('agents over gRPC', () => {
     const page = await rpc(agents, 'ListAgents', { limit: 2, offset: 2 }, owner.token);
     expect(page.agents).toHaveLength(2);
     expect(page.meta).toEqual({ page: 2, per_page: 2, total: 5, total_pages: 3 });
+  });
+
+  it('free-form JSON nested as deep as REST accepts still reads back over gRPC (standard decoders stop at 100 message levels)', async () => {
+    const nested = (levels: number) => {
+      let v: Record<string, unknown> = { leaf: 'x' };
+      for (let i = 1; i < levels; i++) v = { d: v };
+      return v;
+    };
+    const call = restClient(h);
+    // The deepest the edge takes: the request message, its metadata field, then the JSON levels.
+    let deepest = 0;
+    for (let levels = MAX_INPUT_DEPTH; levels > 0; levels--) {
+      const r = await call('POST', '/agents', other.token, { workspace_id: other.workspaceId, name: `deep ${levels}`, metadata: nested(levels) });
+      if (r.status === 201) {
+        deepest = levels;
+        const got = await rpc(agents, 'GetAgent', { id: r.body.data.id }, other.token);
+        expect(got.agent.id).toBe(r.body.data.id);
+        break;
+      }
+      expect(r.status).toBe(400);
+    }
+    expect(deepest).toBeGreaterThanOrEqual(24);
+    // And every list that carries it.
+    const page = await rpc(agents, 'ListAgents', { workspace_id: other.workspaceId, limit: 100 }, other.token);
+    expect(page.agents.length).toBeGreaterThan(0);
   });
 
   it('serves the provider registry and never returns a user-config key', async () => {
