@@ -115,7 +115,9 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
     async uploadCampaignCsv(req, ctx) {
       const row = await access.campaign(ctx, req.campaignId);
       assertUploadable(row);
-      return importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
+      const s = await importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
+      // The summary is snake_case (the REST body); the message's fields are camelCase.
+      return { total: s.total, valid: s.valid, invalid: s.invalid, phoneColumn: s.phone_column, headers: s.headers, preview: s.preview };
     },
 
     async startCampaign(req, ctx) {

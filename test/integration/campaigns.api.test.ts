@@ -11,6 +11,9 @@ import type { TestUser } from '../helpers/accounts.js';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { exportCsv, uploadCsv, uploadTwoFiles } from '../helpers/campaigns.js';
 import { MAX_CAMPAIGN_VARIABLES, MAX_CSV_COLUMNS } from '../../control-plane/campaigns/csv-import.js';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { CampaignService } from '../../shared/gen/voiceplane/v1/campaigns_pb.js';
 
 let h: TelephonyHarness;
 let agentId = '';
@@ -202,6 +205,14 @@ describe('PATCH', () => {
 });
 
 describe('CSV upload, calls list, export', () => {
+  it('over gRPC the upload summary names the phone column too (it was dropped: snake_case summary, camelCase message)', async () => {
+    const id = await created();
+    const client = createClient(CampaignService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${h.app.port}` }));
+    const res = await client.uploadCampaignCsv({ campaignId: id, csv: new TextEncoder().encode('Name,Phone\nAnn,+14155550111\n') }, { headers: { authorization: `Bearer ${h.user.token}` } });
+    expect({ total: res.total, valid: res.valid, invalid: res.invalid, phoneColumn: res.phoneColumn, headers: res.headers }).toEqual({ total: 1, valid: 1, invalid: 0, phoneColumn: 'Phone', headers: ['Name', 'Phone'] });
+    expect(res.preview).toEqual([{ Phone: '+14155550111', Name: 'Ann' }]);
+  });
+
   it('parses BOM, CRLF, quoted commas and empty lines; normalises numbers; appends on a second upload', async () => {
     const id = await created();
     const csv = '\uFEFFName,Mobile Number,Note\r\n"Smith, Ann",+1 (415) 555-0101,"said ""hi"""\r\n\r\nBob,1.415.555.0102,\r\nEve,12,bad\r\n,,\r\n';
