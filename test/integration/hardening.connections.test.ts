@@ -128,7 +128,7 @@ describe('requests in flight', () => {
       const res = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'over' });
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('1');
-      expect((await res.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('SERVICE_UNAVAILABLE');
       for (const r of held) r.end();
       await Promise.all(held.map((r) => new Promise((done) => r.once('close', done))));
       const ok = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'fine' });
