@@ -4,14 +4,18 @@
  *
  * - TCP connections that never send a byte were kept forever (the front server waits for the first
  *   bytes to tell HTTP/1.1 from HTTP/2): 20,000 of them used up the process's file descriptors and
- *   the next `/proc` read threw EMFILE. Now a connection must send its first bytes within
- *   FIRST_BYTE_TIMEOUT_MS, and at most `maxConnections` are open at once (beyond it new ones are
- *   closed on accept), never more than the descriptors the process may open.
+ *   the next `/proc` read threw EMFILE. Now a connection must complete its first request's
+ *   headers within FIRST_REQUEST_TIMEOUT_MS (one byte is not enough), an HTTP/2 connection with no
+ *   stream for H2_SESSION_IDLE_TIMEOUT_MS is closed (GOAWAY), HTTP/1.1 keeps Node's own
+ *   `headersTimeout` for later requests and REQUEST_TIMEOUT_MS for a whole request (the servers
+ *   behind the front never `listen()`, so their connection checker is started by hand), and at
+ *   most `maxConnections` are open at once (beyond it new ones are closed on accept), never more
+ *   than the descriptors the process may open.
  * - HTTP/2 streams that announce a body and never finish it were unbounded (Node's default allows
  *   2^32-1 concurrent streams per connection, and nothing timed out a request body): 300
  *   connections x 200 such streams took 3 GB and stalled every listener. Now a connection carries
  *   at most H2_MAX_CONCURRENT_STREAMS and a request body that stops arriving for
- *   H2_BODY_IDLE_TIMEOUT_MS is cancelled, and past MAX_IN_FLIGHT_REQUESTS open requests new ones
+ *   H2_BODY_IDLE_TIMEOUT_MS, or is not complete within REQUEST_TIMEOUT_MS, is cancelled, and past MAX_IN_FLIGHT_REQUESTS open requests new ones
  *   are refused with 503. (HTTP/1.1 has Node's own `headersTimeout` and
  *   `requestTimeout`, and one request at a time per connection.)
  */
@@ -20,7 +24,10 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import type { NodeReq, NodeRes } from './rest.js';
 
-export const FIRST_BYTE_TIMEOUT_MS = 10_000;
+export const FIRST_REQUEST_TIMEOUT_MS = 10_000;
+/** A whole request (headers and body) must arrive within this (HTTP/1.1 `requestTimeout`, HTTP/2 body deadline). */
+export const REQUEST_TIMEOUT_MS = 60_000;
+export const H2_SESSION_IDLE_TIMEOUT_MS = 120_000;
 export const H2_MAX_CONCURRENT_STREAMS = 128;
 export const H2_BODY_IDLE_TIMEOUT_MS = 15_000;
 /**
@@ -53,17 +60,27 @@ export function effectiveMaxConnections(configured: number, fdLimit = openFilesL
   return Math.max(64, Math.min(configured, fdLimit - RESERVED_DESCRIPTORS));
 }
 
-/** A fresh socket that sends nothing for FIRST_BYTE_TIMEOUT_MS is closed; `dispatched` cancels the watch. */
-export function watchFirstByte(sock: net.Socket, timeoutMs = FIRST_BYTE_TIMEOUT_MS): { dispatched(): void } {
-  const onTimeout = () => sock.destroy();
-  sock.setTimeout(timeoutMs);
-  sock.once('timeout', onTimeout);
-  return {
-    dispatched() {
-      sock.setTimeout(0);
-      sock.off('timeout', onTimeout);
-    },
-  };
+const kRequestSeen = Symbol('voiceplane.firstRequestSeen');
+
+/**
+ * A fresh socket is closed unless a request arrives on it within `timeoutMs` (an absolute
+ * deadline: trickled bytes do not extend it). `requestSeen` marks it, from the request handler.
+ */
+export function watchFirstRequest(sock: net.Socket, timeoutMs = FIRST_REQUEST_TIMEOUT_MS): void {
+  const timer = setTimeout(() => {
+    if ((sock as unknown as Record<symbol, unknown>)[kRequestSeen]) return;
+    // A reset, not `destroy()`: once an HTTP/2 session has taken the socket over, `destroy()`
+    // leaves the connection open (measured); the reset closes it whoever holds it.
+    sock.resetAndDestroy();
+  }, timeoutMs);
+  timer.unref();
+  sock.once('close', () => clearTimeout(timer));
+}
+
+/** A request arrived on `req`'s connection (for HTTP/2 the socket is a proxy that forwards the mark to the real one). */
+export function requestSeen(req: NodeReq): void {
+  const sock = req.socket as unknown as Record<symbol, boolean> | undefined;
+  if (sock && !sock[kRequestSeen]) sock[kRequestSeen] = true;
 }
 
 export const H2_SERVER_OPTIONS: http2.ServerOptions = { settings: { maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } };
@@ -74,15 +91,22 @@ export const H2_SERVER_OPTIONS: http2.ServerOptions = { settings: { maxConcurren
  * is not the client's fault): a request without a body (END_STREAM on its headers) is not
  * watched, and the watch ends once the client has sent its whole body. HTTP/1.1: nothing to do.
  */
-export function watchRequestBody(req: NodeReq, res: NodeRes, idleMs = H2_BODY_IDLE_TIMEOUT_MS): void {
+export function watchRequestBody(req: NodeReq, res: NodeRes, idleMs = H2_BODY_IDLE_TIMEOUT_MS, deadlineMs = REQUEST_TIMEOUT_MS): void {
   if (req.httpVersionMajor !== 2) return;
   const stream = (req as unknown as { stream?: http2.ServerHttp2Stream }).stream;
   if (!stream || stream.endAfterHeaders) return;
-  const done = () => stream.setTimeout(0);
-  stream.setTimeout(idleMs, () => {
-    if (stream.state?.remoteClose) return done();
-    stream.close(http2.constants.NGHTTP2_CANCEL);
-  });
+  const cancel = () => {
+    if (!stream.state?.remoteClose && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    else done();
+  };
+  // Idle: nothing for idleMs. Deadline: a body trickled a byte at a time still ends by deadlineMs.
+  const deadline = setTimeout(cancel, deadlineMs);
+  deadline.unref();
+  const done = () => {
+    stream.setTimeout(0);
+    clearTimeout(deadline);
+  };
+  stream.setTimeout(idleMs, cancel);
   req.once('end', done);
   res.once('close', done);
 }

@@ -21,7 +21,7 @@ import { wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
-import { effectiveMaxConnections, H2_SERVER_OPTIONS, MAX_IN_FLIGHT_REQUESTS, watchFirstByte, watchRequestBody } from './connection-guard.js';
+import { effectiveMaxConnections, H2_SERVER_OPTIONS, H2_SESSION_IDLE_TIMEOUT_MS, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS, requestSeen, watchFirstRequest, watchRequestBody } from './connection-guard.js';
 import { isoNow } from '../../shared/iso-time.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
@@ -49,8 +49,10 @@ export interface ControlPlaneServerOptions {
   /** Open connections at most (`HTTP_MAX_CONNECTIONS`); lowered to what the open-files limit allows (connection-guard.ts). */
   maxConnections?: number;
   /** Tests: the connection guard's timeouts (connection-guard.ts defaults: 10 s, 15 s). */
-  firstByteTimeoutMs?: number;
+  firstRequestTimeoutMs?: number;
   h2BodyIdleTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  connectionsCheckingIntervalMs?: number;
   maxInFlight?: number;
 }
 
@@ -199,32 +201,45 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
   }
   const maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_REQUESTS;
   const handler = (req: NodeReq, res: NodeRes) => {
+    requestSeen(req);
     if (inFlight.size >= maxInFlight) {
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', ...(req.httpVersionMajor === 1 ? { connection: 'close' } : {}) });
       res.end(`{"success":false,"data":null,"error":{"code":"SERVICE_UNAVAILABLE","message":"too many requests in progress; retry in 1 s"},"timestamp":"${isoNow()}"}`);
       return;
     }
-    watchRequestBody(req, res, opts.h2BodyIdleTimeoutMs);
+    watchRequestBody(req, res, opts.h2BodyIdleTimeoutMs, opts.requestTimeoutMs);
     inFlight.add(res);
     res.on('close', leave);
     if (closing && !res.headersSent) res.setHeader('connection', 'close');
     return inner(req, res);
   };
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
+  const h1 = http.createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS, ...(opts.connectionsCheckingIntervalMs ? { connectionsCheckingInterval: opts.connectionsCheckingIntervalMs } : {}) },
+    handler as http.RequestListener,
+  );
+  // Node starts the checker of `headersTimeout` / `requestTimeout` when a server listens; h1 never
+  // does (the front hands it its sockets), so without this neither timeout was ever enforced.
+  h1.emit('listening');
   const h2 = http2.createServer(H2_SERVER_OPTIONS, handler as never);
+  // An HTTP/2 connection idle that long (no frame either way) is closed with a GOAWAY.
+  h2.on('session', (session) => session.setTimeout(H2_SESSION_IDLE_TIMEOUT_MS, () => session.close()));
   h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    requestSeen(req as NodeReq);
     socket.on('error', () => socket.destroy());
     if (!(opts.upgradeHandlers ?? []).some((h) => h(req, socket, head))) socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
   });
-  h1.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  h1.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    // Node's checker reports a request (or its headers) not complete in time: 408, as Node's default.
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    socket.end(timedOut ? 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
   });
   const sockets = new Set<net.Socket>();
   // noDelay: sockets accepted here bypass the http servers' own accept path, which would set it;
   // without it Nagle + delayed ACK add ~40 ms to small responses.
   const front = net.createServer({ noDelay: true }, (sock) => {
     sockets.add(sock);
-    const firstByte = watchFirstByte(sock, opts.firstByteTimeoutMs);
+    watchFirstRequest(sock, opts.firstRequestTimeoutMs);
     sock.once('close', () => {
       sockets.delete(sock);
       inFlight.deleteConnection(sock);
@@ -237,7 +252,6 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
         return;
       }
       sock.unshift(head);
-      firstByte.dispatched();
       const isH2 = head.length >= H2_PREFACE.length ? head.subarray(0, H2_PREFACE.length).equals(H2_PREFACE) : H2_PREFACE.subarray(0, head.length).equals(head);
       (isH2 ? h2 : h1).emit('connection', sock);
     });

@@ -23,9 +23,18 @@ beforeAll(async () => {
     services: [],
     routes: [],
     maxConnections: 64,
-    firstByteTimeoutMs: 300,
+    firstRequestTimeoutMs: 300,
     h2BodyIdleTimeoutMs: 300,
+    requestTimeoutMs: 2000,
+    connectionsCheckingIntervalMs: 250,
     maxInFlight: 8,
+    upgradeHandlers: [
+      (_req, socket) => {
+        // A WebSocket-style upgrade: the socket lives on past the first-request deadline.
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: test\r\nconnection: upgrade\r\n\r\n');
+        return true;
+      },
+    ],
     rawHandlers: [
       (req, res) => {
         if (req.url === '/slow') {
@@ -64,11 +73,34 @@ const closedWithin = (s: net.Socket, ms: number) =>
   });
 
 describe('connection guard', () => {
-  it('a connection that never sends a byte is closed after the first-byte timeout; one that speaks is served', async () => {
+  it('a connection that sends no whole request within the deadline is closed, one byte or none; one that speaks is served', async () => {
     const silent = await connect();
-    expect(await closedWithin(silent, 3000)).toBe(true);
+    const oneByte = await connect();
+    oneByte.write('G');
+    const h2Preface = await connect();
+    h2Preface.write('P');
+    const [a, b, c] = await Promise.all([closedWithin(silent, 3000), closedWithin(oneByte, 3000), closedWithin(h2Preface, 3000)]);
+    expect([a, b, c]).toEqual([true, true, true]);
     const res = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'hi' });
     expect(await res.text()).toBe('hi');
+  });
+
+  it('an upgraded connection (a WebSocket) is not cut by the first-request deadline', async () => {
+    const s = await connect();
+    s.write('GET /ws HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: test\r\n\r\n');
+    await new Promise((r) => s.once('data', r));
+    expect(await closedWithin(s, 900)).toBe(false);
+    s.destroy();
+  });
+
+  it("HTTP/1.1: a request trickled past the request timeout gets 408 (Node's checker runs though the server never listens)", { timeout: 10_000 }, async () => {
+    const s = await connect();
+    s.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\nab');
+    let got = '';
+    s.on('data', (d: Buffer) => (got += d.toString()));
+    // requestTimeout 2 s here, Node's checker every 250 ms (30 s in production).
+    expect(await closedWithin(s, 5000)).toBe(true);
+    expect(got).toMatch(/^HTTP\/1\.1 408/);
   });
 
   it('beyond maxConnections new connections are closed on accept, and the port serves again once they go', async () => {
@@ -92,6 +124,14 @@ describe('connection guard', () => {
       stalled.write('ab');
       const code = await new Promise<number>((resolve) => stalled.once('close', () => resolve(stalled.rstCode)));
       expect(code).toBe(http2.constants.NGHTTP2_CANCEL);
+      // A body trickled a byte every 100 ms (never idle) still ends at the request deadline (2 s here).
+      const trickled = session.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+      const drip = setInterval(() => trickled.write('x'), 100);
+      const t0 = Date.now();
+      const trickleCode = await new Promise<number>((resolve) => trickled.once('close', () => resolve(trickled.rstCode)));
+      clearInterval(drip);
+      expect(trickleCode).toBe(http2.constants.NGHTTP2_CANCEL);
+      expect(Date.now() - t0).toBeLessThan(4000);
       // A complete request whose answer takes longer than that timeout still gets it.
       const slow = session.request({ ':method': 'GET', ':path': '/slow' });
       let body = '';
