@@ -241,7 +241,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           conversation_id: conversationId,
           session_id: config.session_id,
           turn_number: rec.turn,
-          messages: [messageEventJson(rows.user), messageEventJson(rows.assistant)],
+          messages: rec.unanswered ? [messageEventJson(rows.user)] : [messageEventJson(rows.user), messageEventJson(rows.assistant)],
           tool_calls: rows.toolCalls.map(toolCallEventJson),
         });
       },

@@ -110,7 +110,8 @@ export class Conversation {
   /** A reply is over (played, cut, or cut by the end of the call): `turn_complete` and its record. */
   complete(run: RunState, assistantText: string): void {
     const timing = this.turns.count(run);
-    this.d.telemetry?.turn(turnObservation(run, timing, this.d.clock.monotonicMs()));
+    // The caller's unanswered last words are no agent reply: not in the reply metrics and traces.
+    if (!run.unanswered) this.d.telemetry?.turn(turnObservation(run, timing, this.d.clock.monotonicMs()));
     this.emit({ type: 'turn_complete', turn: run.turn, user_text: run.userText, assistant_text: assistantText, timing });
     this.d.recorder?.turn(turnRecord(this.d, run, assistantText, timing, this.takeCallerAudio()));
   }
