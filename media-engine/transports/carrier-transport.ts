@@ -86,13 +86,13 @@ const MAX_PENDING_MARKS = 256;
 const MAX_CATCH_UP_FRAMES = 6;
 /**
  * Frames a socket may send: Twilio sends 50 media frames a second plus a few marks, and after a
- * network stall a burst of what was held. Budget: a 20 s burst (a stall of up to 20 s then bursts
- * in whole; at 5 s a longer stall closed the call), then three times real time (a sender of 10 ms
- * messages sends 100 a second). A flood past it is dropped before it is decoded or parsed (the
- * parse is what costs, and 1,000 parses are a few ms) and counts as garbage, which closes the
- * stream if it goes on.
+ * network stall a burst of what was held. Budget: a burst of 2,000 messages (what a stall of 40 s
+ * holds at 20 ms per message, 20 s at 10 ms; at 250 a 5 s stall closed the call), then three times
+ * real time (a sender of 10 ms messages sends 100 a second). A flood past it is dropped before it
+ * is decoded or parsed (the parse is what costs; 2,000 parses are ~10 ms) and counts as garbage,
+ * which closes the stream if it goes on.
  */
-const FRAME_BUDGET = { burst: 1000, perSecond: 150 };
+const FRAME_BUDGET = { burst: 2000, perSecond: 150 };
 /**
  * Counter windows (see CounterWindow): `chunk` may trail the newest chunk by 1 s of frames
  * (reordering, late frames) and lead it by 1 s plus the frames of elapsed real time; the media
@@ -443,7 +443,6 @@ export class CarrierTransport implements CallTransport {
   private acceptMedia(chunk: number, timestampMs: number, track: 'inbound' | 'outbound', payload: string | Uint8Array | number, now: number): CarrierEvent | undefined {
     // No media before `start` (protocol violation) ...
     if (!this.streamSid) return this.invalid('media_before_start');
-    if (!this.reframer && !this.protocol.multiFrameMedia && payloadBytes(payload) !== this.frameBytes) this.startReframing();
     if (!this.reframer) {
       // `chunk` counts media frames from 1 (sequenceNumber counts every message: not usable as a key).
       if (!this.chunkWindow.accept(chunk, now)) return this.invalid('chunk_out_of_window');
@@ -460,6 +459,8 @@ export class CarrierTransport implements CallTransport {
       return undefined;
     }
     const n = typeof payload === 'number' ? payload : typeof payload === 'string' ? inboundScratch.write(payload, 0, 'base64') : copyInto(payload, inboundScratch);
+    // Decided on a valid inbound message only: one that is not a 20 ms frame reframes the stream.
+    if (!this.reframer && !this.protocol.multiFrameMedia && n !== this.frameBytes) this.startReframing();
     // Pops run half a frame after arrivals: arrival jitter of a few ms never flips the depth
     // between one and two frames (each flip would conceal or trim a frame: a time warp).
     if (this.nextPopMs < 0) this.nextPopMs = now + FRAME_MS / 2;
@@ -624,15 +625,6 @@ export class CarrierTransport implements CallTransport {
     if (t.kind === 'binary') this.outBinary = true;
     else ({ frame: this.outFrame, payloadOffset: this.payloadOffset } = t);
   }
-}
-
-/** Decoded size of a media payload: base64 text (validated by the parser), raw bytes, or a count already decoded. */
-function payloadBytes(payload: string | Uint8Array | number): number {
-  if (typeof payload === 'number') return payload;
-  if (typeof payload !== 'string') return payload.length;
-  const len = payload.length;
-  const pad = len > 0 && payload.charCodeAt(len - 1) === 61 ? (len > 1 && payload.charCodeAt(len - 2) === 61 ? 2 : 1) : 0;
-  return (len >>> 2) * 3 - pad;
 }
 
 function sameBytes(b: Uint8Array, start: number, end: number, want: Uint8Array): boolean {

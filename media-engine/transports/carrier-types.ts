@@ -57,7 +57,7 @@ export interface CarrierTransportStats {
   unknownEvents: number;
   /** Valid media that arrived after `start` but before the session was claimed: dropped, not buffered. */
   mediaBeforeClaim: number;
-  /** Messages of a reframed stream (payloads not 20 ms) dropped for a media timestamp before the previous message's. */
+  /** Messages of a reframed stream (payloads not 20 ms) dropped for a media timestamp not after the previous message's (duplicates, reordering). */
   mediaDroppedOutOfOrder: number;
   binaryFramesIgnored: number;
   outFrames: number;

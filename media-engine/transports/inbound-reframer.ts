@@ -10,8 +10,10 @@
  * WebSocket, in order). Where the message carries the media timestamp (ms since the stream's start,
  * Twilio-family and Telnyx), it finds gaps: a message that starts more than GAP_MS after the audio
  * taken so far ends leaves the frames between them to the jitter buffer (concealed), and a message
- * older than the one before it (a duplicate, or out of order) is dropped. Allocation-free: one carry
- * frame per stream, filled by a byte loop.
+ * not newer than the one before it (a duplicate, or out of order) is dropped: its place in the
+ * stream has been taken already (a reordered message is lost, not put back: Telnyx does not
+ * promise order, and its 20 ms streams keep the jitter buffer's reordering). Allocation-free: one
+ * carry frame per stream, filled by a byte loop.
  */
 
 const FRAME_MS = 20;
@@ -28,7 +30,7 @@ export class InboundReframer {
   private next = 1;
   private lastTimestampMs = -1;
   private readonly bytesPerMs: number;
-  /** Messages dropped for a timestamp before the previous message's. */
+  /** Messages dropped for a timestamp not after the previous message's. */
   dropped = 0;
 
   constructor(
@@ -51,7 +53,7 @@ export class InboundReframer {
    */
   take(src: Uint8Array, n: number, timestampMs: number): boolean {
     if (timestampMs === timestampMs) {
-      if (timestampMs < this.lastTimestampMs) {
+      if (timestampMs <= this.lastTimestampMs) {
         this.dropped++;
         return false;
       }

@@ -89,6 +89,33 @@ describe('carrier media messages that are not 20 ms', () => {
     expect(Buffer.from(s.raw).equals(Buffer.from(streamBytes(0, 160 * 8)))).toBe(true);
   });
 
+  it('an exact duplicate message is dropped, not played twice (the stream stays on its media clock)', () => {
+    const s = setup(twilioProtocol, TWILIO_START);
+    const msg = (i: number, ts: number) => enc({ event: 'media', sequenceNumber: String(i + 2), streamSid: 'MZ1', media: { track: 'inbound', chunk: String(i + 1), timestamp: String(ts), payload: Buffer.from(streamBytes(ts * 8, 320)).toString('base64') } });
+    for (const [i, ts] of [[0, 0], [1, 40], [1, 40], [2, 80], [3, 120]] as const) {
+      s.t.receiveFrame(msg(i, ts), false);
+      s.clock.advance(40);
+      s.t.pace(s.clock.monotonicMs());
+    }
+    expect(s.t.stats().mediaDroppedOutOfOrder).toBe(1);
+    expect(Buffer.from(s.raw).equals(Buffer.from(streamBytes(0, 160 * 8)))).toBe(true);
+  });
+
+  it('one odd-sized message that is invalid (outbound track) does not switch a 20 ms stream to reframing', () => {
+    const s = setup(twilioProtocol, TWILIO_START);
+    const frame = (c: number, track: string, bytes: number) => enc({ event: 'media', sequenceNumber: String(c + 1), streamSid: 'MZ1', media: { track, chunk: String(c), timestamp: String((c - 1) * 20), payload: Buffer.from(streamBytes((c - 1) * 160, bytes)).toString('base64') } });
+    s.t.receiveFrame(frame(1, 'outbound', 320), false);
+    // Chunks 3 and 2 arrive swapped within one tick: the jitter buffer (not the reframer) puts them back in order.
+    for (const group of [[1], [3, 2], [4]]) {
+      for (const c of group) s.t.receiveFrame(frame(c, 'inbound', 160), false);
+      s.clock.advance(20);
+      s.t.pace(s.clock.monotonicMs());
+    }
+    for (let i = 0; i < 5; i++) (s.clock.advance(20), s.t.pace(s.clock.monotonicMs()));
+    expect(Buffer.from(s.raw).equals(Buffer.from(streamBytes(0, 4 * 160)))).toBe(true);
+    expect(s.t.stats().jitter.reordered).toBe(1);
+  });
+
   it('a stream that switches from 20 ms frames to 40 ms messages continues where it was', () => {
     const s = setup(twilioProtocol, TWILIO_START);
     let ts = 0;
