@@ -24,7 +24,7 @@ import { agentInsights } from './insights.js';
 import * as store from './store.js';
 
 const MAX_DESCRIPTION_CHARS = 2000;
-/** Schemas per agent: each one is an LLM request on every completed call. Checked before the insert (not exact under concurrent creates). */
+/** Schemas per agent: each one is an LLM request on every completed call. Checked before the insert for the message, held exactly by the database (migration 0023). */
 export const MAX_SCHEMAS_PER_AGENT = 20;
 
 export interface AnalysisServiceDeps {

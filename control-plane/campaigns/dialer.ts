@@ -44,7 +44,7 @@ export interface DialerOptions {
   busyPollMs?: number;
   /** Campaigns dialed at once by this replica (0: none). Default 4. */
   concurrency?: number;
-  /** How long after an answered attempt settles its conversation is looked for (media-check.ts). Default 10 000 ms. */
+  /** How long after an answered attempt settles its conversation is looked for (media-check.ts). Default 60 000 ms. */
   mediaCheckDelayMs?: number;
 }
 
@@ -82,7 +82,7 @@ export function createDialer(deps: DialerDeps): Dialer {
   const retryBaseMs = o.retryBaseMs ?? 300_000;
   const staleAttemptMs = o.staleAttemptMs ?? 120_000;
   const busyPollMs = o.busyPollMs ?? 200;
-  const mediaCheckDelayMs = o.mediaCheckDelayMs ?? 10_000;
+  const mediaCheckDelayMs = o.mediaCheckDelayMs ?? 60_000;
   /** This process's lease identity. */
   const owner = newId();
   const log = logger.child({ domain: 'campaigns' });
@@ -102,11 +102,15 @@ export function createDialer(deps: DialerDeps): Dialer {
       where c.call_id = ${callId}`;
     if (!row || (row.status !== 'dialing' && row.status !== 'in_progress')) return;
     const outcome = outcomeOf({ ...end, answered: end.answered || row.answered_at !== null }, row.attempts, row.max_retries, clock.now(), retryBaseMs);
-    const settled = await ds.settle(sql, callId, outcome, now());
+    // The media check is queued in the settle's transaction: a settled answered attempt always gets it.
+    const settled = await sql.begin(async (tx) => {
+      const row = await ds.settle(tx as unknown as Sql, callId, outcome, now());
+      if (row && outcome.status === 'completed') {
+        await jobs.enqueue('campaign.media-check', { call_id: callId }, { singletonKey: callId, delaySeconds: mediaCheckDelayMs / 1000, tx });
+      }
+      return row;
+    });
     if (!settled) return;
-    if (outcome.status === 'completed') {
-      await jobs.enqueue('campaign.media-check', { call_id: callId }, { singletonKey: callId, delaySeconds: mediaCheckDelayMs / 1000 });
-    }
     // A retry needs a dial loop (the last one may have ended); otherwise the campaign may be done.
     if (outcome.status === 'queued') await kick(row.campaign_id);
     else await ds.completeIfDone(sql, row.campaign_id, now());

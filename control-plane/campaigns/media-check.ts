@@ -2,8 +2,8 @@
  * An answered campaign call whose media stream never reached an engine (the carrier could not
  * open our socket, or the engine refused it): the callee picked up and heard nothing from the
  * agent, and no conversation exists. The carrier's end says `completed`, so the attempt settles as
- * `completed`; this durable check (`campaign.media-check`, queued by that settle and run once the
- * engine's writer would certainly have recorded the conversation) corrects it to `failed` with
+ * `completed`; this durable check (`campaign.media-check`, queued in that settle's transaction and
+ * run a minute later, when the engine's writer has long recorded a conversation that began) corrects it to `failed` with
  * the reason, like the `call.completed` webhook's `failure_reason: "media_not_connected"`. Not
  * retried: the number answered (spec: "answered numbers ... are never dialed again"). A
  * `voicemail` attempt keeps its outcome: a machine answered, which is what the row says, whether

@@ -25,7 +25,7 @@ import * as store from './store.js';
 const MAX_DESCRIPTION_CHARS = 2000;
 const MAX_REVIEWER_ID_CHARS = 200;
 const MAX_NOTES_CHARS = 4000;
-/** Rubrics per workspace. Checked before the insert (not exact under concurrent creates). */
+/** Rubrics per workspace. Checked before the insert for the message, held exactly by the database (migration 0023). */
 export const MAX_RUBRICS_PER_WORKSPACE = 100;
 
 export interface QaServiceDeps {

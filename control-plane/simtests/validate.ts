@@ -18,7 +18,7 @@ export const MAX_MOCK_JSON_CHARS = 20_000;
 export const MIN_CASE_TURNS = 1;
 export const MAX_CASE_TURNS = 50;
 export const DEFAULT_CASE_TURNS = 10;
-/** Cases per agent (checked before the insert; not exact under concurrent creates). */
+/** Cases per agent (checked before the insert for the message; held exactly by the database, migration 0023). */
 export const MAX_CASES_PER_AGENT = 200;
 
 /** Non-empty list of non-empty statements. */
