@@ -74,13 +74,14 @@ export class SseParser {
 /**
  * Reads SSE events off an HTTP body until it ends. The caller cancels `body` in its finally.
  * Keep-alive comments reset the body's byte idle timer but carry nothing: a stream that sends only
- * comments for the idle bound is as stalled as a silent one (a vendor pinging every 5 s held a
- * turn open with no answer and no error).
+ * comments for the idle bound after its first event is as stalled as a silent one (a vendor
+ * pinging every 5 s held a turn open with no answer and no error). Before the first event comments
+ * may go on (a router announcing a slow model's queue): the turn's own time bound applies then.
  */
 export async function* sseEvents(body: HttpByteStream, provider: string): AsyncGenerator<SseEvent> {
   const parser = new SseParser(provider);
   const { clock, timeoutMs } = body.idle;
-  let lastEventAt = clock.monotonicMs();
+  let lastEventAt = -1;
   for (;;) {
     const chunk = await body.next();
     if (chunk === null) {
@@ -89,7 +90,7 @@ export async function* sseEvents(body: HttpByteStream, provider: string): AsyncG
     }
     const events = parser.push(chunk);
     if (events.length > 0) lastEventAt = clock.monotonicMs();
-    else if (clock.monotonicMs() - lastEventAt > timeoutMs) {
+    else if (lastEventAt >= 0 && clock.monotonicMs() - lastEventAt > timeoutMs) {
       throw new ProviderError({ provider, code: 'IDLE_TIMEOUT', retryable: true, message: `${provider}: only keep-alives for ${timeoutMs} ms mid-stream` });
     }
     yield* events;
