@@ -77,23 +77,14 @@ describe('carrier media messages that are not 20 ms', () => {
     expect(Buffer.from(s.raw.slice(400 * 8, 480 * 8)).equals(Buffer.from(want.subarray(400 * 8, 480 * 8)))).toBe(false);
   });
 
-  it('a message older than the one before it is dropped and counted, not spliced in', () => {
+  it.each([
+    { what: 'a message older than the one before it is dropped and counted, not spliced in', sends: [[0, 0], [1, 40], [2, 80], [3, 40], [4, 120]] },
+    { what: 'an exact duplicate is dropped, not played twice (the stream stays on its media clock)', sends: [[0, 0], [1, 40], [1, 40], [2, 80], [3, 120]] },
+  ])('$what', ({ sends }) => {
     const s = setup(twilioProtocol, TWILIO_START);
     const msg = (i: number, ts: number) => enc({ event: 'media', sequenceNumber: String(i + 2), streamSid: 'MZ1', media: { track: 'inbound', chunk: String(i + 1), timestamp: String(ts), payload: Buffer.from(streamBytes(ts * 8, 320)).toString('base64') } });
-    for (const [i, ts] of [[0, 0], [1, 40], [2, 80], [3, 40], [4, 120]] as const) {
-      s.t.receiveFrame(msg(i, ts), false);
-      s.clock.advance(40);
-      s.t.pace(s.clock.monotonicMs());
-    }
-    expect(s.t.stats().mediaDroppedOutOfOrder).toBe(1);
-    expect(Buffer.from(s.raw).equals(Buffer.from(streamBytes(0, 160 * 8)))).toBe(true);
-  });
-
-  it('an exact duplicate message is dropped, not played twice (the stream stays on its media clock)', () => {
-    const s = setup(twilioProtocol, TWILIO_START);
-    const msg = (i: number, ts: number) => enc({ event: 'media', sequenceNumber: String(i + 2), streamSid: 'MZ1', media: { track: 'inbound', chunk: String(i + 1), timestamp: String(ts), payload: Buffer.from(streamBytes(ts * 8, 320)).toString('base64') } });
-    for (const [i, ts] of [[0, 0], [1, 40], [1, 40], [2, 80], [3, 120]] as const) {
-      s.t.receiveFrame(msg(i, ts), false);
+    for (const [i, ts] of sends) {
+      s.t.receiveFrame(msg(i!, ts!), false);
       s.clock.advance(40);
       s.t.pace(s.clock.monotonicMs());
     }
