@@ -143,11 +143,12 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     const t = this as NodeRes & Tracked;
     const ms = performance.now() - t[kStarted];
     const req = t[kReq];
-    opts.onResponse?.(this.statusCode, ms);
-    accessLog.info({ requestId: t[kRequestId], method: req.method, path: redactPath(pathOf(req.url ?? '')), status: this.statusCode, ms: Math.round(ms) }, 'request');
+    const status = clientGaveUp(this) ? CLIENT_CLOSED_REQUEST : this.statusCode;
+    opts.onResponse?.(status, ms);
+    accessLog.info({ requestId: t[kRequestId], method: req.method, path: redactPath(pathOf(req.url ?? '')), status, ms: Math.round(ms) }, 'request');
     // RPCs are observed in wrapImpl (with their code); REST and raw handlers here.
     if (opts.observe && t[kViaRest]) {
-      opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplateOf(this) ?? UNMATCHED_ROUTE, code: String(this.statusCode), seconds: ms / 1000 });
+      opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplateOf(this) ?? UNMATCHED_ROUTE, code: String(status), seconds: ms / 1000 });
     }
   }
 
@@ -170,6 +171,18 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, remoteIp);
     else connect(req as never, res as never);
   };
+}
+
+/** Logged and metered for an HTTP/2 request its client reset before any answer (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * HTTP/2's compatibility response also 'finish'es when the client resets the stream, with the
+ * default status 200: such a request was logged as a 200 that took as long as the client waited.
+ */
+function clientGaveUp(res: NodeRes): boolean {
+  const stream = (res as unknown as { stream?: { rstCode?: number } }).stream;
+  return !res.headersSent && (stream?.rstCode ?? 0) > 0;
 }
 
 /** The path of a request target, without its query string. */

@@ -12,13 +12,14 @@ import { effectiveMaxConnections, H2_MAX_CONCURRENT_STREAMS, openFilesLimit } fr
 import { captureLogger } from '../helpers/infra.js';
 
 let server: RunningServer;
+const log = captureLogger('info');
 let slowRelease: () => void = () => {};
 
 beforeAll(async () => {
   server = await startControlPlaneServer({
     port: 0,
     host: '127.0.0.1',
-    logger: captureLogger('warn').logger,
+    logger: log.logger,
     maxBodyBytes: 1024 * 1024,
     services: [],
     routes: [],
@@ -37,7 +38,7 @@ beforeAll(async () => {
     ],
     rawHandlers: [
       (req, res) => {
-        if (req.url === '/slow') {
+        if (req.url?.startsWith('/slow')) {
           // An answer slower than the body idle timeout: the client's request was complete.
           slowRelease = () => res.end('done');
           setTimeout(() => slowRelease(), 900);
@@ -173,6 +174,23 @@ describe('requests in flight', () => {
       await Promise.all(held.map((r) => new Promise((done) => r.once('close', done))));
       const ok = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'fine' });
       expect(await ok.text()).toBe('fine');
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
+describe('the access log', () => {
+  it('an HTTP/2 request its client resets before any answer is logged 499, not 200', async () => {
+    const session = http2.connect(`http://127.0.0.1:${server.port}`);
+    try {
+      const req = session.request({ ':method': 'GET', ':path': '/slow-given-up' });
+      req.on('error', () => {});
+      await new Promise((r) => setTimeout(r, 100));
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      await expect
+        .poll(() => log.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.path === '/slow-given-up')?.status, { timeout: 3000, interval: 20 })
+        .toBe(499);
     } finally {
       session.destroy();
     }
