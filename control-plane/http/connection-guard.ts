@@ -4,20 +4,19 @@
  *
  * - TCP connections that never send a byte were kept forever (the front server waits for the first
  *   bytes to tell HTTP/1.1 from HTTP/2): 20,000 of them used up the process's file descriptors and
- *   the next `/proc` read threw EMFILE. Now a connection must complete its first request's
- *   headers within FIRST_REQUEST_TIMEOUT_MS (one byte is not enough), an HTTP/2 connection with no
- *   stream for H2_SESSION_IDLE_TIMEOUT_MS is closed (GOAWAY), HTTP/1.1 keeps Node's own
- *   `headersTimeout` for later requests and REQUEST_TIMEOUT_MS for a whole request (the servers
- *   behind the front never `listen()`, so their connection checker is started by hand), and at
- *   most `maxConnections` are open at once (beyond it new ones are closed on accept), never more
- *   than the descriptors the process may open.
+ *   the next `/proc` read threw EMFILE. Now a connection must complete its first request's headers
+ *   within FIRST_REQUEST_TIMEOUT_MS (one byte is not enough), an HTTP/2 connection with no frame for
+ *   H2_SESSION_IDLE_TIMEOUT_MS is closed (GOAWAY), HTTP/1.1 keeps Node's own `headersTimeout` for
+ *   later requests and REQUEST_TIMEOUT_MS for a whole request (the servers behind the front never
+ *   `listen()`, so their connection checker is started by hand), and at most `maxConnections` are
+ *   open at once (beyond it new ones are closed on accept), never more than the descriptors the
+ *   process may open.
  * - HTTP/2 streams that announce a body and never finish it were unbounded (Node's default allows
  *   2^32-1 concurrent streams per connection, and nothing timed out a request body): 300
  *   connections x 200 such streams took 3 GB and stalled every listener. Now a connection carries
- *   at most H2_MAX_CONCURRENT_STREAMS and a request body that stops arriving for
- *   H2_BODY_IDLE_TIMEOUT_MS, or is not complete within REQUEST_TIMEOUT_MS, is cancelled, and past MAX_IN_FLIGHT_REQUESTS open requests new ones
- *   are refused with 503. (HTTP/1.1 has Node's own `headersTimeout` and
- *   `requestTimeout`, and one request at a time per connection.)
+ *   at most H2_MAX_CONCURRENT_STREAMS, a request body that stops arriving for
+ *   H2_BODY_IDLE_TIMEOUT_MS or is not complete within REQUEST_TIMEOUT_MS is cancelled, and past
+ *   MAX_IN_FLIGHT_REQUESTS open requests new ones are refused with 503.
  */
 import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';

@@ -22,7 +22,8 @@ import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
 import { effectiveMaxConnections, H2_SERVER_OPTIONS, H2_SESSION_IDLE_TIMEOUT_MS, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS, requestSeen, watchFirstRequest, watchRequestBody } from './connection-guard.js';
-import { isoNow } from '../../shared/iso-time.js';
+import { AppError } from '../../shared/errors.js';
+import { errorBody, familyForPath } from './envelope.js';
 
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
@@ -197,6 +198,9 @@ export function redactPath(path: string): string {
   return path.replace(/(\/voice\/(?:sessions|ws)\/)([^/]{6})[^/]*/, '$1$2…');
 }
 
+/** The answer past MAX_IN_FLIGHT_REQUESTS, in the route family's error shape (envelope.ts). */
+const OVERLOADED = new AppError('SERVICE_UNAVAILABLE', 'too many requests in progress; retry in 1 s');
+
 /** `HTTP_MAX_CONNECTIONS` default. */
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
@@ -217,7 +221,7 @@ export async function startControlPlaneServer(opts: ControlPlaneServerOptions & 
     requestSeen(req);
     if (inFlight.size >= maxInFlight) {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', ...(req.httpVersionMajor === 1 ? { connection: 'close' } : {}) });
-      res.end(`{"success":false,"data":null,"error":{"code":"SERVICE_UNAVAILABLE","message":"too many requests in progress; retry in 1 s"},"timestamp":"${isoNow()}"}`);
+      res.end(JSON.stringify(errorBody(familyForPath(pathOf(req.url ?? '')), OVERLOADED)));
       return;
     }
     watchRequestBody(req, res, opts.h2BodyIdleTimeoutMs, opts.requestTimeoutMs);

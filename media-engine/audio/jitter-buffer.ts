@@ -237,6 +237,11 @@ export class JitterBuffer {
     };
   }
 
+  /** The highest seq pushed so far (-1 before the first): where a stream renumbered from here continues. */
+  get newestPushed(): number {
+    return this.newestSeq;
+  }
+
   /** Back to the state after construction (for a new stream or after a carrier 'clear'). */
   reset(): void {
     this.slotFull.fill(0);

@@ -120,9 +120,8 @@ export class CallerSpeech {
   takeUnfinished(): { text: string; speechMs: number } {
     if (!this.heardWords) return { text: '', speechMs: 0 };
     const interim = this.interim.trim();
-    const taken = this.take();
-    const text = interim ? (taken.text ? `${taken.text} ${interim}` : interim) : taken.text;
-    return { text: text.length > TURN_TEXT_MAX_CHARS ? text.slice(text.length - TURN_TEXT_MAX_CHARS) : text, speechMs: taken.speechMs };
+    if (interim) this.addFinal(interim);
+    return this.take();
   }
 
   /** A copy of the audio of the last turn, for the record. */

@@ -138,11 +138,8 @@ export class CarrierTransport implements CallTransport {
   private binaryChunks = 0;
   /** Set once a `media` payload is not one 20 ms frame: the stream is reframed from then on. */
   private reframer?: InboundReframer;
-  /** Newest chunk pushed into the jitter buffer (where a reframed stream continues). */
-  private newestChunk = 0;
   /** The reframer's output: one whole frame into the jitter buffer (bound once, no per-frame closure). */
   private readonly pushReframed = (chunk: number, timestampMs: number, frame: Uint8Array): void => {
-    this.newestChunk = chunk;
     if (this.jb.push(chunk, timestampMs, frame, this.clock.monotonicMs()) === 'accepted') this.deliverInOrder();
   };
   private lastFrame: Uint8Array;
@@ -475,7 +472,6 @@ export class CarrierTransport implements CallTransport {
     for (let i = 1; i < frames; i++) {
       if (this.jb.push(chunk + i, timestampMs + i * FRAME_MS, views[i]!, now) === 'accepted') pushed = 'accepted';
     }
-    if (chunk + frames - 1 > this.newestChunk) this.newestChunk = chunk + frames - 1;
     if (pushed === 'accepted') this.deliverInOrder();
     return undefined;
   }
@@ -486,8 +482,7 @@ export class CarrierTransport implements CallTransport {
    * counts messages, not frames, so its window no longer applies (nor a timestamp made from it).
    */
   private startReframing(): void {
-    this.reframer = new InboundReframer(this.frameBytes, silenceByte(this.format.codec), this.pushReframed);
-    this.reframer.startAfter(this.newestChunk);
+    this.reframer = new InboundReframer(this.frameBytes, silenceByte(this.format.codec), this.pushReframed, Math.max(0, this.jb.newestPushed));
   }
 
   /**

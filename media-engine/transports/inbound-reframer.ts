@@ -27,23 +27,19 @@ export class InboundReframer {
   private readonly carry: Uint8Array;
   private carryLen = 0;
   /** Chunk number of the frame the carry is filling. */
-  private next = 1;
+  private next: number;
   private lastTimestampMs = -1;
   private readonly bytesPerMs: number;
-  /** Messages dropped for a timestamp not after the previous message's. */
-  dropped = 0;
 
   constructor(
     private readonly frameBytes: number,
     private readonly fillByte: number,
     private readonly emit: FrameSink,
+    /** The newest frame pushed before reframing began (0: none): the stream continues after it. */
+    lastChunk: number,
   ) {
     this.carry = new Uint8Array(frameBytes);
     this.bytesPerMs = frameBytes / FRAME_MS;
-  }
-
-  /** Continues the stream after `lastChunk`, the newest frame pushed before reframing began (0: none). */
-  startAfter(lastChunk: number): void {
     this.next = lastChunk + 1;
   }
 
@@ -52,11 +48,8 @@ export class InboundReframer {
    * the protocol's timestamp is not media time). Emits every frame it completes. False: dropped.
    */
   take(src: Uint8Array, n: number, timestampMs: number): boolean {
-    if (timestampMs === timestampMs) {
-      if (timestampMs <= this.lastTimestampMs) {
-        this.dropped++;
-        return false;
-      }
+    if (!Number.isNaN(timestampMs)) {
+      if (timestampMs <= this.lastTimestampMs) return false;
       this.lastTimestampMs = timestampMs;
       this.skipGap(timestampMs);
     }

@@ -73,6 +73,27 @@ const closedWithin = (s: net.Socket, ms: number) =>
     s.once('close', () => (clearTimeout(t), resolve(true)));
   });
 
+/** An h2c session to the server for `fn`, destroyed after it. */
+async function withSession(fn: (session: http2.ClientHttp2Session) => Promise<void>): Promise<void> {
+  const session = http2.connect(`http://127.0.0.1:${server.port}`);
+  try {
+    await fn(session);
+  } finally {
+    session.destroy();
+  }
+}
+
+/** The whole answer of an h2 stream, as text. */
+function readAll(stream: http2.ClientHttp2Stream): Promise<string> {
+  let body = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (c: string) => (body += c));
+  return new Promise((resolve) => stream.once('end', () => resolve(body)));
+}
+
+/** How an h2 stream ended: its RST_STREAM code. */
+const resetCode = (stream: http2.ClientHttp2Stream) => new Promise<number>((resolve) => stream.once('close', () => resolve(stream.rstCode)));
+
 describe('connection guard', () => {
   it('a connection that sends no whole request within the deadline is closed, one byte or none; one that speaks is served', async () => {
     const silent = await connect();
@@ -116,48 +137,34 @@ describe('connection guard', () => {
   });
 
   it('h2: at most 128 concurrent streams per connection; a body that stops arriving is cancelled; a slow answer is not', async () => {
-    const session = http2.connect(`http://127.0.0.1:${server.port}`);
-    try {
+    await withSession(async (session) => {
       await new Promise<void>((resolve) => session.once('remoteSettings', () => resolve()));
       expect(session.remoteSettings.maxConcurrentStreams).toBe(H2_MAX_CONCURRENT_STREAMS);
       // Half a body, then nothing: RST_STREAM (CANCEL) after the idle timeout.
       const stalled = session.request({ ':method': 'POST', ':path': '/echo', 'content-length': '10' }, { endStream: false });
       stalled.write('ab');
-      const code = await new Promise<number>((resolve) => stalled.once('close', () => resolve(stalled.rstCode)));
-      expect(code).toBe(http2.constants.NGHTTP2_CANCEL);
+      expect(await resetCode(stalled)).toBe(http2.constants.NGHTTP2_CANCEL);
       // A body trickled a byte every 100 ms (never idle) still ends at the request deadline (2 s here).
       const trickled = session.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
       const drip = setInterval(() => trickled.write('x'), 100);
       const t0 = Date.now();
-      const trickleCode = await new Promise<number>((resolve) => trickled.once('close', () => resolve(trickled.rstCode)));
+      const trickleCode = await resetCode(trickled);
       clearInterval(drip);
       expect(trickleCode).toBe(http2.constants.NGHTTP2_CANCEL);
       expect(Date.now() - t0).toBeLessThan(4000);
       // A complete request whose answer takes longer than that timeout still gets it.
-      const slow = session.request({ ':method': 'GET', ':path': '/slow' });
-      let body = '';
-      slow.setEncoding('utf8');
-      slow.on('data', (c: string) => (body += c));
-      await new Promise<void>((resolve) => slow.once('end', () => resolve()));
-      expect(body).toBe('done');
+      expect(await readAll(session.request({ ':method': 'GET', ':path': '/slow' }))).toBe('done');
       // So does a POST whose body was sent whole.
       const whole = session.request({ ':method': 'POST', ':path': '/echo' });
       whole.end('whole body');
-      let echoed = '';
-      whole.setEncoding('utf8');
-      whole.on('data', (c: string) => (echoed += c));
-      await new Promise<void>((resolve) => whole.once('end', () => resolve()));
-      expect(echoed).toBe('whole body');
-    } finally {
-      session.destroy();
-    }
+      expect(await readAll(whole)).toBe('whole body');
+    });
   });
 });
 
 describe('requests in flight', () => {
   it('past maxInFlight a request is refused at once with 503 and Retry-After; the port serves again once they end', async () => {
-    const session = http2.connect(`http://127.0.0.1:${server.port}`);
-    try {
+    await withSession(async (session) => {
       // Eight requests whose bodies are still coming hold the eight places (for less than the 300 ms body idle timeout).
       const held = Array.from({ length: 8 }, () => {
         const r = session.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
@@ -174,16 +181,13 @@ describe('requests in flight', () => {
       await Promise.all(held.map((r) => new Promise((done) => r.once('close', done))));
       const ok = await fetch(`http://127.0.0.1:${server.port}/echo`, { method: 'POST', body: 'fine' });
       expect(await ok.text()).toBe('fine');
-    } finally {
-      session.destroy();
-    }
+    });
   });
 });
 
 describe('the access log', () => {
   it('an HTTP/2 request its client resets before any answer is logged 499, not 200', async () => {
-    const session = http2.connect(`http://127.0.0.1:${server.port}`);
-    try {
+    await withSession(async (session) => {
       const req = session.request({ ':method': 'GET', ':path': '/slow-given-up' });
       req.on('error', () => {});
       await new Promise((r) => setTimeout(r, 100));
@@ -191,9 +195,7 @@ describe('the access log', () => {
       await expect
         .poll(() => log.lines.map((l) => JSON.parse(l)).find((e) => e.msg === 'request' && e.path === '/slow-given-up')?.status, { timeout: 3000, interval: 20 })
         .toBe(499);
-    } finally {
-      session.destroy();
-    }
+    });
   });
 });
 

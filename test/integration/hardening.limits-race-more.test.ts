@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
-import { api, createTestUser, type ApiResponse, type TestUser } from '../helpers/accounts.js';
+import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
+import { countRows, expectSplit, parallel } from '../helpers/limits-race.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { createAgent } from '../unit/records/control-plane.js';
 
@@ -27,25 +28,13 @@ afterAll(async () => {
   await infra?.close();
 });
 
-function parallel(n: number, one: (i: number) => Promise<ApiResponse>): Promise<ApiResponse[]> {
-  return Promise.all(Array.from({ length: n }, (_, i) => one(i)));
-}
-
-function expectSplit(res: ApiResponse[], stored: number): void {
-  expect(res.filter((r) => r.status === 201).length).toBe(stored);
-  for (const r of res.filter((x) => x.status !== 201)) expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status: 409, code: 'LIMIT_REACHED' });
-}
-
-async function count(table: string, column: string, id: string): Promise<number> {
-  const [r] = await infra.sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table} where ${column} = $1`, [id]);
-  return r!.n;
-}
+const count = (table: string, column: string, id: string) => countRows(infra.sql, table, column, id);
 
 describe('count limits under parallel creates', () => {
   it('130 parallel QA rubric creates (limit 100 per workspace): exactly 100 stored', { timeout: 60_000 }, async () => {
     const body = (i: number) => ({ workspace_id: owner.workspaceId, name: `rubric ${i}`, criteria: [{ name: 'Polite', weight: 1 }], pass_threshold: 5 });
     const res = await parallel(130, (i) => api(cp, 'POST', '/api/v1/qa/rubrics', { token: owner.token, body: body(i) }));
-    expectSplit(res, 100);
+    expectSplit(res, 201, 100);
     expect(await count('qa_rubrics', 'workspace_id', owner.workspaceId)).toBe(100);
   });
 
@@ -53,7 +42,7 @@ describe('count limits under parallel creates', () => {
     const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Schemas');
     const body = (i: number) => ({ agent_id: agentId, name: `schema ${i}`, fields: [{ name: 'topic', type: 'string' }] });
     const res = await parallel(40, (i) => api(cp, 'POST', '/api/v1/conversations/analysis/schemas', { token: owner.token, body: body(i) }));
-    expectSplit(res, 20);
+    expectSplit(res, 201, 20);
     expect(await count('analysis_schemas', 'agent_id', agentId)).toBe(20);
   });
 
@@ -61,7 +50,7 @@ describe('count limits under parallel creates', () => {
     const agentId = await createAgent(cp as never, infra, owner, owner.workspaceId, 'Cases');
     const body = (i: number) => ({ name: `case ${i}`, goal: 'book a table', assertions: ['the agent confirms the booking'] });
     const res = await parallel(230, (i) => api(cp, 'POST', `/api/v1/agents/${agentId}/test-cases`, { token: owner.token, body: body(i) }));
-    expectSplit(res, 200);
+    expectSplit(res, 201, 200);
     expect(await count('test_cases', 'agent_id', agentId)).toBe(200);
   });
 });

@@ -7,16 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/accounts.js';
+import { countRows, expectSplit, parallel } from '../helpers/limits-race.js';
 import { createMemoryItem, createTestUser, restClient, startAgentsApp, type AgentsApp, type Call, type TestUser } from '../unit/agents/support.js';
 
 let h: AgentsApp;
 let call: Call;
 let owner: TestUser;
-
-/** Runs `n` requests at once (all in flight together) and returns their responses. */
-function parallel(n: number, one: (i: number) => Promise<ApiResponse>): Promise<ApiResponse[]> {
-  return Promise.all(Array.from({ length: n }, (_, i) => one(i)));
-}
 
 /** Runs `n` setup requests, `width` at a time (setup, not the race under test). */
 async function batched(n: number, width: number, one: (i: number) => Promise<ApiResponse>): Promise<ApiResponse[]> {
@@ -25,18 +21,7 @@ async function batched(n: number, width: number, one: (i: number) => Promise<Api
   return out;
 }
 
-/** Exactly `stored` succeeded with `okStatus`; every other answer is 409 LIMIT_REACHED. */
-function expectSplit(res: ApiResponse[], okStatus: number, stored: number): void {
-  const ok = res.filter((r) => r.status === okStatus);
-  const refused = res.filter((r) => r.status !== okStatus);
-  expect(ok.length).toBe(stored);
-  for (const r of refused) expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status: 409, code: 'LIMIT_REACHED' });
-}
-
-async function count(table: string, column: string, id: string): Promise<number> {
-  const [r] = await h.infra.sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table} where ${column} = $1`, [id]);
-  return r.n;
-}
+const count = (table: string, column: string, id: string) => countRows(h.infra.sql, table, column, id);
 
 beforeAll(async () => {
   h = await startAgentsApp();
