@@ -143,8 +143,9 @@ export function createRestRouter(opts: RestRouterOptions) {
       const text = shaped.data === undefined ? JSON.stringify(successBody(fam, undefined, shaped.meta && JSON.parse(shaped.meta))) : successJson(fam, shaped.data, shaped.meta);
       send(res, route.status ?? 200, text, 'application/json', responseHeader);
     } catch (err) {
-      // The client left: nobody reads an answer, and its absence is not a server error.
-      if (signal.aborted) return;
+      // The client left: nobody reads an answer, and its absence is not a server error. (An HTTP/2
+      // stream's body can end early before its response closes, so the signal may not say so yet.)
+      if (signal.aborted || err instanceof ClientGone) return;
       const appErr = toAppError(err);
       if (appErr.code === 'INTERNAL') opts.logger.error({ err, requestId }, 'request failed');
       const h = new Headers();
@@ -169,6 +170,13 @@ function serialized(route: CompiledRoute, output: object): { data?: string; meta
   const out = { data: shaped.data === undefined ? undefined : JSON.stringify(shaped.data), meta: shaped.meta === undefined ? undefined : JSON.stringify(shaped.meta) };
   if (frozen) route.memo.set(output, out);
   return out;
+}
+
+/** The request body ended early: the client closed the connection or reset the stream. */
+class ClientGone extends Error {
+  constructor() {
+    super('request body ended early: the client closed the connection');
+  }
 }
 
 /** Per HTTP/1.1 connection: aborted when it closes. */
@@ -292,7 +300,7 @@ function readBody(req: NodeReq, type: 'json' | 'form' | 'text', maxBytes: number
     const onEnd = (): void => done();
     const onError = (err: Error): void => done(err);
     // The client went away before the body ended ('close' without 'end').
-    const onClose = (): void => done(new Error('request body ended early: the client closed the connection'));
+    const onClose = (): void => done(new ClientGone());
     req.on('data', onData);
     req.once('end', onEnd);
     req.once('error', onError);

@@ -8,6 +8,7 @@
  * 503 with Retry-After within the timeout and gives its connection back.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import postgres from 'postgres';
@@ -115,6 +116,21 @@ describe.each([
     await hangUps(h, embedded ? 11 : 7);
     await expectHealthy(h);
   }, 60_000);
+
+  it('HTTP/2 streams abandoned mid-body are client hang-ups, not server errors in the log', async () => {
+    const session = http2.connect(`http://127.0.0.1:${h.app.port}`);
+    const streams = Array.from({ length: 50 }, () => {
+      const st = session.request({ ':method': 'PUT', ':path': `/api/v1/agents/${h.agentId}`, authorization: `Bearer ${h.user.token}`, 'content-type': 'application/json' }, { endStream: false });
+      st.on('error', () => {});
+      st.write('{"name":"ha');
+      return st;
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    session.destroy();
+    await Promise.all(streams.map((st) => new Promise((r) => (st.closed ? r(undefined) : st.once('close', r)))));
+    await expectHealthy(h);
+    expect(h.infra.logLines.filter((l) => l.includes('request failed'))).toEqual([]);
+  }, 30_000);
 
   it('a query blocked past the statement timeout answers 503 with Retry-After and frees its connection', async () => {
     // Another session holds a lock the route's query needs, so that query blocks in Postgres.
