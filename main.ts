@@ -8,6 +8,7 @@
  * uWebSockets.js through this entry either.
  */
 import { realClock } from './shared/clock.js';
+import { ConfigError } from './shared/config.js';
 import { runMain } from './shared/run-main.js';
 import { runControlPlane, type Attach } from './control-plane/run.js';
 
@@ -47,4 +48,13 @@ const attachEngine: Attach = async (ctx, config, infra) => {
   return { bus: records.bus, enginePort: engine.port, beforeApiClose };
 };
 
-runMain({ name: 'voiceplane' }, (ctx) => runControlPlane(ctx, ctx.config.role === 'all' ? attachEngine : undefined));
+runMain(
+  {
+    name: 'voiceplane',
+    check: (config) => {
+      // Refused rather than quietly serving the API without any engine.
+      if (config.role === 'media-engine') throw new ConfigError('ROLE', 'must be all or control-plane for dist/main.js (the engine alone: node dist/media-engine/main.js)');
+    },
+  },
+  (ctx) => runControlPlane(ctx, ctx.config.role === 'all' ? attachEngine : undefined),
+);

@@ -3,6 +3,7 @@
  * Precedence: explicit overrides, then the environment, then the default. A bad value stops the
  * process with one line naming the variable (`ConfigError`).
  */
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseAllowCidrs } from './outbound/policy.js';
 import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl } from './registry/redis/urls.js';
@@ -260,6 +261,14 @@ function redactUrl(v: string): string {
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const ROLES: Role[] = ['all', 'control-plane', 'media-engine'];
 
+/** HOST: the address both listeners bind, an IPv4 or IPv6 literal (or `localhost`), never a name to resolve at listen time. */
+function listenHost(env: Env): string {
+  const v = str(env, 'HOST');
+  if (v === undefined) return '0.0.0.0';
+  if (v !== 'localhost' && isIP(v) === 0) throw new ConfigError('HOST', `must be an IP address to listen on (0.0.0.0, ::, 127.0.0.1, ...), got "${v}"`);
+  return v;
+}
+
 /** CARRIER_OUT_MESSAGE_MS: whole 20 ms frames, 20 to 100 ms. */
 function carrierOutMessageMs(env: Env): number {
   const ms = int(env, 'CARRIER_OUT_MESSAGE_MS', 40, 20, 100);
@@ -289,7 +298,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     httpPort,
     enginePort,
     grpcPort: str(env, 'GRPC_PORT') === undefined ? undefined : port(env, 'GRPC_PORT', 0),
-    host: str(env, 'HOST') ?? '0.0.0.0',
+    host: listenHost(env),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: redisUrl(env),
     publicBaseUrl,
@@ -349,11 +358,24 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   return config;
 }
 
-/** Non-empty `SIGNALWIRE_*`, `TELNYX_*`, `PLIVO_*`, `VONAGE_*`, `EXOTEL_*` variables (the carrier adapters validate them). */
+/**
+ * Non-empty `SIGNALWIRE_*`, `TELNYX_*`, `PLIVO_*`, `VONAGE_*`, `EXOTEL_*` variables. The adapters read
+ * credentials from them (and check those against each carrier's shapes); the switches, addresses
+ * and rates are checked here, at start, like every other variable: `*_VERIFY_SIGNATURE` as a boolean
+ * (stored as "true"/"false", so `0` or `off` cannot silently leave verification on), `*_BASE_URL` /
+ * `*_SPACE_URL` as http(s) URLs, `VONAGE_SAMPLE_RATE_HZ` as 8000 or 16000.
+ */
 function carrierEnv(env: Env): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (/^(SIGNALWIRE|TELNYX|PLIVO|VONAGE|EXOTEL)_[A-Z0-9_]+$/.test(name) && typeof value === 'string' && value.trim() !== '') out[name] = value.trim();
+    if (!/^(SIGNALWIRE|TELNYX|PLIVO|VONAGE|EXOTEL)_[A-Z0-9_]+$/.test(name) || typeof value !== 'string' || value.trim() === '') continue;
+    if (name.endsWith('_VERIFY_SIGNATURE')) out[name] = String(bool(env, name, true));
+    else if (name.endsWith('_BASE_URL') || name.endsWith('_SPACE_URL')) out[name] = url(env, name, ['http:', 'https:'])!;
+    else if (name === 'VONAGE_SAMPLE_RATE_HZ') {
+      const rate = value.trim();
+      if (rate !== '8000' && rate !== '16000') throw new ConfigError(name, `must be 8000 or 16000, got "${rate}"`);
+      out[name] = rate;
+    } else out[name] = value.trim();
   }
   return out;
 }

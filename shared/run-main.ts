@@ -87,6 +87,11 @@ export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<v
     },
   };
   body(ctx).catch((err) => {
+    // A variable only a later start-up step can judge (a connector id against the catalog): one line, as above.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
     if (err instanceof AppError) process.stderr.write(`fatal: ${err.message}\n`);
     else process.stderr.write(`fatal: ${(err as Error)?.stack ?? String(err)}\n`);
     process.exit(1);

@@ -142,7 +142,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
       const role = required('role', req.role, 16) as WorkspaceRole;
       if (!GRANTABLE.includes(role)) throw invalid('role', 'must be admin, manager or member');
       const actor = await auth.requireWorkspace(p, id, { min: 'admin' });
-      if (!outranks(actor, role)) throw forbidden(`an ${actor} cannot grant the ${role} role`);
+      if (!outranks(actor, role)) throw forbidden(`a workspace ${actor} cannot grant the ${role} role`);
       const [u] = await sql<{ id: string }[]>`
         select id from users where lower(email) = ${em} and email_verified_at is not null and not is_org_owner`;
       if (!u) throw notFound('user');
@@ -150,7 +150,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
         const [current] = await tx<{ role: WorkspaceRole }[]>`
           select role from workspace_members where workspace_id = ${id} and user_id = ${u.id} for update`;
         if (current?.role === 'owner') throw conflict('the owner role cannot be changed');
-        if (current && !outranks(actor, current.role)) throw forbidden(`an ${actor} cannot change a ${current.role}`);
+        if (current && !outranks(actor, current.role)) throw forbidden(`a workspace ${actor} cannot change a ${current.role}`);
         await tx`
           insert into workspace_members (workspace_id, user_id, role) values (${id}, ${u.id}, ${role})
           on conflict (workspace_id, user_id) do update set role = excluded.role`;
@@ -176,7 +176,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
       // Anyone may leave; removing someone else needs admin and a higher role.
       const self = userId === p.userId;
       if (!self && (ROLE_RANK[actor] < ROLE_RANK.admin || !outranks(actor, target.role))) {
-        throw forbidden(`an ${actor} cannot remove a ${target.role}`);
+        throw forbidden(`a workspace ${actor} cannot remove a ${target.role}`);
       }
       await sql`delete from workspace_members where workspace_id = ${id} and user_id = ${userId}`;
       await auth.changed(Topic.user, userId);

@@ -7,6 +7,7 @@
  * property listed as required anyway.
  */
 import { invalid } from '../../shared/errors.js';
+import { longerThan } from '../http/validate.js';
 
 export const FIELD_TYPES = ['string', 'number', 'boolean', 'enum', 'string[]'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -45,7 +46,7 @@ export function parseFields(value: unknown): AnalysisField[] {
     const out: AnalysisField = { name, type: type as FieldType };
     if (f.description !== undefined && f.description !== null) {
       if (typeof f.description !== 'string') throw invalid(`${at}.description`, 'must be a string');
-      if (f.description.length > MAX_DESCRIPTION_CHARS) throw invalid(`${at}.description`, `must be at most ${MAX_DESCRIPTION_CHARS} characters`);
+      if (longerThan(f.description, MAX_DESCRIPTION_CHARS)) throw invalid(`${at}.description`, `must be at most ${MAX_DESCRIPTION_CHARS} characters`);
       if (f.description.trim()) out.description = f.description.trim();
     }
     // An empty list on a non-enum field is harmless (clients that always send the key).
@@ -63,7 +64,7 @@ function parseEnum(at: string, value: unknown): string[] {
   return value.map((v, j) => {
     if (typeof v !== 'string' || !v.trim()) throw invalid(`${at}[${j}]`, 'must be a non-empty string');
     const s = v.trim();
-    if (s.length > MAX_ENUM_VALUE_CHARS) throw invalid(`${at}[${j}]`, `must be at most ${MAX_ENUM_VALUE_CHARS} characters`);
+    if (longerThan(s, MAX_ENUM_VALUE_CHARS)) throw invalid(`${at}[${j}]`, `must be at most ${MAX_ENUM_VALUE_CHARS} characters`);
     if (seen.has(s)) throw invalid(`${at}[${j}]`, `duplicates the value "${s}"`);
     seen.add(s);
     return s;

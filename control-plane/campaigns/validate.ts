@@ -6,6 +6,7 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
+import { longerThan } from '../http/validate.js';
 import { isUuid } from '../../shared/ids.js';
 import { requireE164 } from '../agents/telephony/phone.js';
 import type { CampaignConfig } from './store.js';
@@ -60,7 +61,7 @@ export function configInput(req: {
 export function campaignName(v: string): string {
   const name = v.trim();
   if (!name) throw invalid('name', 'is required');
-  if (name.length > MAX_NAME_CHARS) throw invalid('name', `must be at most ${MAX_NAME_CHARS} characters`);
+  if (longerThan(name, MAX_NAME_CHARS)) throw invalid('name', `must be at most ${MAX_NAME_CHARS} characters`);
   return name;
 }
 

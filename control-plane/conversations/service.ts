@@ -18,7 +18,7 @@ import type { AudioLinks } from './audio-links.js';
 import * as store from './store.js';
 import type { Summarizer } from './summary.js';
 import { pageMeta, pageOf } from '../http/pagination.js';
-import { canonicalJson, MAX_TEXT_CHARS, nonNegativeInt, oneOf, pathId, text, uuidField } from '../http/validate.js';
+import { canonicalJson, longerThan, MAX_TEXT_CHARS, nonNegativeInt, oneOf, pathId, text, uuidField } from '../http/validate.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, ROLES, SEGMENT_KINDS, STATUSES } from './fields.js';
 import { conversationView, listView, messageView, toolCallView } from './views.js';
 
@@ -218,7 +218,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       if (!role) throw invalid('role', 'is required (user or assistant)');
       const turnNumber = nonNegativeInt('turn_number', req.turnNumber) ?? 0;
       const content = req.content ?? '';
-      if (content.length > MAX_TEXT_CHARS) throw invalid('content', `must be at most ${MAX_TEXT_CHARS} characters`);
+      if (longerThan(content, MAX_TEXT_CHARS)) throw invalid('content', `must be at most ${MAX_TEXT_CHARS} characters`);
       const ints = {
         asr_latency_ms: nonNegativeInt('asr_latency_ms', req.asrLatencyMs) ?? null,
         llm_latency_ms: nonNegativeInt('llm_latency_ms', req.llmLatencyMs) ?? null,

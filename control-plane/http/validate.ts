@@ -19,11 +19,32 @@ export const MIN_PASSWORD_CHARS = 8;
 export const MAX_PASSWORD_CHARS = 256;
 export const MAX_EMAIL_CHARS = 254;
 
+/**
+ * Whether `value` has more than `maxChars` characters, counted as code points (what a person counts,
+ * and Postgres's char_length): an emoji is one character, not two UTF-16 units. Every length limit
+ * on text a person writes uses it, so names, prompts and passwords count alike. No allocation; a
+ * string no longer than the limit in UTF-16 units is within it without counting.
+ */
+export function longerThan(value: string, maxChars: number): boolean {
+  if (value.length <= maxChars) return false;
+  let chars = 0;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    // A low surrogate after a high one is the second half of one character.
+    if (unit >= 0xdc00 && unit <= 0xdfff && i > 0) {
+      const prev = value.charCodeAt(i - 1);
+      if (prev >= 0xd800 && prev <= 0xdbff) continue;
+    }
+    if (++chars > maxChars) return true;
+  }
+  return false;
+}
+
 /** Trimmed, non-empty, at most `maxChars`. */
 export function required(field: string, value: string | undefined, maxChars = MAX_NAME_CHARS): string {
   const v = (value ?? '').trim();
   if (!v) throw invalid(field, 'is required');
-  if (v.length > maxChars) throw invalid(field, `must be at most ${maxChars} characters`);
+  if (longerThan(v, maxChars)) throw invalid(field, `must be at most ${maxChars} characters`);
   return v;
 }
 
@@ -35,7 +56,7 @@ export function optionalNonEmpty(field: string, value: string | undefined, maxCh
 /** Optional free text: undefined stays undefined; a value is length-checked (not trimmed). */
 export function optionalText(field: string, value: string | undefined, maxChars = MAX_TEXT_CHARS): string | undefined {
   if (value === undefined) return undefined;
-  if (value.length > maxChars) throw invalid(field, `must be at most ${maxChars} characters`);
+  if (longerThan(value, maxChars)) throw invalid(field, `must be at most ${maxChars} characters`);
   return value;
 }
 
@@ -47,7 +68,7 @@ export function text(field: string, value: string | undefined, opts: { required?
     return undefined;
   }
   const max = opts.maxChars ?? MAX_NAME_CHARS;
-  if (v.length > max) throw invalid(field, `must be at most ${max} characters`);
+  if (longerThan(v, max)) throw invalid(field, `must be at most ${max} characters`);
   return v;
 }
 
@@ -150,6 +171,21 @@ export function tenantUrl(field: string, value: string | undefined, policy: Outb
   const v = httpUrl(field, value, opts);
   if (v) assertTenantUrl(v, field, policy, opts.protocols);
   return v;
+}
+
+/**
+ * Whether two stored URLs ('' = the vendor's default address) reach the same origin (scheme, host,
+ * port). A stored secret follows a URL edit only within one origin: a new path on the same server
+ * keeps it, another host needs the secret sent again.
+ */
+export function sameOrigin(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (!a || !b) return false;
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false;
+  }
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {

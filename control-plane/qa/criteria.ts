@@ -4,6 +4,7 @@
  * (every criterion once, quotes taken from the transcript) and the overall score and flag.
  */
 import { invalid } from '../../shared/errors.js';
+import { longerThan } from '../http/validate.js';
 
 export interface QaCriterion {
   name: string;
@@ -40,7 +41,7 @@ export function parseCriteria(value: unknown): QaCriterion[] {
     const c = raw as Record<string, unknown>;
     const name = typeof c.name === 'string' ? c.name.trim() : '';
     if (!name) throw invalid(`${at}.name`, 'is required');
-    if (name.length > MAX_CRITERION_NAME_CHARS) throw invalid(`${at}.name`, `must be at most ${MAX_CRITERION_NAME_CHARS} characters`);
+    if (longerThan(name, MAX_CRITERION_NAME_CHARS)) throw invalid(`${at}.name`, `must be at most ${MAX_CRITERION_NAME_CHARS} characters`);
     // Case-insensitive: the model answers per name, and `Empathy` / `empathy` would be one criterion to it.
     if (seen.has(name.toLowerCase())) throw invalid(`${at}.name`, `duplicates the criterion "${name}"`);
     seen.add(name.toLowerCase());
@@ -49,7 +50,7 @@ export function parseCriteria(value: unknown): QaCriterion[] {
     const out: QaCriterion = { name, weight: w };
     if (c.description !== undefined && c.description !== null) {
       if (typeof c.description !== 'string') throw invalid(`${at}.description`, 'must be a string');
-      if (c.description.length > MAX_CRITERION_DESCRIPTION_CHARS) throw invalid(`${at}.description`, `must be at most ${MAX_CRITERION_DESCRIPTION_CHARS} characters`);
+      if (longerThan(c.description, MAX_CRITERION_DESCRIPTION_CHARS)) throw invalid(`${at}.description`, `must be at most ${MAX_CRITERION_DESCRIPTION_CHARS} characters`);
       if (c.description.trim()) out.description = c.description.trim();
     }
     return out;

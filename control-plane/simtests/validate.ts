@@ -4,7 +4,7 @@
  * values (proto `google.protobuf.Value`) so a wrong shape is reported precisely.
  */
 import { invalid } from '../../shared/errors.js';
-import { isPlainObject } from '../http/validate.js';
+import { isPlainObject, longerThan } from '../http/validate.js';
 
 export const MAX_PERSONA_CHARS = 4000;
 export const MAX_GOAL_CHARS = 2000;
@@ -28,7 +28,7 @@ export function parseAssertions(v: unknown): string[] {
   if (v.length > MAX_ASSERTIONS) throw invalid('assertions', `must hold at most ${MAX_ASSERTIONS} assertions`);
   return v.map((a, i) => {
     if (typeof a !== 'string' || !a.trim()) throw invalid(`assertions[${i}]`, 'must be a non-empty string');
-    if (a.length > MAX_ASSERTION_CHARS) throw invalid(`assertions[${i}]`, `must be at most ${MAX_ASSERTION_CHARS} characters`);
+    if (longerThan(a, MAX_ASSERTION_CHARS)) throw invalid(`assertions[${i}]`, `must be at most ${MAX_ASSERTION_CHARS} characters`);
     return a.trim();
   });
 }
@@ -40,7 +40,7 @@ export function parseTags(v: unknown): string[] {
   const out: string[] = [];
   v.forEach((t, i) => {
     if (typeof t !== 'string' || !t.trim()) throw invalid(`tags[${i}]`, 'must be a non-empty string');
-    if (t.length > MAX_TAG_CHARS) throw invalid(`tags[${i}]`, `must be at most ${MAX_TAG_CHARS} characters`);
+    if (longerThan(t, MAX_TAG_CHARS)) throw invalid(`tags[${i}]`, `must be at most ${MAX_TAG_CHARS} characters`);
     if (!out.includes(t.trim())) out.push(t.trim());
   });
   return out;

@@ -3,6 +3,7 @@
  * works from whichever control-plane replica receives it.
  */
 import { AppError, type ErrorCode, invalid, notFound } from '../../shared/errors.js';
+import { longerThan } from '../http/validate.js';
 import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
@@ -177,7 +178,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
 
   async function injectText(sessionId: string, text: unknown, role: unknown = 'user') {
     if (typeof text !== 'string' || text.trim() === '') throw invalid('text', 'is required');
-    if (text.length > MAX_TEXT_CHARS) throw invalid('text', `must be at most ${MAX_TEXT_CHARS} characters`);
+    if (longerThan(text, MAX_TEXT_CHARS)) throw invalid('text', `must be at most ${MAX_TEXT_CHARS} characters`);
     const r = role === undefined || role === null || role === '' ? 'user' : role;
     if (r !== 'user' && r !== 'system') throw invalid('role', 'must be one of user, system');
     const owner = (await ownerOf(sessionId, false))!;

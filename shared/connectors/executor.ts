@@ -81,7 +81,11 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
     const extraBaseUrls = Object.fromEntries(Object.entries(adapter.extraBaseUrls ?? {}).map(([name, url]) => [name, fill(deps.baseUrls[`${adapter.id}_${name}`] ?? url)]));
     // An OAuth credential (`access_token`) is a bearer token whatever the adapter sends for a key.
     const headers = cred.access_token ? { ...adapter.headers(cred), authorization: `Bearer ${cred.access_token}` } : adapter.headers(cred);
-    return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers, secrets: Object.values(cred), timeoutMs: deps.timeoutMs, signal });
+    // Scrubbed from the vendor's words: every credential value but the fields the catalog says are
+    // not secret (a subdomain, an account id), which only make an error unreadable when hidden.
+    const plain = new Set((catalog.find(adapter.id)?.credential_fields ?? []).filter((f) => !f.secret).map((f) => f.key));
+    const secretValues = Object.entries(cred).flatMap(([k, v]) => (plain.has(k) || typeof v !== 'string' ? [] : [v]));
+    return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers, secrets: secretValues, timeoutMs: deps.timeoutMs, signal });
   }
 
   /** New tokens for `cred`; the credential to use next (possibly one a concurrent refresh stored). */
@@ -129,7 +133,7 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
       ({ sealed, cred } = await refresh(row, entry, client, sealed, cred, signal));
       refreshed = true;
     }
-    const attempt = () => fn({ http: http(adapter, cred, signal), cred, now: () => clock.now() });
+    const attempt = () => fn({ http: http(adapter, cred, signal), cred, now: () => clock.now() }).catch((err: unknown) => unexpectedShape(entry, what, err));
     try {
       let data: T;
       try {
@@ -201,6 +205,16 @@ export function needsScope(entry: ProviderEntry, what: string, products: string[
 }
 
 /** Health each vendor answer leaves behind; a refused input (4xx) says nothing about the connection. */
+/**
+ * The adapters read the vendor's answer as its documentation describes it. A 2xx answer in another
+ * shape (a proxy, an API version change) makes them throw a TypeError: that is the vendor's answer
+ * failing, not our request, so it is a 502 like any unusable answer, never a 500.
+ */
+function unexpectedShape(entry: ProviderEntry, action: string, err: unknown): never {
+  if (err instanceof TypeError) throw new VendorError('unavailable', `${entry.name} answered ${action} in a shape this connector does not understand (${err.message.slice(0, 200)})`);
+  throw err;
+}
+
 function healthAfter(err: VendorError): HealthStatus | undefined {
   if (err.kind === 'auth') return 'reconnect_needed';
   if (err.kind === 'unavailable' || err.kind === 'rate_limited') return 'error';

@@ -1,8 +1,9 @@
 /**
  * The connector runtime both processes load at start-up: the catalog (checked), the adapters
  * (checked against it) and the base-URL overrides. A bad catalog, an adapter missing one of its
- * provider's actions, or a CONNECTOR_<ID>_BASE_URL naming no provider throws CatalogError.
+ * provider's actions throws CatalogError; a CONNECTOR_<ID>_BASE_URL naming no provider, ConfigError.
  */
+import { ConfigError } from '../config.js';
 import { CatalogError, loadCatalog, type Catalog } from './catalog.js';
 import { CATALOG_DATA } from './catalog-data.js';
 import { ADAPTERS } from './providers/index.js';
@@ -21,7 +22,7 @@ export function loadConnectorRuntime(opts: { catalogData?: unknown; adapters?: R
   // (CONNECTOR_<ID>_<NAME>_BASE_URL) or its OAuth host (CONNECTOR_<ID>_OAUTH_BASE_URL).
   const extraHosts = new Set([...adapters.values()].flatMap((a) => [...Object.keys(a.extraBaseUrls ?? {}), ...(a.oauthBaseUrl ? ['oauth'] : [])].map((name) => `${a.id}_${name}`)));
   for (const id of Object.keys(opts.baseUrls)) {
-    if (!catalog.find(id) && !extraHosts.has(id)) throw new CatalogError(`CONNECTOR_${id.toUpperCase()}_BASE_URL names no provider of the connector catalog`);
+    if (!catalog.find(id) && !extraHosts.has(id)) throw new ConfigError(`CONNECTOR_${id.toUpperCase()}_BASE_URL`, 'names no provider of the connector catalog');
   }
   return { catalog, adapters };
 }

@@ -12,6 +12,8 @@ export interface Faults {
   status429RetryAfterS?: number;
   /** Answer 500. */
   status500?: boolean;
+  /** Answer 200 with this JSON body instead of the vendor's (a proxy, an API version change). */
+  unexpectedBody?: unknown;
   /** Send one unparseable chunk/message mid-stream. */
   malformedChunk?: boolean;
   /** Send a vendor error object/event mid-stream (OpenAI `{"error":…}`, Anthropic `event: error`). */

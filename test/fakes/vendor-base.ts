@@ -34,6 +34,7 @@ export abstract class VendorFake extends HttpFake {
     if (f.status500) return this.fail(rec, res, 500, 'internal server error');
     const cred = this.credentialOf(rec);
     if (cred === undefined || !this.validKeys.has(cred)) return this.fail(rec, res, 401, this.unauthorizedMessage());
+    if (f.unexpectedBody !== undefined) return this.sendJson(rec, res, 200, f.unexpectedBody);
     this.route(rec, res);
   }
 

@@ -292,6 +292,18 @@ describe('agent lifecycle over REST', () => {
     }
   });
 
+  it('concurrent publishes: version numbers and publication times agree in order', async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'busy publisher' });
+    const id = created.body.data.id;
+    const pubs = await Promise.all(Array.from({ length: 10 }, () => call('POST', `/agents/${id}/versions/publish`, owner.token)));
+    expect(pubs.map((p) => p.status)).toEqual(Array(10).fill(200));
+    const listed = (await call('GET', `/agents/${id}/versions?per_page=20`, owner.token)).body.data as Array<{ version_number: number; published_at: string }>;
+    const byNumber = [...listed].sort((a, b) => a.version_number - b.version_number);
+    expect(byNumber.map((v) => v.version_number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Taken under the agent's lock: a later version is never dated before an earlier one.
+    for (let i = 1; i < byNumber.length; i++) expect(Date.parse(byNumber[i]!.published_at)).toBeGreaterThanOrEqual(Date.parse(byNumber[i - 1]!.published_at));
+  });
+
   it('deletes the agent (manager+) and liveConfig then says NOT_FOUND', async () => {
     const del = await call('DELETE', `/agents/${agentId}`, owner.token);
     expect(del.status).toBe(200);

@@ -143,6 +143,24 @@ describe('agent providers', () => {
     expect((await call('POST', p, owner.token, { provider_type: 'llm', provider_name: 'anthropic', api_key: '' })).body.data.api_key).toBe('');
     expect((await call('GET', p, owner.token)).body.data).toHaveLength(1);
   });
+
+  it('a stored key never follows base_url to another host: 400 naming api_key unless the key is sent again', async () => {
+    const p = `/agents/${agentId}/providers`;
+    const llm = { provider_type: 'llm', provider_name: 'openai_compatible', model_name: 'm' };
+    expect((await call('POST', p, owner.token, { ...llm, base_url: 'https://llm.example.com/v1', api_key: 'key-0000-5678' })).body.data.api_key).toBe('••••••••5678');
+    // Same origin, another path: kept.
+    expect((await call('POST', p, owner.token, { ...llm, base_url: 'https://llm.example.com/v2' })).body.data.api_key).toBe('••••••••5678');
+    // Another host (or the vendor's default address) without the key: refused, nothing changed.
+    expectInvalid(await call('POST', p, owner.token, { ...llm, base_url: 'https://elsewhere.example.net/v1' }), 'api_key');
+    expectInvalid(await call('POST', p, owner.token, { ...llm, base_url: 'https://llm.example.com:8443/v2' }), 'api_key');
+    expectInvalid(await call('POST', p, owner.token, llm), 'api_key');
+    const kept = (await call('GET', p, owner.token)).body.data.find((x: { provider_type: string }) => x.provider_type === 'llm');
+    expect(kept).toMatchObject({ base_url: 'https://llm.example.com/v2', api_key: '••••••••5678' });
+    // Sending the key again (or clearing it) moves it.
+    expect((await call('POST', p, owner.token, { ...llm, base_url: 'https://elsewhere.example.net/v1', api_key: 'key-0000-9012' })).body.data.api_key).toBe('••••••••9012');
+    expect((await call('POST', p, owner.token, { ...llm, api_key: '' })).body.data).toMatchObject({ base_url: '', api_key: '' });
+    expect((await call('POST', p, owner.token, { ...llm, base_url: 'https://third.example.org' })).status).toBe(200);
+  });
 });
 
 describe('tools', () => {
@@ -224,6 +242,18 @@ describe('tools', () => {
     expectError(await call('GET', `${tools()}/0190a0a0-0000-7000-8000-000000000000`, owner.token), 404, 'NOT_FOUND');
     expectError(await call('DELETE', `${tools()}/0190a0a0-0000-7000-8000-000000000000`, owner.token), 404, 'NOT_FOUND');
     expect((await call('GET', `${tools()}/${t.id}`, owner.token)).body.data.name).toBe('tokened');
+  });
+
+  it('a stored auth_token never follows endpoint_url to another host', async () => {
+    const t = (await call('POST', tools(), owner.token, { name: 'moving', endpoint_url: 'https://api.example.com/a', auth_token: 'tok-abcdef-4321' })).body.data;
+    expect((await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'https://api.example.com/b' })).body.data.auth_token).toBe('••••••••4321');
+    expectInvalid(await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'https://attacker.example.net/b' }), 'auth_token');
+    expectInvalid(await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'http://api.example.com/b' }), 'auth_token');
+    expectInvalid(await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'https://attacker.example.net/b', auth_token: t.auth_token }), 'auth_token');
+    expect((await call('GET', `${tools()}/${t.id}`, owner.token)).body.data).toMatchObject({ endpoint_url: 'https://api.example.com/b', auth_token: '••••••••4321' });
+    const moved = await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'https://other.example.net/b', auth_token: 'tok-abcdef-8765' });
+    expect(moved.body.data).toMatchObject({ endpoint_url: 'https://other.example.net/b', auth_token: '••••••••8765' });
+    expect((await call('PUT', `${tools()}/${t.id}`, owner.token, { endpoint_url: 'https://third.example.org/b', auth_token: '' })).body.data.auth_token).toBe('');
   });
 });
 

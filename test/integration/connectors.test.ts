@@ -266,6 +266,20 @@ describe('health follows every action', () => {
     expect(Date.parse(after.health_checked_at)).toBeGreaterThan(Date.parse(cal.health_checked_at));
   });
 
+  it('a 2xx answer in a shape the adapter does not know is a 502 and health error, never a 500', async () => {
+    const cal = await connectionOf('calcom');
+    const hub = await connectionOf('hubspot');
+    calcom.faults.once({ unexpectedBody: { data: { '2030-03-04': 'not a list' } } });
+    const slots = await execute(cal.id, 'list_free_slots', { event_type_id: 77, start: '2030-03-04', end: '2030-03-06' });
+    expect(slots.status, JSON.stringify(slots.body)).toBe(502);
+    expect(slots.body.detail).toContain('shape this connector does not understand');
+    expect((await connectionOf('calcom')).health_status).toBe('error');
+    hubspot.faults.once({ unexpectedBody: { total: 1 } });
+    expect((await execute(hub.id, 'find_contact', { email: 'a@b.example' })).status).toBe(502);
+    expect((await execute(hub.id, 'find_contact', { email: 'a@b.example' })).status).toBe(200);
+    expect((await execute(cal.id, 'list_free_slots', { event_type_id: 77, start: '2030-03-04', end: '2030-03-06' })).status).toBe(200);
+  });
+
   it('a refused stored credential (401) marks it reconnect_needed; reconnecting heals it', async () => {
     const st = await connectionOf('stripe');
     stripe.revoke(STRIPE_KEY);

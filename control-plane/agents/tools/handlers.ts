@@ -11,7 +11,7 @@ import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
 import { isUniqueViolation } from '../db.js';
 import type { ToolRow } from '../types.js';
-import { pathId } from '../../http/validate.js';
+import { pathId, sameOrigin } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { toolView } from '../views.js';
 import { deleteToolRow, getToolRow, insertToolRow, listToolRows, updateToolRow, type ToolWrite } from './store.js';
@@ -35,6 +35,12 @@ function tokenEnc(secrets: SecretBox, plain: string | undefined, stored: string 
 
 function merge(base: ToolWrite, patch: ToolPatch, secrets: SecretBox): ToolWrite {
   const { auth_token, ...rest } = patch;
+  // The stored token is never sent to another host than the one it was saved for: whoever may edit
+  // the draft could otherwise point the tool at their own server and receive a token they cannot read.
+  const keepsToken = auth_token === undefined || auth_token.startsWith('•');
+  if (keepsToken && base.auth_token_enc && patch.endpoint_url !== undefined && !sameOrigin(base.endpoint_url, patch.endpoint_url)) {
+    throw invalid('auth_token', 'must be sent again when endpoint_url moves to another host (the stored token is never sent to a new address)');
+  }
   const out: ToolWrite = { ...base, ...rest, auth_token_enc: tokenEnc(secrets, auth_token, base.auth_token_enc) };
   // A tool must be callable: an HTTP endpoint, or a connector binding.
   if (!out.connector_binding && !out.endpoint_url) throw invalid('endpoint_url', 'is required for a tool without connector_binding');

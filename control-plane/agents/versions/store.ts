@@ -35,11 +35,13 @@ export async function publishDraft(sql: Sql, agentId: string, publishedBy: strin
     const snapshot = await readDraftSnapshot(tx, agentId, fallbacks);
     if (snapshot.agent.mode === 'flow' && !snapshot.flow?.is_valid) throw flowNotPublishable();
     const [v] = await tx<PublishResult[]>`
-      insert into agent_versions (agent_id, version_number, snapshot, published_by)
+      insert into agent_versions (agent_id, version_number, snapshot, published_by, published_at)
       values (${agentId}, (select coalesce(max(version_number), 0) + 1 from agent_versions where agent_id = ${agentId}),
-        ${tx.json(snapshot as never)}::jsonb, ${publishedBy})
+        ${tx.json(snapshot as never)}::jsonb, ${publishedBy}, clock_timestamp())
       returning version_number, published_at`;
-    await tx`update agents set live_version = ${v.version_number}, live_since = now(),
+    // clock_timestamp(), not now(): now() is when the transaction began, before it waited for the
+    // agent's lock, so concurrent publishes got times out of step with their version numbers.
+    await tx`update agents set live_version = ${v.version_number}, live_since = clock_timestamp(),
       live_phone_number = ${snapshot.telephony?.carrier_phone_number ?? null} where id = ${agentId}`;
     return v;
   }) as Promise<PublishResult>;
@@ -71,7 +73,7 @@ export async function rollbackTo(sql: Sql, agentId: string, n: number): Promise<
       select version_number, published_at, snapshot->'telephony'->>'carrier_phone_number' as phone
       from agent_versions where agent_id = ${agentId} and version_number = ${n}`;
     if (!v) return undefined;
-    await tx`update agents set live_version = ${n}, live_since = now(), live_phone_number = ${v.phone} where id = ${agentId}`;
+    await tx`update agents set live_version = ${n}, live_since = clock_timestamp(), live_phone_number = ${v.phone} where id = ${agentId}`;
     return { version_number: v.version_number, published_at: v.published_at };
   }) as Promise<PublishResult | undefined>;
 }

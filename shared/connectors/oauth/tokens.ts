@@ -5,8 +5,8 @@
  * token, code and client secret is scrubbed from the reasons they can produce.
  */
 import type { OutboundClient } from '../../outbound/index.js';
-import { CatalogError, type Catalog } from '../catalog.js';
-import type { ConnectorOAuthClientConfig } from '../../config.js';
+import type { Catalog } from '../catalog.js';
+import { ConfigError, type ConnectorOAuthClientConfig } from '../../config.js';
 import { VendorError, vendorHttp } from '../providers/http.js';
 import type { Credential } from '../providers/types.js';
 import { OAUTH_DESCRIPTORS, type OAuthDescriptor } from './descriptors.js';
@@ -22,12 +22,12 @@ export interface OAuthClient {
   verifyUrl: string;
 }
 
-/** Configured clients by provider id; an id without an OAuth door stops start-up (CatalogError). */
+/** Configured clients by provider id; an id without an OAuth door stops start-up (ConfigError). */
 export function resolveOAuthClients(config: Readonly<Record<string, ConnectorOAuthClientConfig>>, catalog: Catalog): ReadonlyMap<string, OAuthClient> {
   const out = new Map<string, OAuthClient>();
   for (const [id, c] of Object.entries(config)) {
     const d = OAUTH_DESCRIPTORS.get(id);
-    if (!d || !catalog.find(id)?.auth_kinds.includes('oauth')) throw new CatalogError(`CONNECTOR_${id.toUpperCase()}_OAUTH_CLIENT_ID names no provider with an OAuth door`);
+    if (!d || !catalog.find(id)?.auth_kinds.includes('oauth')) throw new ConfigError(`CONNECTOR_${id.toUpperCase()}_OAUTH_CLIENT_ID`, 'names no provider with an OAuth door');
     out.set(id, {
       descriptor: d,
       clientId: c.clientId,

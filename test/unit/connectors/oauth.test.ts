@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../shared/config.js';
-import { CatalogError, loadCatalog } from '../../../shared/connectors/catalog.js';
+import { loadCatalog } from '../../../shared/connectors/catalog.js';
 import { CATALOG_DATA } from '../../../shared/connectors/catalog-data.js';
 import { actionCovered, OAUTH_DESCRIPTORS, scopesFor } from '../../../shared/connectors/oauth/descriptors.js';
 import { resolveOAuthClients } from '../../../shared/connectors/oauth/tokens.js';
@@ -50,7 +50,7 @@ describe('OAuth clients', () => {
   });
 
   it('refuses a client for a provider without an OAuth door', () => {
-    expect(() => resolveOAuthClients({ stripe: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(CatalogError);
+    expect(() => resolveOAuthClients({ stripe: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(ConfigError);
     expect(() => resolveOAuthClients({ pipedrive: { clientId: 'a', clientSecret: 'b' } }, catalog)).toThrow(/CONNECTOR_PIPEDRIVE_OAUTH_CLIENT_ID names no provider/);
     // Jira has its 3LO door now (accessible-resources gives the cloud id).
     expect(resolveOAuthClients({ jira: { clientId: 'a', clientSecret: 'b' } }, catalog).get('jira')).toMatchObject({ tokenUrl: 'https://auth.atlassian.com/oauth/token' });

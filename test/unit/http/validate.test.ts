@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../shared/errors.js';
 import { pageMeta, pageOf as page } from '../../../control-plane/http/pagination.js';
-import { email, password, pathId, required } from '../../../control-plane/http/validate.js';
+import { email, longerThan, password, pathId, required, sameOrigin } from '../../../control-plane/http/validate.js';
 
 /** The AppError `fn` throws, or undefined when it returns. */
 function thrown(fn: () => unknown): AppError | undefined {
@@ -43,6 +43,30 @@ describe('field checks', () => {
     expect(e?.code).toBe('INVALID_REQUEST');
     expect(e?.details).toEqual([{ field: 'first_name', problem: 'is required' }]);
     expect(required('first_name', '  Ann ')).toBe('Ann');
+  });
+
+  it('lengths are counted in characters (code points), like passwords and Postgres char_length', () => {
+    const emoji = '\u{1F600}';
+    expect(longerThan(emoji.repeat(150), 200)).toBe(false);
+    expect(longerThan(emoji.repeat(200), 200)).toBe(false);
+    expect(longerThan(emoji.repeat(201), 200)).toBe(true);
+    expect(longerThan('a'.repeat(200), 200)).toBe(false);
+    expect(longerThan('a'.repeat(201), 200)).toBe(true);
+    // A lone surrogate is a character of its own (as Postgres would store it after our NUL/surrogate checks).
+    expect(longerThan('\udc00'.repeat(3), 2)).toBe(true);
+    expect(longerThan('\ud800'.repeat(3), 2)).toBe(true);
+    expect(code(() => required('name', emoji.repeat(150)))).toBeUndefined();
+    expect(thrown(() => required('name', emoji.repeat(201)))?.details?.[0]?.field).toBe('name');
+  });
+
+  it('sameOrigin: scheme, host and port; "" is the vendor default', () => {
+    expect(sameOrigin('https://a.example/v1', 'https://a.example/v2')).toBe(true);
+    expect(sameOrigin('https://a.example/v1', 'https://A.EXAMPLE:443/x')).toBe(true);
+    expect(sameOrigin('https://a.example/v1', 'http://a.example/v1')).toBe(false);
+    expect(sameOrigin('https://a.example/v1', 'https://a.example:8443/v1')).toBe(false);
+    expect(sameOrigin('https://a.example/v1', 'https://b.example/v1')).toBe(false);
+    expect(sameOrigin('https://a.example', '')).toBe(false);
+    expect(sameOrigin('', '')).toBe(true);
   });
 
   it('path ids: non-UUIDs are NOT_FOUND', () => {
