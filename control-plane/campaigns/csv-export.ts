@@ -17,9 +17,25 @@ const BATCH_ROWS = 500;
 const OPTIONS = { record_delimiter: 'windows', quoted_match: /[\r\n]/ } as const;
 const FIXED_TAIL = ['status', 'attempts', 'duration_seconds', 'dialed_at', 'completed_at', 'error_message'];
 
+/**
+ * A variable's column header: its name, unless that is one of our columns (an upload with a
+ * `status` or `phone` column beside its phone numbers): then `var_<name>` (and `var_var_<name>` if
+ * that is taken too), so every header names one column and a reader going by name is never misled.
+ */
+export function variableHeaders(vars: readonly string[]): string[] {
+  const taken = new Set(['phone', ...FIXED_TAIL, ...vars]);
+  return vars.map((v) => {
+    if (v !== 'phone' && !FIXED_TAIL.includes(v)) return v;
+    let name = `var_${v}`;
+    while (taken.has(name)) name = `var_${name}`;
+    taken.add(name);
+    return name;
+  });
+}
+
 export async function* exportCsv(sql: Sql, campaign: CampaignRow): AsyncGenerator<string> {
   const vars = campaign.variable_names;
-  yield stringify([['phone', ...vars, ...FIXED_TAIL]], OPTIONS);
+  yield stringify([['phone', ...variableHeaders(vars), ...FIXED_TAIL]], OPTIONS);
   for await (const rows of contactBatches(sql, campaign.id, BATCH_ROWS)) {
     const records = rows.map((r) => [
       r.to_number,

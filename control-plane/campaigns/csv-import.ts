@@ -18,7 +18,7 @@ import { AppError, invalid } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { toE164 } from '../agents/telephony/phone.js';
 import type { Sql } from '../../shared/db/client.js';
-import { addVariableNames, insertContacts, type CampaignRow, type NewContact } from './store.js';
+import { addVariableNames, insertContacts, lockCampaign, type CampaignRow, type NewContact } from './store.js';
 import { isStorableText } from '../http/input.js';
 
 /** Spec limit: 10 MB per upload. */
@@ -60,7 +60,7 @@ export function tooLarge(): AppError {
 }
 
 /** Strict UTF-8 over a byte stream, counting bytes against the 10 MB limit. */
-async function* utf8(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+async function* utf8(bytes: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let size = 0;
   for await (const chunk of bytes) {
@@ -79,13 +79,32 @@ async function* utf8(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   }
 }
 
+/** The whole upload, at most MAX_CSV_BYTES, read before any database work (see importCsv). */
+async function readUpload(bytes: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of bytes) {
+    size += chunk.length;
+    if (size > MAX_CSV_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return chunks;
+}
+
 export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIterable<Uint8Array>, now: Date): Promise<ImportSummary> {
+  // The file is read in full first: a transaction open while a slow client trickles 10 MB would
+  // hold a pooled connection (and the campaign's lock) for as long as the client likes.
+  const file = await readUpload(bytes);
   const parser = parse({ bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true });
-  const source = Readable.from(utf8(bytes));
+  const source = Readable.from(utf8(file));
   // pipeline destroys both streams on an error in either; the records loop below rethrows it.
   pipeline(source, parser, () => {});
 
   return sql.begin(async (tx) => {
+    // Uploads to one campaign take turns from the start: each contact insert takes a key-share lock
+    // on the campaign row (the foreign key), and addVariableNames's FOR UPDATE at the end upgraded
+    // it, so two concurrent uploads deadlocked (40P01, a 500).
+    await lockCampaign(tx, campaign.id);
     const summary: ImportSummary = { total: 0, valid: 0, invalid: 0, phone_column: '', headers: [], preview: [] };
     let phoneIdx = -1;
     let names: string[] = [];

@@ -112,13 +112,31 @@ export interface Outcome {
 
 /** Applies an outcome to the contact of `callId` if its attempt is still open; the row, or undefined. */
 export async function settle(sql: Sql, callId: string, o: Outcome, now: Date): Promise<ContactRow | undefined> {
-  const done = o.status !== 'queued';
+  if (o.status === 'queued') return settleRetry(sql, callId, o, now);
   const [row] = await sql<ContactRow[]>`
-    update campaign_contacts set status = ${o.status},
-      scheduled_at = ${o.retryAtMs !== undefined ? new Date(o.retryAtMs) : sql`scheduled_at`},
-      completed_at = ${done ? now : null},
+    update campaign_contacts set status = ${o.status}, completed_at = ${now},
       duration_seconds = ${o.durationS ?? sql`duration_seconds`},
       error_message = ${o.error ?? null}
+    where call_id = ${callId} and status in ('dialing', 'in_progress')
+    returning *`;
+  return row;
+}
+
+/**
+ * A retry goes back to the queue, unless its campaign was cancelled meanwhile: then it is
+ * `cancelled` like the contacts that were queued at the cancel (never a queued contact in a final
+ * campaign). The campaign row is read FOR SHARE, so a cancel in flight is waited for and seen.
+ */
+async function settleRetry(sql: Sql, callId: string, o: Outcome, now: Date): Promise<ContactRow | undefined> {
+  const [row] = await sql<ContactRow[]>`
+    with campaign as (
+      select p.status from campaigns p join campaign_contacts c on c.campaign_id = p.id
+      where c.call_id = ${callId} for share of p)
+    update campaign_contacts set
+      status = case when (select status from campaign) = 'cancelled' then 'cancelled' else 'queued' end,
+      scheduled_at = ${new Date(o.retryAtMs!)},
+      completed_at = case when (select status from campaign) = 'cancelled' then ${now}::timestamptz else null end,
+      error_message = case when (select status from campaign) = 'cancelled' then 'campaign cancelled' else ${o.error ?? null} end
     where call_id = ${callId} and status in ('dialing', 'in_progress')
     returning *`;
   return row;

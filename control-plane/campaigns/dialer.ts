@@ -19,12 +19,13 @@ import type { Clock } from '../../shared/clock.js';
 import { sleepOn } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { toAppError } from '../../shared/errors.js';
+import { CarrierError } from '../telephony/carriers/index.js';
 import { newId } from '../../shared/ids.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { JobContext, Jobs } from '../jobs/index.js';
 import type { TelephonyDomain } from '../telephony/index.js';
 import * as ds from './dial-store.js';
-import { outcomeOf } from './policy.js';
+import { CARRIER_ERROR, outcomeOf } from './policy.js';
 import { failIfMediaNeverConnected } from './media-check.js';
 import type { CampaignRow, ContactRow } from './store.js';
 import { nextOpenMs, windowOf } from './window.js';
@@ -201,6 +202,8 @@ export function createDialer(deps: DialerDeps): Dialer {
     const sliceLeftMs = () => sliceEndMono - clock.monotonicMs();
     const inFlight = new Set<Promise<void>>();
     let holdUntil = 0;
+    /** Carrier failures in a row in this slice (see dialOne): each doubles the campaign's hold. */
+    let carrierFailures = 0;
     let wakeAt: number | undefined;
     let stop = false;
     const signal = AbortSignal.any([job.signal, closing.signal]);
@@ -224,18 +227,30 @@ export function createDialer(deps: DialerDeps): Dialer {
           { userId: c.user_id, mayUse: async (ws) => ws === c.workspace_id, publicBase: deps.publicBase(), callId, campaignId: c.id },
         );
         await ds.markPlaced(sql, contact.id, callId, placed.session_id);
+        carrierFailures = 0;
       } catch (err) {
         const e = toAppError(err);
+        const carrier = e.options.cause instanceof CarrierError ? e.options.cause : undefined;
         if (e.code === 'SERVICE_UNAVAILABLE') {
           // No capacity or no credentials: not an attempt and no dial (dialed_at restored); the
           // whole campaign waits the Retry-After.
           const waitMs = (e.options.retryAfterS ?? 5) * 1000;
           holdUntil = Math.max(holdUntil, clock.now() + waitMs);
           await ds.unclaim(sql, contact.id, callId, clock.now() + waitMs, `requeued: ${e.message}`, previousDialedAt);
+        } else if (carrier && (carrier.outcomeUnknown || carrier.status === 429 || carrier.status >= 500)) {
+          // The carrier failed (5xx, 429) or never answered a create it may have carried out: an
+          // attempt (it may have rung the callee), retried by the contact's policy like an unanswered
+          // call, never at once. Each one in a row holds the campaign twice as long (5 s up to
+          // maxHoldMs), so an outage slows the campaign instead of spending its whole list.
+          carrierFailures++;
+          holdUntil = Math.max(holdUntil, clock.now() + Math.min(maxHoldMs, 5000 * 2 ** (carrierFailures - 1)));
+          const outcome = outcomeOf({ carrierStatus: CARRIER_ERROR, answered: false, amdVerdict: '' }, contact.attempts, c.config.max_retries, clock.now(), retryBaseMs);
+          await ds.settle(sql, callId, { ...outcome, error: `${outcome.error}: ${e.message}` }, now());
         } else {
           await ds.settle(sql, callId, { status: 'failed', error: e.message }, now());
         }
-        log.info({ campaignId: c.id, contactId: contact.id, code: e.code }, 'campaign dial refused');
+        log.info({ campaignId: c.id, contactId: contact.id, code: e.code, carrierStatus: carrier?.status, outcomeUnknown: carrier?.outcomeUnknown }, 'campaign dial refused');
+        return;
       }
     }
 

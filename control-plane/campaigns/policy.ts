@@ -28,12 +28,15 @@ export function isMachine(verdict: string): boolean {
   return verdict.startsWith('machine') || verdict === 'fax';
 }
 
+/** `carrierStatus` of a dial the carrier failed (5xx, 429) or never confirmed: retried like an unanswered call. */
+export const CARRIER_ERROR = 'carrier_error';
+
 export function outcomeOf(end: AttemptEnd, attempts: number, maxRetries: number, nowMs: number, retryBaseMs: number): Outcome {
   if (end.answered) {
     return { status: isMachine(end.amdVerdict) ? 'voicemail' : 'completed', durationS: end.durationS ?? 0 };
   }
   if (end.carrierStatus === 'failed') return { status: 'failed', error: 'the carrier rejected the call (failed)' };
-  const why = end.carrierStatus === 'busy' ? 'busy' : 'no answer';
+  const why = end.carrierStatus === 'busy' ? 'busy' : end.carrierStatus === CARRIER_ERROR ? 'carrier error' : 'no answer';
   if (attempts >= 1 + maxRetries) return { status: 'failed', error: `${why} after ${attempts} attempt${attempts === 1 ? '' : 's'}` };
   return { status: 'queued', retryAtMs: nowMs + backoffMs(attempts, retryBaseMs), error: `${why} (attempt ${attempts} of ${1 + maxRetries})` };
 }

@@ -153,6 +153,11 @@ export async function cancelQueued(sql: Tx, campaignId: string, now: Date): Prom
             where campaign_id = ${campaignId} and status = 'queued'`;
 }
 
+/** Takes the campaign row's lock for the rest of the transaction (uploads to one campaign take turns). */
+export async function lockCampaign(sql: Tx, id: string): Promise<void> {
+  await sql`select 1 from campaigns where id = ${id} for update`;
+}
+
 /**
  * Adds variable names not seen before, keeping first-seen order (the export's columns). False,
  * nothing written, when the campaign would hold more than `max` names.

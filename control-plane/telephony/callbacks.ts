@@ -100,7 +100,7 @@ async function applyEvent(ctx: Ctx, c: CallRecord, ev: CarrierCallEvent, adapter
  * same wrong callback) and logged. Before the carrier's create returns the sid is not known yet
  * (callbacks can beat it): nothing to compare, accepted. A transferred call keeps its sid.
  */
-function namesAnotherCall(ctx: Ctx, c: CallRecord, callSid: string, route: 'status' | 'amd'): boolean {
+function namesAnotherCall(ctx: Ctx, c: CallRecord, callSid: string, route: 'status' | 'amd' | 'recording'): boolean {
   if (!c.provider_call_sid || callSid === c.provider_call_sid) return false;
   ctx.log.warn({ callId: c.call_id, route, callSid, providerCallSid: c.provider_call_sid }, "carrier callback ignored: its CallSid is not this call's");
   return true;
@@ -146,13 +146,19 @@ async function applyStatus(ctx: Ctx, c: CallRecord, callStatus: string, reported
 
 export async function onRecording(ctx: Ctx, hc: HandlerContext, req: { callId: string; recordingUrl: string; recordingSid: string; recordingStatus: string; params: Record<string, string> }) {
   const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
-  if (c) await applyRecording(ctx, c, req.recordingUrl, req.recordingSid);
+  if (c && !namesAnotherCall(ctx, c, req.params.CallSid ?? '', 'recording')) await applyRecording(ctx, c, req.recordingUrl, req.recordingSid);
   return RECEIVED;
 }
 
+/** Kept only as a recording we would fetch (an http(s) URL, bounded; recordingRef): never `javascript:` or the like in a call record. */
 async function applyRecording(ctx: Ctx, c: CallRecord, url: string, sid: string): Promise<void> {
-  const saved = await ctx.calls.patch(c.call_id, { recording_url: url, recording_sid: sid });
-  if (saved) emit(ctx, { type: 'recording', call: saved, detail: url });
+  const ref = recordingRef(url, sid);
+  if (!ref) {
+    ctx.log.warn({ callId: c.call_id }, 'carrier recording callback ignored: its recording URL is not an http(s) URL');
+    return;
+  }
+  const saved = await ctx.calls.patch(c.call_id, { recording_url: ref.url, recording_sid: ref.sid });
+  if (saved) emit(ctx, { type: 'recording', call: saved, detail: ref.url });
 }
 
 /**

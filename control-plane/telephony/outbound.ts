@@ -184,9 +184,14 @@ async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: numb
   if (stored && stored.connectDeadlineMs < deadlineMs) await ctx.deps.registry.sessions.putSession({ ...stored, connectDeadlineMs: deadlineMs });
 }
 
-/** Carrier refusals are 502 (with the carrier's code); an unreachable carrier is 503 (retry). */
+/**
+ * Carrier refusals are 502 (with the carrier's code); an unreachable carrier is 503 (retry). A
+ * create the carrier may have carried out without telling us (no answer in time) is a 502 that
+ * says so: retrying it could ring the callee twice.
+ */
 export function carrierFailure(err: unknown): AppError {
   if (err instanceof CarrierError) {
+    if (err.status === 0 && err.outcomeUnknown) return new AppError('BAD_GATEWAY', `${err.message}: the call may have been placed, so it is not retried automatically`, { cause: err });
     if (err.status === 0) return new AppError('SERVICE_UNAVAILABLE', err.message, { retryAfterS: 5, cause: err });
     const code = err.carrierCode ? ` (carrier error ${err.carrierCode})` : '';
     return new AppError('BAD_GATEWAY', `the carrier rejected the request: ${err.message}${code}`, { cause: err });

@@ -148,6 +148,8 @@ export class CarrierSim {
   /** Set to make the next create / update fail with this carrier error (then cleared). */
   failNextCreate?: SimError;
   failNextUpdate?: SimError;
+  /** Set to make the next create place the call but drop the connection instead of answering (then cleared). */
+  loseNextCreateAnswer?: boolean;
   private server?: Server;
   private baseUrl = '';
 
@@ -235,7 +237,12 @@ export class CarrierSim {
     if (!m || req.method !== 'POST') return fail({ status: 404, code: 20404, message: 'The requested resource was not found' });
     const accountSid = decodeURIComponent(m[1]!);
     if (!this.authorized(req, accountSid)) return fail({ status: 401, code: 20003, message: 'Authenticate' });
-    if (!m[2]) return this.createCall(accountSid, params, answer, fail);
+    if (!m[2]) {
+      if (!this.loseNextCreateAnswer) return this.createCall(accountSid, params, answer, fail);
+      // The call is placed; the answer never arrives (a connection lost after the request was sent).
+      this.loseNextCreateAnswer = false;
+      return this.createCall(accountSid, params, () => (this.requests.push({ method: 'POST', path, params, status: 0 }), res.socket?.destroy()), fail);
+    }
     const call = this.calls.get(decodeURIComponent(m[2]));
     if (!call || call.accountSid !== accountSid) return fail({ status: 404, code: 20404, message: `The requested resource /Calls/${m[2]}.json was not found` });
     return this.updateCall(call, params, answer, fail);

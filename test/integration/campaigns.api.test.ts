@@ -256,6 +256,14 @@ describe('CSV upload, calls list, export', () => {
     ]);
   });
 
+  it('concurrent uploads to one campaign all land (they took turns; they deadlocked into 500s)', async () => {
+    const id = await created();
+    const file = (n: number) => `phone,batch\n${Array.from({ length: 300 }, (_, i) => `+1415555${String(n * 1000 + i).padStart(4, '0')},b${n}`).join('\n')}\n`;
+    const results = await Promise.all([1, 2, 3, 4, 5].map((n) => upload(id, file(n))));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(1500);
+  });
+
   it('a value with a bare line break is quoted in the export, so the row survives a CSV reader', async () => {
     const id = await created();
     expect((await upload(id, 'phone,name,city\r\n+14155550111,"Quote, Inc","Lon\ndon"\r\n+14155550112,"Cr\rLf",Paris\r\n')).status).toBe(200);

@@ -194,6 +194,45 @@ describe('pause, resume, 503', () => {
     await h.call('POST', `/campaigns/${id}/cancel`);
   });
 
+  it('a carrier 5xx on the create is an attempt retried by the policy, not a final failure', { timeout: 30_000 }, async () => {
+    const n = '+14155558101';
+    h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });
+    h.sim.failNextCreate = { status: 500, code: 20500, message: 'Internal Server Error' };
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 1 }, [n]);
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed');
+    const [row] = await contacts(id);
+    // The 500 spent attempt 1 and was retried; attempt 2 reached the callee (no answer, no retries left).
+    expect(row).toMatchObject({ status: 'failed', attempts: 2, error_message: 'no answer after 2 attempts' });
+    expect(simCallsTo(new Set([n]))).toHaveLength(1);
+  });
+
+  it('a create the carrier carried out without answering is an attempt: never dialed again past max_retries', { timeout: 30_000 }, async () => {
+    const n = '+14155558102';
+    h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });
+    h.sim.loseNextCreateAnswer = true;
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 0 }, [n]);
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed');
+    const [row] = await contacts(id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(row!.error_message).toMatch(/^carrier error after 1 attempt: .*may have been placed/);
+    // It was placed once (the carrier did it); it was not placed again.
+    await sleep(1000);
+    expect(simCallsTo(new Set([n]))).toHaveLength(1);
+  });
+
+  it('an attempt that ends after its campaign was cancelled is cancelled, not queued for a retry', { timeout: 30_000 }, async () => {
+    const n = '+14155558103';
+    h.callees.set(n, { ringMs: 1500, outcome: 'no-answer' });
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 2 }, [n]);
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => ['dialing', 'in_progress'].includes((await contacts(id))[0]!.status), 10_000, 'dialing');
+    expect((await h.call('POST', `/campaigns/${id}/cancel`)).body.data.status).toBe('cancelled');
+    await until(async () => (await contacts(id))[0]!.status === 'cancelled', 15_000, 'attempt settled');
+    expect((await contacts(id))[0]).toMatchObject({ status: 'cancelled', attempts: 1, error_message: 'campaign cancelled' });
+  });
+
   it('a 503 on a retry keeps the dial time of the attempt that was dialed', { timeout: 30_000 }, async () => {
     const res = await h.call('POST', '/campaigns', { name: 'no creds, retry', agent_id: noAccountAgentId });
     const id = res.body.data.id;

@@ -250,7 +250,7 @@ describe('cold transfer', () => {
 
 describe('carrier callbacks naming another call', () => {
   /** A form callback signed with the account's real token, as the carrier would send it. */
-  async function signedCallback(callId: string, route: 'status' | 'amd', params: Record<string, string>) {
+  async function signedCallback(callId: string, route: 'status' | 'amd' | 'recording', params: Record<string, string>) {
     const url = `http://127.0.0.1:${h.app.port}/api/v1/telephony/calls/${callId}/${route}`;
     const res = await fetch(url, {
       method: 'POST',
@@ -271,11 +271,16 @@ describe('carrier callbacks naming another call', () => {
     expect(amd).toEqual({ status: 200, body: { received: true } });
     // A missing CallSid is not this call's either.
     expect((await signedCallback(body.call_id, 'status', { AccountSid: h.accountSid, CallStatus: 'completed' })).status).toBe(200);
+    // Nor is a recording callback's; and a recording URL we would never fetch is not kept even for the right call.
+    const recording = { AccountSid: h.accountSid, RecordingSid: `RE${'1'.repeat(32)}`, RecordingStatus: 'completed' };
+    expect((await signedCallback(body.call_id, 'recording', { ...recording, RecordingUrl: 'https://api.twilio.com/x.wav' })).status).toBe(200);
+    expect((await signedCallback(body.call_id, 'recording', { ...recording, CallSid: other, RecordingUrl: 'https://api.twilio.com/x.wav' })).status).toBe(200);
+    expect((await signedCallback(body.call_id, 'recording', { ...recording, CallSid: body.provider_call_sid, RecordingUrl: 'javascript:alert(1)' })).status).toBe(200);
 
     await sleep(200);
     const live = await h.call('GET', `/telephony/calls/${body.call_id}`);
     expect(live.status).toBe(200);
-    expect(live.body).toMatchObject({ status: 'in_progress', amd_verdict: '', answered_by: '', provider_call_sid: body.provider_call_sid });
+    expect(live.body).toMatchObject({ status: 'in_progress', amd_verdict: '', answered_by: '', provider_call_sid: body.provider_call_sid, recording_url: '' });
     expect(media.isOpen).toBe(true);
     expect(h.engine.calls.has(body.session_id)).toBe(true);
 

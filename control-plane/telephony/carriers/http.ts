@@ -3,7 +3,8 @@
  * configured by the operator, or a workspace's SignalWire space, which must be a
  * `*.signalwire.com` host, so shared/outbound does not apply). Timeout per request, the
  * caller's abort never cuts a request that may already have placed a call, errors as CarrierError
- * (status 0: unreachable, a 503 for the API caller; otherwise the carrier's status and message).
+ * (status 0: unreachable, a 503 for the API caller, or, with `outcomeUnknown`, no answer to a
+ * request the carrier may have acted on; otherwise the carrier's status and message).
  */
 import { readBodyCapped } from '../../../shared/outbound/index.js';
 import { CarrierError } from './types.js';
@@ -32,10 +33,14 @@ export async function carrierRequest(r: CarrierRequest): Promise<Record<string, 
     body = JSON.stringify(r.body);
   }
   let res: Response;
+  const timeout = AbortSignal.timeout(r.timeoutMs ?? 10_000);
   try {
-    res = await fetch(r.url, { method: r.method ?? 'POST', headers, body, signal: AbortSignal.timeout(r.timeoutMs ?? 10_000) });
+    res = await fetch(r.url, { method: r.method ?? 'POST', headers, body, signal: timeout });
   } catch (err) {
-    throw new CarrierError(0, `carrier unreachable: ${(err as Error).message}`);
+    if (neverSent(err) && !timeout.aborted) throw new CarrierError(0, `carrier unreachable: ${(err as Error).message}`);
+    const unknown = new CarrierError(0, timeout.aborted ? `the carrier did not answer within ${r.timeoutMs ?? 10_000} ms` : `the carrier connection failed mid-request: ${(err as Error).message}`);
+    unknown.outcomeUnknown = true;
+    throw unknown;
   }
   let text = '';
   try {
@@ -58,6 +63,17 @@ export async function carrierRequest(r: CarrierRequest): Promise<Record<string, 
     throw new CarrierError(res.status, message, Number.isFinite(code) && code > 0 ? code : undefined, str(json.more_info) || undefined);
   }
   return json;
+}
+
+/**
+ * Failures that happen before a request can reach the carrier: no address, no connection, no TLS.
+ * Anything else (a timeout, a reset after the request was written) may have been acted on.
+ */
+const NOT_SENT_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN']);
+
+function neverSent(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause;
+  return typeof cause?.code === 'string' && NOT_SENT_CODES.has(cause.code);
 }
 
 /** The `Authorization` header value of carrier credentials (also for recording downloads). */

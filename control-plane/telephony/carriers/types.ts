@@ -292,6 +292,13 @@ export interface CarrierAdapter {
 
 /** The carrier refused (`status` = its HTTP status, `code` its error code) or was unreachable (`status` 0). */
 export class CarrierError extends Error {
+  /**
+   * The request may have reached the carrier and done its work (no answer within the timeout, or
+   * the connection dropped after the request was written): a create may have placed the call, so
+   * the caller must not treat it as "nothing happened" and send it again.
+   */
+  outcomeUnknown = false;
+
   constructor(
     readonly status: number,
     message: string,
