@@ -140,7 +140,7 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
     await adapter.transfer(account, c.provider_call_sid, { toNumber: to, callerId, actionUrl: `${callbackBase}/dial-complete`, callbackBase });
   } catch (err) {
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
-    throw carrierFailure(err);
+    throw carrierFailure(err, 'the transfer may have happened');
   }
   await endSession(ctx, c.session_id, 'transferred');
   const saved = await ctx.calls.get(c.call_id);

@@ -161,7 +161,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
   } catch (err) {
     await ctx.calls.remove(callId);
     await deps.voice.sessions.end(session.session_id).catch(() => {});
-    throw carrierFailure(err);
+    throw carrierFailure(err, 'the call may have been placed');
   }
   const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
   if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });
@@ -189,9 +189,9 @@ async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: numb
  * create the carrier may have carried out without telling us (no answer in time) is a 502 that
  * says so: retrying it could ring the callee twice.
  */
-export function carrierFailure(err: unknown): AppError {
+export function carrierFailure(err: unknown, unknownOutcome = 'the carrier may have carried it out'): AppError {
   if (err instanceof CarrierError) {
-    if (err.status === 0 && err.outcomeUnknown) return new AppError('BAD_GATEWAY', `${err.message}: the call may have been placed, so it is not retried automatically`, { cause: err });
+    if (err.status === 0 && err.outcomeUnknown) return new AppError('BAD_GATEWAY', `${err.message}: ${unknownOutcome}, so it is not retried automatically`, { cause: err });
     if (err.status === 0) return new AppError('SERVICE_UNAVAILABLE', err.message, { retryAfterS: 5, cause: err });
     const code = err.carrierCode ? ` (carrier error ${err.carrierCode})` : '';
     return new AppError('BAD_GATEWAY', `the carrier rejected the request: ${err.message}${code}`, { cause: err });
