@@ -46,6 +46,10 @@ export async function sessionConfigFor(sql: Sql, secrets: SecretBox, version: nu
   // Session start refuses never-published agents; a test of the draft runs it as it stands.
   const base = toAgentLiveView(live);
   // Text mode never opens ASR or TTS: a version without them can still be tested (its LLM is required).
+  if (!base.providers.llm?.provider_name) {
+    const which = version === DRAFT_VERSION ? "agent's draft" : `agent's version ${version}`;
+    throw new AppError('MISSING_PROVIDER', `${which} has no llm provider`, { details: [{ field: 'providers.llm', problem: 'missing' }] });
+  }
   const providers = { ...base.providers, asr: base.providers.asr ?? TEXT_MODE_UNUSED, tts: base.providers.tts ?? TEXT_MODE_UNUSED };
   const view = { ...base, providers, versionNumber: Math.max(1, version) };
   const config = buildSessionConfig(view, { agent_id: snapshot.agent_id, connection_type: 'simulation', session_metadata: { test_run_id: runId } }, { sessionId: newId(), nowMs });

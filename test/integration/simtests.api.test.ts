@@ -238,6 +238,16 @@ describe('audio mode', () => {
     expect(noSpeech.body.error.details.map((d: any) => d.field)).toEqual(['providers.asr', 'providers.tts']);
     await api(cp, 'DELETE', `${A}/${id}/test-cases/${tc}`, { token: alice.token });
   });
+
+  it("a draft without an LLM is refused naming the draft, not a published version", async () => {
+    const bare = await simAgent(cp, alice, { name: 'no llm' });
+    expect((await api(cp, 'DELETE', `${A}/${bare}/providers/llm`, { token: alice.token })).status).toBe(200);
+    const tc = await api(cp, 'POST', `${A}/${bare}/test-cases`, { token: alice.token, body: { name: 'Hi', goal: 'Say hello', assertions: ['The agent greets'] } });
+    expect(tc.status, JSON.stringify(tc.body)).toBe(201);
+    const res = await api(cp, 'POST', `${A}/${bare}/test-runs`, { token: alice.token, body: { agent_version: 0 } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'MISSING_PROVIDER', message: "agent's draft has no llm provider", details: [{ field: 'providers.llm', problem: 'missing' }] });
+  });
 });
 
 describe('cancel', () => {
