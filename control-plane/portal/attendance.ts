@@ -13,6 +13,9 @@
  *   last logout inside the window to scheduled end (0 while online at the end or before the end
  *   has come). `shift_adherence_pct`: online time inside the window over the window's elapsed
  *   part, one decimal; absent before the shift starts.
+ * - Which windows are judged at all (`judgedWindows`): only those starting at or after
+ *   max(shift created_at, agent created_at). The same rule gates `late_login` (presence.ts) and
+ *   `missed_shift` (sweep.ts), so a read, an alert and the sweep never disagree about a window.
  */
 import { createHash } from 'node:crypto';
 import { DAY_MS, dayString, overlapMs, parseTime, zonedToUtc } from './time.js';
@@ -31,17 +34,22 @@ export interface SpanIn {
   started_at: Date;
   ended_at: Date | null;
 }
-export interface ShiftIn {
+export interface ShiftTimes {
   agent_id: string;
   day_of_week: number;
   shift_start: string;
   shift_end: string;
   timezone: string;
 }
+export interface ShiftIn extends ShiftTimes {
+  /** When the shift came to exist (a revived shift: when it was re-posted); see `judgedWindows`. */
+  created_at: Date;
+}
 export interface AgentIn {
   id: string;
   display_name: string;
   agent_code: string;
+  created_at: Date;
 }
 
 export interface AttendanceRow {
@@ -73,7 +81,7 @@ export interface Window {
 }
 
 /** Scheduled windows of an agent's shifts on UTC calendar date `dayMs` (overnight shifts end the next day). */
-export function shiftWindows(shifts: ShiftIn[], dayMs: number): Window[] {
+export function shiftWindows(shifts: ShiftTimes[], dayMs: number): Window[] {
   const weekday = new Date(dayMs).getUTCDay();
   return shifts
     .filter((s) => s.day_of_week === weekday)
@@ -83,6 +91,25 @@ export function shiftWindows(shifts: ShiftIn[], dayMs: number): Window[] {
       const start = zonedToUtc(dayMs, startMin, s.timezone);
       const end = zonedToUtc(endMin > startMin ? dayMs : dayMs + DAY_MS, endMin, s.timezone);
       return { start, end };
+    })
+    .sort((a, b) => a.start - b.start);
+}
+
+/**
+ * The windows of `shiftWindows` that are judged (adherence, `late_login`, `missed_shift`): those
+ * starting at or after max(the shift's `created_at`, the agent's `created_at`). Nobody can be late
+ * for, or absent from, a window that began before the schedule (or the person) existed: without
+ * this a shift posted today made every earlier same-weekday date of an attendance read a whole
+ * shift late at 0 % adherence, and a shift posted minutes after its start time raised `late_login`
+ * at once. A window already running when the shift is posted is not judged either (rather than
+ * judged from the posting instant): the agent was never told to be there at its start, and a
+ * partial window would make adherence and lateness mean something different on that one day.
+ */
+export function judgedWindows(shifts: ShiftIn[], dayMs: number, agentCreatedAt: Date): Window[] {
+  return shifts
+    .flatMap((s) => {
+      const from = Math.max(s.created_at.getTime(), agentCreatedAt.getTime());
+      return shiftWindows([s], dayMs).filter((w) => w.start >= from);
     })
     .sort((a, b) => a.start - b.start);
 }
@@ -128,7 +155,7 @@ function unionOverlap(iv: Window[], from: number, to: number): number {
   return total;
 }
 
-/** Rows for every agent and day of `[fromMs, toMs]` with presence time, a login or a shift. */
+/** Rows for every agent and day of `[fromMs, toMs]` with presence time, a login or a judged shift window. */
 export function computeAttendance(input: { agents: AgentIn[]; sessions: SessionIn[]; spans: SpanIn[]; shifts: ShiftIn[]; fromMs: number; toMs: number; nowMs: number }): AttendanceRow[] {
   const { nowMs } = input;
   const rows: AttendanceRow[] = [];
@@ -155,7 +182,7 @@ export function computeAttendance(input: { agents: AgentIn[]; sessions: SessionI
         if (sp.status === 'break' && start >= day && start < day + DAY_MS) row.break_count++;
       }
       for (const k of ['online_seconds', 'available_seconds', 'busy_seconds', 'on_call_seconds', 'wrap_up_seconds', 'break_seconds'] as const) row[k] = Math.round(row[k] / 1000);
-      const windows = shiftWindows(shifts, day);
+      const windows = judgedWindows(shifts, day, agent.created_at);
       if (windows.length) {
         row.scheduled_start = new Date(windows[0].start).toISOString();
         row.scheduled_end = new Date(windows[windows.length - 1].end).toISOString();

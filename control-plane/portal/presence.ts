@@ -6,7 +6,8 @@
  *
  * - `login`: opens a session and an `available` span (a still-open session of the same agent,
  *   e.g. a second tab, is closed first as `replaced`); raises `late_login` when it lands inside a
- *   shift window after the grace period with no earlier login in that window.
+ *   judged shift window (attendance.ts `judgedWindows`) after the grace period with no earlier
+ *   login in that window.
  * - `setStatus`: closes the open span, opens one in the new status (`offline` is `logout`).
  * - `heartbeat`: stamps `last_heartbeat_at`; false when the session is no longer the agent's
  *   current one (replaced, timed out, deactivated): the socket then closes.
@@ -17,7 +18,7 @@ import type { Sql } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
 import { newId } from '../../shared/ids.js';
 import { DAY_MS, startOfUtcDay } from './time.js';
-import { shiftWindows, type PresenceStatus, type ShiftIn } from './attendance.js';
+import { judgedWindows, type PresenceStatus, type ShiftIn } from './attendance.js';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -65,13 +66,14 @@ interface LockedAgent {
   status: PresenceStatus;
   presence_session_id: string | null;
   is_active: boolean;
+  created_at: Date;
 }
 
 export function createPresence(deps: PresenceDeps): Presence {
   const { sql, clock } = deps;
 
   const lock = async (tx: Tx, agentId: string) =>
-    (await tx<LockedAgent[]>`select id, workspace_id, display_name, status, presence_session_id, is_active from human_agents where id = ${agentId} for update`)[0];
+    (await tx<LockedAgent[]>`select id, workspace_id, display_name, status, presence_session_id, is_active, created_at from human_agents where id = ${agentId} for update`)[0];
 
   async function closeOpen(tx: Tx, a: LockedAgent, reason: string, source: string, at: Date): Promise<void> {
     if (!a.presence_session_id) return;
@@ -82,12 +84,13 @@ export function createPresence(deps: PresenceDeps): Presence {
   }
 
   async function lateLoginCheck(tx: Tx, a: LockedAgent, nowMs: number): Promise<void> {
-    const shifts = await tx<ShiftIn[]>`select agent_id, day_of_week, shift_start, shift_end, timezone from human_agent_shifts where agent_id = ${a.id} and deleted_at is null`;
+    const shifts = await tx<ShiftIn[]>`select agent_id, day_of_week, shift_start, shift_end, timezone, created_at from human_agent_shifts where agent_id = ${a.id} and deleted_at is null`;
     if (!shifts.length) return;
     const today = startOfUtcDay(nowMs);
     // Yesterday's overnight shifts may still be running.
     for (const day of [today - DAY_MS, today]) {
-      for (const w of shiftWindows(shifts, day)) {
+      // Only judged windows: one already running when the shift was posted is nobody's lateness.
+      for (const w of judgedWindows(shifts, day, a.created_at)) {
         if (nowMs <= w.start + deps.lateGraceMin * 60_000 || nowMs >= w.end) continue;
         const [earlier] = await tx`
           select 1 from human_agent_sessions where agent_id = ${a.id} and started_at < ${new Date(nowMs)}

@@ -69,7 +69,7 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
       const ws = await access.workspace(ctx, req.workspaceId, 'member');
       const agentFilter = req.agentId ? req.agentId.toLowerCase() : null;
       const agents = await sql<AgentIn[]>`
-        select id, display_name, agent_code from human_agents
+        select id, display_name, agent_code, created_at from human_agents
         where workspace_id = ${ws} and (${agentFilter}::uuid is null or id = ${agentFilter}) order by lower(agent_code) limit 1000`;
       if (agentFilter && !agents.length) throw notFound('human agent');
       const ids = agents.map((a) => a.id);
@@ -85,7 +85,7 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
       if (sessions.length > MAX_ATTENDANCE_ROWS || spans.length > MAX_ATTENDANCE_ROWS)
         throw invalid('to', `the range holds more than ${MAX_ATTENDANCE_ROWS} sessions or status changes: ask for fewer days or one agent_id`);
       const shifts = await sql<ShiftIn[]>`
-        select agent_id, day_of_week, shift_start, shift_end, timezone from human_agent_shifts where agent_id = any(${ids}) and deleted_at is null`;
+        select agent_id, day_of_week, shift_start, shift_end, timezone, created_at from human_agent_shifts where agent_id = any(${ids}) and deleted_at is null`;
       const rows = computeAttendance({ agents, sessions, spans, shifts, fromMs, toMs, nowMs });
       return {
         rows: rows.map((r) => ({
@@ -155,12 +155,16 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
       if (tz.length > 64 || !validTimezone(tz)) throw invalid('timezone', 'must be an IANA time zone such as Europe/Berlin');
       const a = await access.agent(ctx, req.agentId, 'admin');
       const at = new Date(clock.now());
-      // Same agent, day and start: the row is updated and revived if it was deleted.
+      // Same agent, day and start: the row is updated and revived if it was deleted. `created_at` is
+      // where judging starts (attendance.ts `judgedWindows`): an edit of a live shift keeps it (the
+      // agent was already expected at that start), a revive restarts it, as a deleted shift is judged
+      // on no day and its weeks away must not come back as missed.
       const [row] = await sql<{ id: string }[]>`
         insert into human_agent_shifts (id, agent_id, day_of_week, shift_start, shift_end, timezone, created_at, updated_at)
         values (${newId()}, ${a.id}, ${day}, ${req.shiftStart}, ${req.shiftEnd}, ${tz}, ${at}, ${at})
         on conflict (agent_id, day_of_week, shift_start) do update
-          set shift_end = excluded.shift_end, timezone = excluded.timezone, deleted_at = null, updated_at = excluded.updated_at
+          set shift_end = excluded.shift_end, timezone = excluded.timezone, deleted_at = null, updated_at = excluded.updated_at,
+              created_at = case when human_agent_shifts.deleted_at is null then human_agent_shifts.created_at else excluded.created_at end
         returning id`;
       return { status: 'shift_created', id: row.id };
     },

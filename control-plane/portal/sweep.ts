@@ -8,7 +8,8 @@
  * One pass (at the injected clock's now):
  * 1. stale presence: status not offline and no heartbeat for PORTAL_HEARTBEAT_TIMEOUT_S -> offline
  *    (`heartbeat_timeout`), session closed at the last heartbeat;
- * 2. `missed_shift`: a shift window that ended in the last 24 h with no session overlapping it;
+ * 2. `missed_shift`: a judged shift window (attendance.ts `judgedWindows`) that ended in the last
+ *    24 h with no session overlapping it;
  * 3. `long_break`: an open `break` span older than PORTAL_LONG_BREAK_MIN;
  * 4. hand-off offers past their time, and engine hand-off requests stored while the registry bus
  *    was unreachable (`human_handoff_requests`: each gets its `portal.handoff` job);
@@ -20,7 +21,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { Jobs, JobContext } from '../jobs/index.js';
 import { recurringPass } from '../jobs/recurring.js';
-import { shiftWindows, type ShiftIn } from './attendance.js';
+import { judgedWindows, type ShiftIn } from './attendance.js';
 import { raiseAlert, type Presence } from './presence.js';
 import { DAY_MS, startOfUtcDay } from './time.js';
 
@@ -72,16 +73,16 @@ export function createSweep(deps: SweepDeps): Sweep {
       if (await deps.presence.logout(a.id, a.presence_session_id, 'heartbeat_timeout', 'sweep', a.last_heartbeat_at.getTime())) timedOut++;
     }
     let alerts = 0;
-    const shifts = await sql<(ShiftIn & { id: string; workspace_id: string; display_name: string; created_at: Date })[]>`
-      select s.id, s.created_at, s.agent_id, s.day_of_week, s.shift_start, s.shift_end, s.timezone, a.workspace_id, a.display_name
+    const shifts = await sql<(ShiftIn & { id: string; workspace_id: string; display_name: string; agent_created_at: Date })[]>`
+      select s.id, s.created_at, s.agent_id, s.day_of_week, s.shift_start, s.shift_end, s.timezone, a.workspace_id, a.display_name, a.created_at as agent_created_at
       from human_agent_shifts s join human_agents a on a.id = s.agent_id
       where s.deleted_at is null and a.is_active limit ${BATCH * 10}`;
     const today = startOfUtcDay(nowMs);
     for (const s of shifts) {
       for (const day of [today - 2 * DAY_MS, today - DAY_MS, today]) {
-        for (const w of shiftWindows([s], day)) {
-          // Only windows that ended in the last day and started after the agent's shift existed.
-          if (w.end > nowMs || w.end < nowMs - DAY_MS || w.start < s.created_at.getTime()) continue;
+        // Judged windows only (the rule attendance and late_login share), ended within the last day.
+        for (const w of judgedWindows([s], day, s.agent_created_at)) {
+          if (w.end > nowMs || w.end < nowMs - DAY_MS) continue;
           const [seen] = await sql`
             select 1 from human_agent_sessions where agent_id = ${s.agent_id}
               and started_at < ${new Date(w.end)} and coalesce(ended_at, 'infinity') > ${new Date(w.start)} limit 1`;

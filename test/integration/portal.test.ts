@@ -2,7 +2,8 @@
  * Issue 21, human agents: roster, credentials lifecycle with the dev mailbox, presence over the
  * real `/api/v1/sessions/ws` socket, attendance across midnight and for a range that starts
  * mid-session, adherence of a late login against a Europe/Berlin shift (injected clock), presence
- * alerts (late login, missed shift, long break; cap and filter), shift revive, 403 across owners,
+ * alerts (late login, missed shift, long break; cap and filter), shift revive, windows before the
+ * shift or agent existed judged by none of attendance, late_login and missed_shift, 403 across owners,
  * the per-IP token bucket (429 then recovery), SMTP_DISABLED, and offline-after-timeout by the
  * sweep (not by the socket's own process).
  */
@@ -285,8 +286,9 @@ describe('attendance', () => {
   });
 
   it('adherence of a late login against a Europe/Berlin shift, and the late_login alert', async () => {
-    const id = await newAgent();
+    // The agent exists before its shift (windows before either are not judged).
     now = Date.parse('2026-11-23T12:00:00Z');
+    const id = await newAgent();
     // Tuesday 09:00-17:00 Berlin = 08:00-16:00 UTC in November.
     const sh = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { agent_id: id, day_of_week: 2, shift_start: '09:00', shift_end: '17:00', timezone: 'Europe/Berlin' } });
     expect(sh.status, JSON.stringify(sh.body)).toBe(201);
@@ -363,6 +365,84 @@ describe('alerts and shifts', () => {
     expect(await list()).toMatchObject([{ id: first.body.data.id, shift_end: '17:00', timezone: 'Europe/Berlin' }]);
     const bad = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { ...body, timezone: 'Mars/Olympus' } });
     expect([bad.status, JSON.stringify(bad.body.error)]).toEqual([400, expect.stringContaining('timezone')]);
+  });
+});
+
+describe('which shift windows are judged: those starting at or after max(shift created_at, agent created_at)', () => {
+  const shift = async (body: Record<string, unknown>) => {
+    const r = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body.data.id as string;
+  };
+  const alertsOf = async (id: string, type: string) =>
+    ((await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data as Array<{ agent_id: string; alert_type: string; details: Record<string, unknown> }>).filter(
+      (a) => a.agent_id === id && a.alert_type === type,
+    );
+  const noSchedule = (row: Record<string, unknown>) => {
+    for (const k of ['scheduled_start', 'scheduled_end', 'late_login_seconds', 'early_logout_seconds', 'shift_adherence_pct']) expect(row, k).not.toHaveProperty(k);
+  };
+
+  it('an agent and a Monday shift created today are not absent on the Mondays before; the next Monday is judged', async () => {
+    // The audit's case: ann1 and her Monday 09:00-17:00 Berlin (08:00-16:00Z) shift, both created
+    // on Monday 2026-11-30 after that day's window began.
+    now = Date.parse('2026-11-30T09:00:00Z');
+    const id = await newAgent({ agent_code: `ann1-${rnd()}` });
+    now = Date.parse('2026-11-30T09:05:00Z');
+    await shift({ agent_id: id, day_of_week: 1, shift_start: '09:00', shift_end: '17:00', timezone: 'Europe/Berlin' });
+    now = Date.parse('2026-11-30T18:00:00Z');
+    expect(await attendance(`from=2026-09-30&to=2026-11-30&agent_id=${id}`)).toEqual([]);
+    // Next Monday she never logs in: that window is judged like any other, by the read and the sweep.
+    now = Date.parse('2026-12-07T16:30:00Z');
+    const rows = await attendance(`from=2026-10-07&to=2026-12-07&agent_id=${id}`);
+    expect(rows.map((r) => [r.date, r.scheduled_start, r.late_login_seconds, r.shift_adherence_pct])).toEqual([['2026-12-07', '2026-12-07T08:00:00.000Z', 28800, 0]]);
+    await cp.portal.sweep.tick();
+    expect((await alertsOf(id, 'missed_shift')).map((a) => a.details.scheduled_start)).toEqual(['2026-12-07T08:00:00.000Z']);
+  });
+
+  it('a shift posted after its start time today raises no late_login and no schedule that day; next week it does', async () => {
+    now = Date.parse('2026-11-30T06:00:00Z');
+    const id = await newAgent();
+    // Monday 06:11-14:00 UTC, posted at 06:21 (the audit's alert said late_seconds 629).
+    now = Date.parse('2026-11-30T06:21:00Z');
+    await shift({ agent_id: id, day_of_week: 1, shift_start: '06:11', shift_end: '14:00' });
+    now = Date.parse('2026-11-30T06:21:29Z');
+    const s = await cp.portal.presence.login(id, '10.0.0.7', 'test');
+    now = Date.parse('2026-11-30T13:00:00Z');
+    await cp.portal.presence.logout(id, s.sessionId, 'logout', 'test');
+    expect(await alertsOf(id, 'late_login')).toEqual([]);
+    const [today] = await attendance(`from=2026-11-30&agent_id=${id}`);
+    expect(today).toMatchObject({ date: '2026-11-30', session_count: 1 });
+    noSchedule(today);
+    // The same late login a week later is judged.
+    now = Date.parse('2026-12-07T06:21:29Z');
+    const s2 = await cp.portal.presence.login(id, '10.0.0.7', 'test');
+    await cp.portal.presence.logout(id, s2.sessionId, 'logout', 'test');
+    expect((await alertsOf(id, 'late_login')).map((a) => a.details.late_seconds)).toEqual([629]);
+  });
+
+  it('a revived shift is judged from its revival; an edit of a live shift keeps its created_at', async () => {
+    now = Date.parse('2026-11-02T06:00:00Z');
+    const id = await newAgent();
+    const body = { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '09:00' };
+    const shiftId = await shift(body);
+    now = Date.parse('2026-11-03T00:00:00Z');
+    expect((await api(cp, 'DELETE', `${A}/presence/shifts/${shiftId}`, { token: owner.token })).status).toBe(200);
+    // Revived on Monday 2026-11-16 at 10:00, after that day's 08:00-09:00 window, which passed
+    // while the shift was deleted: neither the read nor the sweep may call it (or 11-09) missed.
+    now = Date.parse('2026-11-16T10:00:00Z');
+    expect(await shift(body)).toBe(shiftId);
+    const [revived] = (await api(cp, 'GET', `${A}/presence/shifts/${id}`, { token: owner.token })).body.data;
+    expect(revived.created_at).toBe('2026-11-16T10:00:00.000Z');
+    await cp.portal.sweep.tick();
+    expect(await alertsOf(id, 'missed_shift')).toEqual([]);
+    expect(await attendance(`from=2026-11-02&to=2026-11-16&agent_id=${id}`)).toEqual([]);
+    // Editing the live shift's end (same agent, day, start) keeps created_at: 11-23 stays judged.
+    now = Date.parse('2026-11-23T10:00:00Z');
+    expect(await shift({ ...body, shift_end: '09:30' })).toBe(shiftId);
+    const [edited] = (await api(cp, 'GET', `${A}/presence/shifts/${id}`, { token: owner.token })).body.data;
+    expect([edited.created_at, edited.shift_end]).toEqual(['2026-11-16T10:00:00.000Z', '09:30']);
+    const rows = await attendance(`from=2026-11-16&to=2026-11-23&agent_id=${id}`);
+    expect(rows.map((r) => [r.date, r.late_login_seconds, r.shift_adherence_pct])).toEqual([['2026-11-23', 5400, 0]]);
   });
 });
 

@@ -1,6 +1,6 @@
 /** Portal calendar and adherence rules (control-plane/portal/time.ts, attendance.ts): DST edges, overnight shifts, missed shifts. */
 import { describe, expect, it } from 'vitest';
-import { adherence, computeAttendance, shiftWindows } from '../../../control-plane/portal/attendance.js';
+import { adherence, computeAttendance, judgedWindows, shiftWindows } from '../../../control-plane/portal/attendance.js';
 import { dayRange, parseDay, zonedToUtc } from '../../../control-plane/portal/time.js';
 
 const D = (s: string) => Date.parse(s);
@@ -51,14 +51,64 @@ describe('shift adherence', () => {
 
   it('an open session counts to now and is not an early logout', () => {
     const rows = computeAttendance({
-      agents: [{ id: 'a', display_name: 'A', agent_code: 'a' }],
+      agents: [{ id: 'a', display_name: 'A', agent_code: 'a', created_at: new Date('2026-11-01T00:00:00Z') }],
       sessions: [{ agent_id: 'a', started_at: new Date('2026-11-24T08:30:00Z'), ended_at: null }],
       spans: [{ agent_id: 'a', status: 'available', started_at: new Date('2026-11-24T08:30:00Z'), ended_at: null }],
-      shifts: [{ agent_id: 'a', day_of_week: 2, shift_start: '08:00', shift_end: '16:00', timezone: 'UTC' }],
+      shifts: [{ agent_id: 'a', day_of_week: 2, shift_start: '08:00', shift_end: '16:00', timezone: 'UTC', created_at: new Date('2026-11-01T00:00:00Z') }],
       fromMs: D('2026-11-24T00:00:00Z'),
       toMs: D('2026-11-24T00:00:00Z'),
       nowMs: D('2026-11-24T12:00:00Z'),
     });
     expect(rows[0]).toMatchObject({ online_seconds: 3.5 * 3600, available_seconds: 3.5 * 3600, late_login_seconds: 1800, early_logout_seconds: 0, shift_adherence_pct: 87.5 });
+  });
+});
+
+describe('judged windows: only those starting at or after max(shift created_at, agent created_at)', () => {
+  // Monday 09:00-17:00 Berlin = 08:00-16:00Z in November.
+  const monday = (created: string) => ({ agent_id: 'ann', day_of_week: 1, shift_start: '09:00', shift_end: '17:00', timezone: 'Europe/Berlin', created_at: new Date(created) });
+  const ann = (created: string) => ({ id: 'ann', display_name: 'Ann', agent_code: 'ann1', created_at: new Date(created) });
+
+  it('a window before either creation, or already running at it, is not judged; the next one is', () => {
+    const mon = D('2026-11-30T00:00:00Z');
+    const agentEarly = new Date('2026-01-01T00:00:00Z');
+    expect(judgedWindows([monday('2026-11-30T07:59:00Z')], mon, agentEarly)).toEqual([{ start: D('2026-11-30T08:00:00Z'), end: D('2026-11-30T16:00:00Z') }]);
+    // Starting exactly at the creation instant counts ("at or after").
+    expect(judgedWindows([monday('2026-11-30T08:00:00Z')], mon, agentEarly)).toHaveLength(1);
+    expect(judgedWindows([monday('2026-11-30T08:00:01Z')], mon, agentEarly)).toEqual([]);
+    expect(judgedWindows([monday('2026-11-30T10:00:00Z')], D('2026-11-23T00:00:00Z'), agentEarly)).toEqual([]);
+    expect(judgedWindows([monday('2026-11-30T10:00:00Z')], D('2026-12-07T00:00:00Z'), agentEarly)).toHaveLength(1);
+    // The agent's own creation bounds it too (a shift row older than its agent: imported data, clock skew).
+    expect(judgedWindows([monday('2026-01-01T00:00:00Z')], mon, new Date('2026-11-30T09:00:00Z'))).toEqual([]);
+    expect(judgedWindows([monday('2026-01-01T00:00:00Z')], D('2026-12-07T00:00:00Z'), new Date('2026-11-30T09:00:00Z'))).toHaveLength(1);
+  });
+
+  it('each shift by its own creation: of two shifts on one day only the judged one is scheduled', () => {
+    const early = { agent_id: 'ann', day_of_week: 1, shift_start: '06:00', shift_end: '07:00', timezone: 'UTC', created_at: new Date('2026-11-30T06:30:00Z') };
+    const late = { ...early, shift_start: '12:00', shift_end: '13:00' };
+    expect(judgedWindows([late, early], D('2026-11-30T00:00:00Z'), new Date('2026-11-01T00:00:00Z'))).toEqual([{ start: D('2026-11-30T12:00:00Z'), end: D('2026-11-30T13:00:00Z') }]);
+  });
+
+  it('the audit case: an agent and a Monday shift created on 2026-11-30 are not absent on the eight Mondays before', () => {
+    const input = { agents: [ann('2026-11-30T09:00:00Z')], sessions: [], spans: [], shifts: [monday('2026-11-30T09:05:00Z')] };
+    // Read the same day: today's window was already running when it was created, earlier ones before.
+    expect(computeAttendance({ ...input, fromMs: D('2026-09-30T00:00:00Z'), toMs: D('2026-11-30T00:00:00Z'), nowMs: D('2026-11-30T18:00:00Z') })).toEqual([]);
+    // A week on, the next Monday is judged as any other.
+    const rows = computeAttendance({ ...input, fromMs: D('2026-09-30T00:00:00Z'), toMs: D('2026-12-07T00:00:00Z'), nowMs: D('2026-12-07T18:00:00Z') });
+    expect(rows.map((r) => [r.date, r.scheduled_start, r.late_login_seconds, r.shift_adherence_pct])).toEqual([['2026-12-07', '2026-12-07T08:00:00.000Z', 28800, 0]]);
+  });
+
+  it('a day whose window is not judged keeps its presence time, without scheduled fields', () => {
+    const rows = computeAttendance({
+      agents: [ann('2026-11-30T06:00:00Z')],
+      sessions: [{ agent_id: 'ann', started_at: new Date('2026-11-30T10:00:00Z'), ended_at: new Date('2026-11-30T11:00:00Z') }],
+      spans: [],
+      shifts: [monday('2026-11-30T09:05:00Z')],
+      fromMs: D('2026-11-30T00:00:00Z'),
+      toMs: D('2026-11-30T00:00:00Z'),
+      nowMs: D('2026-11-30T18:00:00Z'),
+    });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ date: '2026-11-30', online_seconds: 3600, session_count: 1 });
+    for (const k of ['scheduled_start', 'scheduled_end', 'late_login_seconds', 'early_logout_seconds', 'shift_adherence_pct']) expect(rows[0]).not.toHaveProperty(k);
   });
 });
