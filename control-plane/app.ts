@@ -178,7 +178,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     campaigns?.onCallEvent(ev);
     portal?.onCallEvent(ev);
     const patch = callEventPatch(ev);
-    if (patch && ev.call.session_id) annotator.annotate(ev.call.session_id, patch);
+    if (patch && ev.call.session_id) annotator.annotate(ev.call, patch);
     // A call the carrier never connected has no conversation: its `failed` event starts here.
     webhooks.events.onCarrierCallEnded(ev).catch((err: Error) => deps.logger.warn({ err, callId: ev.call.call_id }, 'failed-call webhook not queued'));
   };

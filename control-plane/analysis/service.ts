@@ -36,10 +36,14 @@ export interface AnalysisServiceDeps {
 export function createAnalysisService(deps: AnalysisServiceDeps): ServiceImpl<typeof AnalysisService> {
   const { sql, auth, clock } = deps;
 
-  /** The caller may act in `workspaceId` with at least `min` (404 when not a member, 403 below `min`). */
+  /**
+   * The caller may act in `workspaceId` with at least `min` (404 when not a member, 403 below `min`).
+   * Not a member answers exactly as a missing row ("<what> not found"): requireWorkspace's own
+   * "workspace not found" would tell that the id exists in another tenant.
+   */
   async function allow(ctx: HandlerContext, workspaceId: string | undefined, what: string, min: WorkspaceRole): Promise<void> {
     const p = await auth.principal(ctx);
-    if (!workspaceId) throw notFound(what);
+    if (!workspaceId || !(await auth.roleIn(p, workspaceId))) throw notFound(what);
     await auth.requireWorkspace(p, workspaceId, { min });
   }
 

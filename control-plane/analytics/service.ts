@@ -28,8 +28,9 @@ export function createPipelineAnalyticsService(deps: AnalyticsServiceDeps): Serv
     const p = await auth.principal(ctx);
     const q = parsePipelineQuery(req, clock.now());
     const ws = await store.agentWorkspace(sql, q.agentId);
-    if (!ws) throw notFound('agent');
-    await auth.requireWorkspace(p, ws, { min: 'member' });
+    // Another tenant's agent answers as an unknown one: requireWorkspace's "workspace not found"
+    // would tell that the agent exists elsewhere.
+    if (!ws || !(await auth.roleIn(p, ws))) throw notFound('agent');
     return q;
   }
 

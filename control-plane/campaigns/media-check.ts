@@ -20,7 +20,8 @@ export async function failIfMediaNeverConnected(sql: Sql, callId: string, log: L
     update campaign_contacts c set status = 'failed', error_message = ${MEDIA_NOT_CONNECTED}
     where c.call_id = ${callId} and c.status = 'completed' and c.conversation_id is null
       and c.session_id is not null
-      and not exists (select 1 from conversations v where v.session_id = c.session_id)
+      and not exists (select 1 from conversations v where v.session_id = c.session_id
+        and v.workspace_id = (select p.workspace_id from campaigns p where p.id = c.campaign_id))
     returning c.id, c.campaign_id`;
   if (!row) return false;
   log.warn({ campaignId: row.campaign_id, contactId: row.id, callId }, 'campaign call answered but its media never reached an engine: contact failed');

@@ -186,9 +186,11 @@ export async function insertContacts(sql: Tx, campaignId: string, rows: readonly
 
 const CONTACT_COLS = sqlCols();
 function sqlCols(): string {
-  // conversation_id: stored once known; until then found through the call's voice session.
+  // conversation_id: stored once known; until then found through the call's voice session, in the
+  // campaign's workspace (session ids are unique per workspace, migration 0024).
   return `c.id, c.campaign_id, c.to_number, c.dynamic_variables, c.status, c.call_id, c.session_id,
-    coalesce(c.conversation_id, (select v.id from conversations v where v.session_id = c.session_id)) as conversation_id,
+    coalesce(c.conversation_id, (select v.id from conversations v where v.session_id = c.session_id
+      and v.workspace_id = (select p.workspace_id from campaigns p where p.id = c.campaign_id))) as conversation_id,
     c.attempts, c.scheduled_at, c.dialed_at, c.answered_at, c.completed_at, c.duration_seconds, c.error_message, c.amd_verdict`;
 }
 

@@ -8,8 +8,14 @@ import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import { maskSessionId } from '../../shared/ids.js';
 
+/** Which conversation a carrier callback is about: a session id is unique per workspace only (migration 0024). */
+export interface AnnotatedCall {
+  session_id: string;
+  workspace_id: string;
+}
+
 export interface Annotator {
-  annotate(sessionId: string, patch: Record<string, unknown>): void;
+  annotate(call: AnnotatedCall, patch: Record<string, unknown>): void;
   close(): void;
 }
 
@@ -19,28 +25,30 @@ export function createAnnotator(deps: { sql: Sql; clock: Clock; logger: Logger; 
   const timers = new Set<ReturnType<Clock['setTimeout']>>();
   let closed = false;
 
-  async function attempt(sessionId: string, patch: Record<string, unknown>, left: number): Promise<void> {
+  async function attempt(call: AnnotatedCall, patch: Record<string, unknown>, left: number): Promise<void> {
     if (closed) return;
+    // Scoped by the call's workspace: another tenant's row with the same session id (possible
+    // since 0024) must never receive this call's carrier facts (its recording link).
     const rows = await deps.sql`
       update conversations set metadata = metadata || ${deps.sql.json(patch as never)}, updated_at = now()
-      where session_id = ${sessionId} returning id`;
+      where session_id = ${call.session_id} and workspace_id = ${call.workspace_id} returning id`;
     if (rows.length > 0 || left <= 0) {
-      if (rows.length === 0) deps.logger.warn({ session: maskSessionId(sessionId) }, 'call annotation found no conversation row');
+      if (rows.length === 0) deps.logger.warn({ session: maskSessionId(call.session_id) }, 'call annotation found no conversation row');
       return;
     }
     const t = deps.clock.setTimeout(() => {
       timers.delete(t);
-      run(sessionId, patch, left - 1);
+      run(call, patch, left - 1);
     }, retryMs);
     timers.add(t);
   }
 
-  function run(sessionId: string, patch: Record<string, unknown>, left: number): void {
-    attempt(sessionId, patch, left).catch((err: Error) => deps.logger.warn({ err }, 'call annotation failed'));
+  function run(call: AnnotatedCall, patch: Record<string, unknown>, left: number): void {
+    attempt(call, patch, left).catch((err: Error) => deps.logger.warn({ err }, 'call annotation failed'));
   }
 
   return {
-    annotate: (sessionId, patch) => run(sessionId, patch, retries),
+    annotate: (call, patch) => run(call, patch, retries),
     close() {
       closed = true;
       for (const t of timers) deps.clock.clearTimeout(t);

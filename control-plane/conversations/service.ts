@@ -95,10 +95,12 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
     },
 
     async getConversationBySession(req, ctx) {
-      const { ws } = await caller(ctx);
+      const { p, ws } = await caller(ctx);
       const sessionId = (req.sessionId ?? '').trim();
       if (!sessionId || sessionId.length > 256) throw notFound('conversation');
-      const row = await store.getConversationBySession(sql, ws, sessionId);
+      // A session id is unique per workspace (migration 0024): a caller in several workspaces may
+      // match more than one row. Their own workspace's row wins, as the list defaults to it.
+      const row = await store.getConversationBySession(sql, ws, sessionId, await auth.defaultWorkspaceId(p));
       if (!row) throw notFound('conversation');
       return conversationView(row);
     },
@@ -157,7 +159,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       const [existing] = await sql<store.ConversationRow[]>`select * from conversations where id = ${id}`;
       const same =
         existing &&
-        ws.includes(existing.workspace_id) &&
+        existing.workspace_id === workspaceId &&
         existing.session_id === sessionId &&
         existing.agent_id === agentId &&
         existing.user_id === userId &&
@@ -165,7 +167,11 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         existing.segment_kind === segmentKind &&
         canonicalJson(existing.metadata) === canonicalJson(metadata);
       if (same) return conversationView(existing);
-      throw conflict(existing ? 'a conversation with this id already exists with a different body' : 'session_id already has a conversation');
+      // One answer whether the id is this workspace's (with another body) or another tenant's: ids
+      // are primary keys across tenants, so a taken id is a 409 either way, but it must not tell
+      // whose. A session conflict is always within this workspace (unique per workspace).
+      if (existing) throw conflict('id is already taken');
+      throw conflict('session_id already has a conversation in this workspace');
     },
 
     async updateConversation(req, ctx) {
@@ -190,13 +196,23 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           summary_status = case when ${agentId ?? null}::uuid is not null and summary_status is distinct from 'completed'
             then 'pending' else summary_status end,
           summary_requests = summary_requests + case when ${agentId ?? null}::uuid is not null then 1 else 0 end,
+          -- Set once, by the end: never moved or cleared afterwards (a terminal status stays).
           ended_at = case
-            when coalesce(${status ?? null}::text, status) = 'active' then null
             when ended_at is null and ${status ?? null}::text in ('completed', 'failed') then ${now}::timestamptz
             else ended_at end,
           updated_at = ${now}
         where id = ${conv.id}
+          -- The state machine (spec: active -> completed, failed also counted): completed and
+          -- failed are terminal. Guarded here, not only on the row read above, so a concurrent
+          -- end (engine, sweeper, another PUT) cannot be reopened or turned into the other end.
+          and (${status ?? null}::text is null or status = 'active' or status = ${status ?? null}::text)
         returning id, status`;
+      if (!row) {
+        const [current] = await sql<{ status: string }[]>`select status from conversations where id = ${conv.id}`;
+        if (!current) throw notFound('conversation'); // its workspace was deleted meanwhile
+        const problem = `cannot change from ${current.status} to ${status}: completed and failed are final`;
+        throw new AppError('CONFLICT', `status: ${problem}`, { details: [{ field: 'status', problem }] });
+      }
       // Spec: with agent_id, post-call processing (summary) runs asynchronously, as a durable job.
       // A transition to completed also reaches the job through the post-call outbox (deduplicated).
       if (agentId) await deps.summarizer.request(conv.id);

@@ -107,9 +107,15 @@ export async function getConversation(sql: Sql, ws: string[], id: string): Promi
   return row;
 }
 
-export async function getConversationBySession(sql: Sql, ws: string[], sessionId: string): Promise<ConversationRow | undefined> {
+/**
+ * The conversation of a session among the caller's workspaces. Session ids are unique per
+ * workspace, so several of `ws` may hold one: `preferWs`'s row first, then the earliest started.
+ */
+export async function getConversationBySession(sql: Sql, ws: string[], sessionId: string, preferWs?: string): Promise<ConversationRow | undefined> {
   const [row] = await sql<ConversationRow[]>`
-    select * from conversations where session_id = ${sessionId} and workspace_id = any(${ws}::uuid[])`;
+    select * from conversations where session_id = ${sessionId} and workspace_id = any(${ws}::uuid[])
+    order by workspace_id = ${preferWs ?? null}::uuid desc nulls last, started_at, id
+    limit 1`;
   return row;
 }
 

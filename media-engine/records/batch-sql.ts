@@ -2,8 +2,8 @@
  * One batch of queued record operations -> a few multi-row statements in one transaction, in
  * dependency order (conversations, messages, tool calls, pipeline events, audio paths, call ends). Every statement
  * is idempotent, so a batch whose commit was lost in transit is safely retried:
- * inserts are `on conflict (id) do nothing`, the call end is an upsert of the final row state,
- * audio paths are plain updates.
+ * inserts are `on conflict (id) do nothing`, the call end is an upsert of the final row state
+ * (an end already recorded keeps its status and `ended_at`), audio paths are plain updates.
  */
 import type postgres from 'postgres';
 import type { Sql } from '../../shared/db/client.js';
@@ -81,16 +81,22 @@ function setAudioPaths(sql: AnySqlOrTx, pairs: Array<[string, string]>) {
     where m.id = v.id::uuid`;
 }
 
+/**
+ * The end lands on the row whatever came first, but a row already ended (a `PUT` with `completed`,
+ * the node or abandoned-call sweeper) keeps its terminal status and its `ended_at`: completed and
+ * failed are final, and the post-call work already ran for that end. The engine's totals still
+ * land (it counted the turns).
+ */
 function upsertEnds(sql: AnySqlOrTx, rows: ConversationRecordRow[]) {
   return sql`
     insert into conversations ${sql(rows as never)}
     on conflict (id) do update set
-      status = excluded.status,
+      status = case when conversations.status = 'active' then excluded.status else conversations.status end,
       total_turns = excluded.total_turns,
       total_duration_ms = excluded.total_duration_ms,
       avg_response_latency_ms = excluded.avg_response_latency_ms,
       metadata = conversations.metadata || excluded.metadata,
-      ended_at = excluded.ended_at,
+      ended_at = coalesce(conversations.ended_at, excluded.ended_at),
       updated_at = excluded.updated_at`;
 }
 

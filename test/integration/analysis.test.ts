@@ -14,6 +14,7 @@ import { createConversationWriter, type ConversationWriter } from '../../media-e
 import { AnalysisService } from '../../shared/gen/voiceplane/v1/analysis_pb.js';
 import { createOutboundClient, type OutboundClient } from '../../shared/outbound/index.js';
 import type { LlmProvider } from '../../shared/providers/types.js';
+import { newId } from '../../shared/ids.js';
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { sessionConfig } from '../helpers/session-config.js';
@@ -243,6 +244,34 @@ describe('schemas: validation, roles, fencing, gRPC', () => {
     const gone = await api(cp, 'DELETE', `${A}/schemas/${del.body.data.id}`, { token: alice.token });
     expect(gone.body.data).toEqual({ status: 'deleted' });
     expect((await api(cp, 'DELETE', `${A}/schemas/${del.body.data.id}`, { token: alice.token })).status).toBe(404);
+  });
+
+  it("another tenant's agent, conversation or schema answers exactly as an unknown one (status, code, message)", async () => {
+    const conv = await engineEndedCall(agent, 'hello', 'hi');
+    const stranger = await createTestUser(cp);
+    const unknown = newId();
+    const answer = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) => {
+      const res = await api(cp, method, path, { token: stranger.token, body });
+      return { status: res.status, error: res.body.error };
+    };
+    for (const [method, route, body] of [
+      ['GET', (id: string) => `${A}/schemas?agent_id=${id}`],
+      ['POST', () => `${A}/schemas`, (id: string) => ({ agent_id: id, name: 'x', fields: FIELDS })],
+      ['GET', (id: string) => `${A}/results?agent_id=${id}`],
+      ['GET', (id: string) => `${A}/insights?agent_id=${id}`],
+    ] as const) {
+      const foreign = await answer(method, route(agent), body?.(agent));
+      expect(foreign, `${method} ${route('{id}')}`).toEqual(await answer(method, route(unknown), body?.(unknown)));
+      expect(foreign).toMatchObject({ status: 404, error: { code: 'NOT_FOUND', message: 'agent not found' } });
+    }
+    const byConversation = await answer('GET', `${A}/results?conversation_id=${conv}`);
+    expect(byConversation).toEqual(await answer('GET', `${A}/results?conversation_id=${unknown}`));
+    expect(byConversation).toMatchObject({ status: 404, error: { message: 'conversation not found' } });
+    for (const method of ['PUT', 'DELETE'] as const) {
+      const foreign = await answer(method, `${A}/schemas/${schemaId}`, method === 'PUT' ? { name: 'x' } : undefined);
+      expect(foreign, method).toEqual(await answer(method, `${A}/schemas/${unknown}`, method === 'PUT' ? { name: 'x' } : undefined));
+      expect(foreign).toMatchObject({ status: 404, error: { message: 'analysis schema not found' } });
+    }
   });
 
   it('other workspaces get 404 on every route; a plain member reads but may not write (403)', async () => {

@@ -206,6 +206,15 @@ describe('fencing and input', () => {
     expect((await api(cp, 'GET', `${A}/pipeline-events?agent_id=${agent}`)).status).toBe(401);
   });
 
+  it("another workspace's agent answers exactly as an unknown one (status, code, message)", async () => {
+    for (const route of ['pipeline-events', 'pipeline-summary']) {
+      const foreign = await get(route, `agent_id=${agent}&from=2026-03-10&to=2026-03-10`, bob.token);
+      const unknown = await get(route, `agent_id=0193a4c2-7b7e-7cc1-8f00-00000000dead&from=2026-03-10&to=2026-03-10`, bob.token);
+      expect({ status: foreign.status, error: foreign.body.error }, route).toEqual({ status: unknown.status, error: unknown.body.error });
+      expect(foreign.body.error).toMatchObject({ code: 'NOT_FOUND', message: 'agent not found' });
+    }
+  });
+
   it('API keys need analysis:read (conversations:read alone is refused)', async () => {
     const mint = async (scopes: string[]) => {
       const res = await api(cp, 'POST', '/api/v1/auth/api-keys', { token: alice.token, body: { name: `k-${scopes.join('-')}`, scopes } });

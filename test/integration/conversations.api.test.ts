@@ -335,3 +335,72 @@ describe('call ids across workspaces', () => {
     expect(foreign.body.error.details[0].field).toBe('call_id');
   });
 });
+
+describe('session ids are unique per workspace (migration 0024)', () => {
+  it("another workspace's conversation with the same session_id neither blocks nor shows through", async () => {
+    const sessionId = `s-${newId()}`;
+    // Bob claims the id first: with a global index Alice got 409 for a row she cannot see.
+    const bobs = await conversation(bob, bobAgent, { session_id: sessionId });
+    const alices = await conversation(alice, a1, { session_id: sessionId });
+    expect(alices.workspace_id).toBe(alice.workspaceId);
+    const path = `${C}/by-session/${encodeURIComponent(sessionId)}`;
+    expect((await as(alice).get(path)).body.data.id).toBe(alices.id);
+    expect((await as(bob).get(path)).body.data.id).toBe(bobs.id);
+    // Within one workspace the session id is still taken.
+    const again = await as(alice).post(C, { session_id: sessionId, agent_id: a2 });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('CONFLICT');
+  });
+
+  it("by-session for a caller in several workspaces: the own workspace's row first, 404 when none is theirs", async () => {
+    const sessionId = `s-${newId()}`;
+    // The second workspace's row starts first: the preference, not the age, picks the answer.
+    const inWs2 = await conversation(alice, a3, { session_id: sessionId });
+    const path = `${C}/by-session/${encodeURIComponent(sessionId)}`;
+    expect((await as(alice).get(path)).body.data.id).toBe(inWs2.id);
+    const own = await conversation(alice, a1, { session_id: sessionId });
+    expect((await as(alice).get(path)).body.data.id).toBe(own.id);
+    const none = await as(bob).get(path);
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('NOT_FOUND');
+  });
+
+  it("a client id taken in another workspace gets the same 409 as one's own id with another body", async () => {
+    const id = newId();
+    await conversation(alice, a1, { id });
+    const foreign = await as(bob).post(C, { id, session_id: `s-${newId()}`, agent_id: bobAgent });
+    const ownOtherBody = await as(alice).post(C, { id, session_id: `s-${newId()}`, agent_id: a1 });
+    expect(foreign.status).toBe(409);
+    expect(ownOtherBody.status).toBe(409);
+    expect(foreign.body.error).toEqual(ownOtherBody.body.error);
+    expect(foreign.body.error).toMatchObject({ code: 'CONFLICT', message: 'id is already taken' });
+    // Bob's attempt left Alice's row as it was.
+    expect((await as(alice).get(`${C}/${id}`)).body.data.conversation.agent_id).toBe(a1);
+  });
+});
+
+describe('status state machine (completed and failed are final)', () => {
+  const stored = async (id: string) => (await as(alice).get(`${C}/${id}`)).body.data.conversation as Record<string, any>;
+
+  it('a completed or failed conversation is not reopened nor turned into the other end: 409 naming status; ended_at stays', async () => {
+    for (const end of ['completed', 'failed'] as const) {
+      const c = await conversation(alice, a1);
+      expect((await as(alice).put(`${C}/${c.id}`, { status: 'active' })).status).toBe(200); // active -> active: nothing changes
+      expect((await as(alice).put(`${C}/${c.id}`, { status: end, total_turns: 3, total_duration_ms: 9000 })).body.data).toEqual({ id: c.id, status: end });
+      const first = await stored(c.id);
+      expect(typeof first.ended_at).toBe('string');
+      await new Promise((r) => setTimeout(r, 5)); // a rewrite would show as a later ended_at
+      for (const next of ['active', end === 'completed' ? 'failed' : 'completed']) {
+        const res = await as(alice).put(`${C}/${c.id}`, { status: next, total_duration_ms: 1 });
+        expect(res.status, `${end} -> ${next}`).toBe(409);
+        expect(res.body.error).toMatchObject({ code: 'CONFLICT', details: [{ field: 'status' }] });
+        expect(res.body.error.message).toContain(`from ${end} to ${next}`);
+      }
+      // The same end again (e.g. to ask for a summary) and fields without a status still answer 200.
+      expect((await as(alice).put(`${C}/${c.id}`, { status: end })).status).toBe(200);
+      expect((await as(alice).put(`${C}/${c.id}`, { total_turns: 4 })).status).toBe(200);
+      const after = await stored(c.id);
+      expect(after).toMatchObject({ status: end, ended_at: first.ended_at, total_turns: 4, total_duration_ms: 9000 });
+    }
+  });
+});

@@ -185,7 +185,8 @@ describe('conversation writer', () => {
     const { logger, lines } = captureLogger();
     const writer = createConversationWriter({ sql: infra.sql, logger, clock: infra.clock, flushMs: 1000 });
     const good = sessionConfig(ids());
-    const dup = sessionConfig({ ...ids(), session_id: good.session_id }); // unique(session_id) violation
+    // unique (session_id, workspace_id) violation: a session id is unique per workspace (migration 0024)
+    const dup = sessionConfig({ ...ids(), workspace_id: good.workspace_id, session_id: good.session_id });
     const r1 = writer.recorderFor(good);
     const r2 = writer.recorderFor(dup);
     const t0 = Date.now();
@@ -225,6 +226,30 @@ describe('conversation writer', () => {
     await writer.close();
     await pubBus.close();
     await subBus.close();
+  });
+
+  it('an end arriving after the row already ended (PUT, a sweeper) keeps that status and ended_at; the totals land', async () => {
+    const writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 10 });
+    try {
+      const t0 = Date.now();
+      for (const [first, engine] of [['completed', 'failed'], ['failed', 'completed']] as const) {
+        const sc = sessionConfig(ids());
+        const rec = writer.recorderFor(sc);
+        rec.start(startInfo(sc, t0));
+        rec.turn(turnRecord(1, { startedAtMs: t0 + 1000 }));
+        await writer.flush();
+        // Ended elsewhere first (as PUT /conversations/{id} or the node sweeper write it).
+        const endedAt = new Date(t0 + 5000);
+        await infra.sql`update conversations set status = ${first}, ended_at = ${endedAt} where id = ${rec.conversationId}`;
+        rec.end(endRecord(1, t0, engine));
+        await writer.flush();
+        const [conv] = await infra.sql`select status, ended_at, total_turns, total_duration_ms from conversations where id = ${rec.conversationId}`;
+        expect(conv, `${first} then the engine's ${engine}`).toMatchObject({ status: first, total_turns: 1, total_duration_ms: 12_345 });
+        expect((conv.ended_at as Date).getTime()).toBe(endedAt.getTime());
+      }
+    } finally {
+      await writer.close();
+    }
   });
 
   it('refuses sessions whose ids are not UUIDs instead of poisoning the queue', async () => {
