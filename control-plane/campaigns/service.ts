@@ -17,6 +17,8 @@ import { importCsv } from './csv-import.js';
 import { exportCsv } from './csv-export.js';
 import * as store from './store.js';
 import { agentId, callsPage, campaignName, columnMap, configInput, defaultConfig, mergeConfig } from './validate.js';
+import { uuidField } from '../http/validate.js';
+import { createOnce, sameFields } from '../http/create-once.js';
 import { campaignView, contactView } from './views.js';
 
 export interface CampaignServiceDeps {
@@ -83,17 +85,13 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       // Unknown and foreign agents answer alike, so a probe learns nothing about other tenants.
       if (!facts || !(await auth.roleIn(p, facts.workspace_id))) throw forbidden('agent_id does not belong to one of your workspaces');
       const t = now();
-      const row = await store.insertCampaign(sql, {
-        id: newId(),
-        user_id: p.userId,
-        workspace_id: facts.workspace_id,
-        agent_id: agent,
-        name,
-        status: 'draft',
-        config,
-        column_map: map,
-        created_at: t,
-        updated_at: t,
+      const id = uuidField('id', req.id) ?? newId();
+      const want = { id, user_id: p.userId, workspace_id: facts.workspace_id, agent_id: agent, name, status: 'draft' as const, config, column_map: map, created_at: t, updated_at: t };
+      const { row } = await createOnce({
+        what: 'a campaign',
+        find: () => store.getCampaign(sql, id, 'any'),
+        insert: () => store.insertCampaign(sql, want),
+        same: (existing) => sameFields(existing, want, ['workspace_id', 'agent_id', 'name', 'config', 'column_map']),
       });
       return view(row);
     },

@@ -292,6 +292,26 @@ describe('agent lifecycle over REST', () => {
     }
   });
 
+  it('a create with a client-chosen id is idempotent: same body -> the same agent, other body or another tenant -> one 409', async () => {
+    const id = '0190a0a0-1111-7000-8000-00000000a9e1';
+    const body = { id, workspace_id: owner.workspaceId, name: 'retry me', system_prompt: 'p', metadata: { a: 1, b: [2] } };
+    const [first, second] = await Promise.all([call('POST', '/agents', owner.token, body), call('POST', '/agents', owner.token, body)]);
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(first.body.data.id).toBe(id);
+    expect(second.body.data).toEqual(first.body.data);
+    expect((await call('POST', '/agents', owner.token, { ...body, metadata: { b: [2], a: 1 } })).body.data.id).toBe(id);
+    const other = await call('POST', '/agents', owner.token, { ...body, name: 'another' });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('CONFLICT');
+    const stranger = await createTestUser(h);
+    const foreign = await call('POST', '/agents', stranger.token, { ...body, workspace_id: stranger.workspaceId });
+    expect(foreign.status).toBe(409);
+    expect(foreign.body.error.message).toBe(other.body.error.message);
+    expect((await call('POST', '/agents', owner.token, { ...body, id: 'not-a-uuid' })).status).toBe(400);
+    const listed = (await call('GET', `/agents?workspace_id=${owner.workspaceId}&limit=200`, owner.token)).body.data as Array<{ name: string }>;
+    expect(listed.filter((a) => a.name === 'retry me')).toHaveLength(1);
+  });
+
   it('concurrent publishes: version numbers and publication times agree in order', async () => {
     const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'busy publisher' });
     const id = created.body.data.id;

@@ -46,6 +46,20 @@ async function created(body: Record<string, unknown> = {}): Promise<string> {
 const upload = (id: string, csv: string | Buffer, token = h.user.token) => uploadCsv(h.app.port, token, id, csv);
 
 describe('create, get, list', () => {
+  it('a create with a client-chosen id is idempotent: same body -> the same campaign, other body or another tenant -> one 409', async () => {
+    const id = '0190a0a0-2222-7000-8000-00000000ca11';
+    const [a, b] = await Promise.all([create({ id, pacing_per_minute: 30 }), create({ id, pacing_per_minute: 30 })]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(a.body.data.id).toBe(id);
+    expect(b.body.data).toEqual(a.body.data);
+    const changed = await create({ id, pacing_per_minute: 31 });
+    expect(changed.status).toBe(409);
+    const foreign = await h.call('POST', '/campaigns', { id, name: 'Spring promo', agent_id: otherAgentId, pacing_per_minute: 30 }, other.token);
+    expect(foreign.status).toBe(409);
+    expect(foreign.body.error.message).toBe(changed.body.error.message);
+    expect((await create({ id: 'nope' })).status).toBe(400);
+  });
+
   it('creates a draft with the spec defaults; every create field but name and agent_id reads back under config', async () => {
     const res = await create();
     expect(res.status).toBe(201);

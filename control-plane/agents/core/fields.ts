@@ -24,6 +24,9 @@ export const AGENT_DEFAULTS: Omit<AgentFields, 'name'> = {
   connectors: [],
 };
 
+/** Every field a create writes (what a repeated create with a client-chosen id must match). */
+export const AGENT_FIELD_KEYS: readonly string[] = ['name', ...Object.keys(AGENT_DEFAULTS)];
+
 export const CONNECTION_TYPES = ['voice', 'text'] as const;
 export const LIMITS = {
   descriptionChars: 10_000,

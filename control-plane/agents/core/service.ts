@@ -14,9 +14,10 @@ import { requireE164 } from '../telephony/phone.js';
 import { getTelephonyRow, telephonyByNumber } from '../telephony/store.js';
 import type { AgentFields } from '../types.js';
 import { agentView, kbView, providerView, telephonyView } from '../views.js';
-import { AGENT_DEFAULTS, LIMITS, checkAgentFields, checkConnectors } from './fields.js';
+import { AGENT_DEFAULTS, AGENT_FIELD_KEYS, LIMITS, checkAgentFields, checkConnectors } from './fields.js';
 import { deleteAgentRow, getAgentRow, insertAgentRow, listAgentRows, updateAgentRow } from './store.js';
-import { pathId } from '../../http/validate.js';
+import { pathId, uuidField } from '../../http/validate.js';
+import { createOnce, sameFields } from '../../http/create-once.js';
 import { upsertConnectorTool } from '../tools/store.js';
 import type { AgentViewCache } from '../view-cache.js';
 
@@ -28,11 +29,14 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
       if (!req.workspaceId) throw invalid('workspace_id', 'is required');
       await access.workspace(p, req.workspaceId, 'edit');
       const fields = checkAgentFields(req, { create: true });
-      const row = await insertAgentRow(
-        sql,
-        { ...AGENT_DEFAULTS, ...(fields as Pick<AgentFields, 'name'>), id: newId(), workspace_id: req.workspaceId.toLowerCase(), user_id: p.userId },
-        ctx.signal,
-      );
+      const id = uuidField('id', req.id) ?? newId();
+      const want = { ...AGENT_DEFAULTS, ...(fields as Pick<AgentFields, 'name'>), id, workspace_id: req.workspaceId.toLowerCase(), user_id: p.userId };
+      const { row } = await createOnce({
+        what: 'an agent',
+        find: () => getAgentRow(sql, id, ctx.signal),
+        insert: () => insertAgentRow(sql, want, ctx.signal),
+        same: (existing) => sameFields(existing, want, ['workspace_id', ...AGENT_FIELD_KEYS]),
+      });
       return agentView(row);
     },
 
