@@ -203,6 +203,16 @@ export class AccountsAuth implements Auth {
     return hit?.role;
   }
 
+  /**
+   * `requireWorkspace` for a row found by its id (an agent, a rubric, an alert): the row's
+   * workspace, which the caller must be a member of. Not a member answers exactly as a missing row
+   * (`<what> not found`): "workspace not found" would tell that the id exists in another tenant.
+   */
+  async requireRowWorkspace(p: Principal, workspaceId: string | undefined, what: string, min: WorkspaceRole = 'member'): Promise<WorkspaceRole> {
+    if (!workspaceId || !(await this.roleIn(p, workspaceId))) throw notFound(what);
+    return this.requireWorkspace(p, workspaceId, { min });
+  }
+
   async requireWorkspace(
     p: Principal,
     workspaceId: string,

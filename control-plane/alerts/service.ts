@@ -55,9 +55,8 @@ export function createAlertService(deps: AlertServiceDeps): ServiceImpl<typeof A
   async function ruleOr404(ctx: HandlerContext, id: string | undefined, min: WorkspaceRole): Promise<store.RuleRow> {
     const p = await auth.principal(ctx);
     const rule = await store.getRule(sql, pathId('alert rule', id));
-    if (!rule) throw notFound('alert rule');
-    await auth.requireWorkspace(p, rule.workspace_id, { min });
-    return rule;
+    await auth.requireRowWorkspace(p, rule?.workspace_id, 'alert rule', min);
+    return rule!;
   }
 
   /** An agent scope names an agent of this workspace; anything else is not found. */
@@ -176,12 +175,11 @@ export function createAlertService(deps: AlertServiceDeps): ServiceImpl<typeof A
     async resolveAlertEvent(req, ctx) {
       const p = await auth.principal(ctx);
       const event = await store.getEvent(sql, pathId('alert event', req.eventId));
-      if (!event) throw notFound('alert event');
-      await auth.requireWorkspace(p, event.workspace_id, { min: 'manager' });
+      await auth.requireRowWorkspace(p, event?.workspace_id, 'alert event', 'manager');
       // Already resolved (by the evaluator or a second click): the answer is the same.
       await sql`
         update alert_events set status = 'resolved', resolved_at = ${new Date(clock.now())}, resolution = 'manual', resolved_by = ${p.userId}
-        where id = ${event.id} and status = 'active'`;
+        where id = ${event!.id} and status = 'active'`;
       return { resolved: true };
     },
 

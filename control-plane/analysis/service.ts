@@ -36,15 +36,9 @@ export interface AnalysisServiceDeps {
 export function createAnalysisService(deps: AnalysisServiceDeps): ServiceImpl<typeof AnalysisService> {
   const { sql, auth, clock } = deps;
 
-  /**
-   * The caller may act in `workspaceId` with at least `min` (404 when not a member, 403 below `min`).
-   * Not a member answers exactly as a missing row ("<what> not found"): requireWorkspace's own
-   * "workspace not found" would tell that the id exists in another tenant.
-   */
+  /** The caller may act in `workspaceId` with at least `min` (404 `<what> not found` when not a member, 403 below `min`). */
   async function allow(ctx: HandlerContext, workspaceId: string | undefined, what: string, min: WorkspaceRole): Promise<void> {
-    const p = await auth.principal(ctx);
-    if (!workspaceId || !(await auth.roleIn(p, workspaceId))) throw notFound(what);
-    await auth.requireWorkspace(p, workspaceId, { min });
+    await auth.requireRowWorkspace(await auth.principal(ctx), workspaceId, what, min);
   }
 
   async function agentWorkspace(ctx: HandlerContext, agentId: string, min: WorkspaceRole): Promise<string> {

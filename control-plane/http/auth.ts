@@ -33,6 +33,8 @@ export interface Auth {
    * A member below `min` gets FORBIDDEN.
    */
   requireWorkspace(p: Principal, workspaceId: string, opts?: { min?: WorkspaceRole; onDenied?: 'not_found' | 'forbidden' }): Promise<WorkspaceRole>;
+  /** For a row found by id: not a member (or no row: `workspaceId` undefined) is `<what> not found`, never "workspace not found". */
+  requireRowWorkspace(p: Principal, workspaceId: string | undefined, what: string, min?: WorkspaceRole): Promise<WorkspaceRole>;
   /** Ids of every workspace the caller belongs to (org owner: all). */
   workspaceIds(p: Principal): Promise<string[]>;
   /** The caller's own default workspace (the first one they own), if any. */

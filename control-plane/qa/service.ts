@@ -38,11 +38,9 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
   const { sql, auth, clock } = deps;
   const now = () => new Date(clock.now());
 
-  /** The caller may act in `workspaceId` with at least `min` (404 when not a member, 403 below `min`). */
+  /** The caller may act in `workspaceId` with at least `min` (404 `<what> not found` when not a member, 403 below `min`). */
   async function allow(ctx: HandlerContext, workspaceId: string | undefined, what: string, min: WorkspaceRole): Promise<void> {
-    const p = await auth.principal(ctx);
-    if (!workspaceId) throw notFound(what);
-    await auth.requireWorkspace(p, workspaceId, { min });
+    await auth.requireRowWorkspace(await auth.principal(ctx), workspaceId, what, min);
   }
 
   async function rubricOr404(ctx: HandlerContext, id: string | undefined, min: WorkspaceRole): Promise<store.RubricRow> {

@@ -257,6 +257,14 @@ describe('fencing', () => {
     expect((await api(cp, 'PUT', `${R}/${id}`, { token: t, body: { name: 'Mine now' } })).status).toBe(404);
     expect((await api(cp, 'DELETE', `${R}/${id}`, { token: t })).status).toBe(404);
     expect((await api(cp, 'POST', `${E}/${ev.id}/resolve`, { token: t })).status).toBe(404);
+    // A foreign id answers exactly as an unknown one (no "workspace not found" to tell it exists).
+    const unknown = '0190a0a0-0000-7000-8000-00000000dead';
+    for (const [method, path] of [['DELETE', `${R}/`], ['POST', `${E}/`]] as const) {
+      const suffix = method === 'POST' ? '/resolve' : '';
+      const foreignAnswer = await api(cp, method, `${path}${method === 'POST' ? ev.id : id}${suffix}`, { token: t });
+      const unknownAnswer = await api(cp, method, `${path}${unknown}${suffix}`, { token: t });
+      expect(foreignAnswer.body).toEqual({ ...unknownAnswer.body, timestamp: foreignAnswer.body.timestamp });
+    }
     expect((await api(cp, 'GET', `${R}?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);
     expect((await api(cp, 'GET', `${E}?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);
     expect((await api(cp, 'GET', `/api/v1/alerts/active-count?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);

@@ -342,6 +342,17 @@ describe('rubrics: routes, validation, roles, fencing', () => {
       const res = await api(cp, method, path, { token: bob.token, body });
       expect(res.status, `${method} ${path} ${JSON.stringify(res.body)}`).toBe(404);
     }
+    // A foreign id answers exactly as an unknown one: never "workspace not found".
+    const unknown = '0190a0a0-0000-7000-8000-00000000beef';
+    for (const [foreignPath, unknownPath] of [
+      [`${Q}/rubrics/${rubricId}`, `${Q}/rubrics/${unknown}`],
+      [`${Q}/agent/${scored}/rubric`, `${Q}/agent/${unknown}/rubric`],
+    ] as const) {
+      const method = foreignPath.endsWith('/rubric') ? 'GET' : 'DELETE';
+      const foreign = await api(cp, method, foreignPath, { token: bob.token });
+      const missing = await api(cp, method, unknownPath, { token: bob.token });
+      expect(JSON.stringify(foreign.body).replace(/"timestamp":"[^"]*"/, ''), foreignPath).toBe(JSON.stringify(missing.body).replace(/"timestamp":"[^"]*"/, ''));
+    }
     // Alice cannot bind her rubric to Bob's agent either.
     expect((await api(cp, 'POST', `${Q}/rubrics/${rubricId}/bind/${bobAgent}`, { token: alice.token })).status).toBe(404);
     // Bob's own cohort is empty, not Alice's.
