@@ -26,8 +26,10 @@ export interface PipelineQuery {
 
 export function parsePipelineQuery(req: { agentId?: string; from?: string; to?: string }, nowMs: number): PipelineQuery {
   const agentId = uuidField('agent_id', req.agentId, true)!;
+  // `from` is read first: when both are wrong, the error names the first of the pair.
+  const fromGiven = req.from?.trim() ? dateMs('from', req.from) : undefined;
   const toMs = req.to?.trim() ? dateMs('to', req.to) : Math.floor(nowMs / DAY_MS) * DAY_MS;
-  const fromMs = req.from?.trim() ? dateMs('from', req.from) : toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
+  const fromMs = fromGiven ?? toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
   if (fromMs > toMs) throw invalid('from', 'must be on or before to');
   const days = (toMs - fromMs) / DAY_MS + 1;
   if (days > MAX_RANGE_DAYS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days from from (inclusive); got ${days}`);
@@ -39,10 +41,11 @@ export function dateMs(field: string, value: string): number {
   const m = DATE_RE.exec(value.trim());
   if (!m) throw invalid(field, 'must be a date YYYY-MM-DD');
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // The range first: Date.UTC reads years 0-99 as 1900-1999, so 0001-01-01 would fail as "not a calendar date".
+  if (y < MIN_YEAR || y > MAX_YEAR) throw invalid(field, `must be a date between ${MIN_YEAR}-01-01 and ${MAX_YEAR}-12-31`);
   const ms = Date.UTC(y, mo - 1, d);
   const back = new Date(ms);
   if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) throw invalid(field, 'must be a valid calendar date YYYY-MM-DD');
-  if (y < MIN_YEAR || y > MAX_YEAR) throw invalid(field, `must be a date between ${MIN_YEAR}-01-01 and ${MAX_YEAR}-12-31`);
   return ms;
 }
 

@@ -65,5 +65,11 @@ describe('dateMs', () => {
     expect(() => dateMs('from', '1969-12-31')).toThrow('from: must be a date between 1970-01-01 and 9998-12-31');
     expect(() => dateMs('to', '9999-12-31')).toThrow('to: must be a date between 1970-01-01 and 9998-12-31');
     expect(dateMs('to', '9998-12-31')).toBe(Date.UTC(9998, 11, 31));
+    // Years 0-99 (which Date.UTC reads as 19xx) get the same reason, not "not a calendar date".
+    expect(() => dateMs('from', '0001-01-01')).toThrow('from: must be a date between 1970-01-01 and 9998-12-31');
+  });
+
+  it('both dates wrong: the error names from, the first of the pair', () => {
+    expect(fieldOf(() => parsePipelineQuery({ agentId: AGENT, from: '0001-01-01', to: '0001-01-05' }, NOW))).toBe('from');
   });
 });
