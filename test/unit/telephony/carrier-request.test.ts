@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { carrierRequest, MAX_CARRIER_RESPONSE_BYTES } from '../../../control-plane/telephony/carriers/http.js';
+import { CarrierError } from '../../../control-plane/telephony/carriers/types.js';
 
 let server: http.Server;
 let base = '';
@@ -13,6 +14,9 @@ let base = '';
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     req.resume();
+    // Received, never answered (a create the carrier may have carried out).
+    if (req.url === '/silent') return;
+    if (req.url === '/drop') return void req.on('end', () => req.socket.destroy());
     res.writeHead(req.url === '/error' ? 500 : 200, { 'content-type': 'application/json' });
     if (req.url === '/small') return res.end('{"sid":"CA1"}');
     // A JSON string that never closes, streamed past the bound.
@@ -36,6 +40,20 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 describe('carrierRequest', () => {
+  it('tells a request that never left (connection refused) from one the carrier may have acted on', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const refused = await carrierRequest({ url: `http://127.0.0.1:${port}/x`, auth: { bearer: 'k' } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CarrierError);
+    expect(refused).toMatchObject({ status: 0, outcomeUnknown: false });
+    const silent = await carrierRequest({ url: `${base}/silent`, auth: { bearer: 'k' }, body: { a: 1 }, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(silent).toMatchObject({ status: 0, outcomeUnknown: true, message: 'the carrier did not answer within 300 ms' });
+    const dropped = await carrierRequest({ url: `${base}/drop`, auth: { bearer: 'k' }, body: { a: 1 } }).catch((e: unknown) => e);
+    expect(dropped).toMatchObject({ status: 0, outcomeUnknown: true });
+  });
+
   it('parses a normal answer', async () => {
     expect(await carrierRequest({ url: `${base}/small`, auth: { bearer: 'k' } })).toEqual({ sid: 'CA1' });
   });
