@@ -7,7 +7,7 @@
  * field (JSON in, JSON out) is converted to a Struct message and back on the way. This writer reads
  * the init shape directly and produces the same JSON object: keys in field-number order, proto field
  * names, implicit fields always emitted (their zero value when null or absent), explicit ones only
- * when set, lists and maps as arrays and objects, doubles' NaN/Infinity as strings, Struct values as
+ * when set (or as null for the records in NULL_WHEN_UNSET), lists and maps as arrays and objects, doubles' NaN/Infinity as strings, Struct values as
  * they are. `test/unit/http/json-writer.test.ts` checks it against the library on every response
  * message of the API, with random and edge values.
  *
@@ -35,14 +35,41 @@ const STRUCT = 'google.protobuf.Struct';
 
 const writers = new WeakMap<DescMessage, Writer | null>();
 
-/** The proto3 JSON object of `value` (a handler's output for `desc`), as the library writes it. */
+/**
+ * The records the spec lists field by field (a conversation, its messages, its tool calls): an
+ * optional field without a value is written as `null` rather than left out, so a client reading
+ * `message["asr_latency_ms"]` of a typed turn gets null, not a missing key. Other types keep proto3
+ * JSON's omission (gRPC and Connect always do).
+ */
+export const NULL_WHEN_UNSET: ReadonlySet<string> = new Set(['voiceplane.v1.Conversation', 'voiceplane.v1.ConversationMessage', 'voiceplane.v1.ToolCallRecord']);
+
+/** The proto3 JSON object of `value` (a handler's output for `desc`), as the library writes it (plus NULL_WHEN_UNSET). */
 export function writeJson(desc: DescMessage, value: object): JsonObject {
   const fast = writerFor(desc);
   if (fast && !hasTypeName(value)) {
     const json = fast(value as Record<string, unknown>);
     if (json !== undefined) return json;
   }
-  return toJson(desc, create(desc, value as never), JSON_WRITE) as JsonObject;
+  return withNulls(desc, toJson(desc, create(desc, value as never), JSON_WRITE) as JsonObject);
+}
+
+/** The library's JSON of `desc` with NULL_WHEN_UNSET applied at every depth (what the compiled writer writes). */
+export function withNulls(desc: DescMessage, json: JsonObject): JsonObject {
+  // Well-known types (Value, Struct, ...) have JSON forms of their own: left as the library wrote them.
+  if (desc.typeName.startsWith('google.protobuf.') || typeof json !== 'object' || json === null || Array.isArray(json)) return json;
+  const out: JsonObject = {};
+  const nullable = NULL_WHEN_UNSET.has(desc.typeName);
+  for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
+    const v = json[f.name];
+    if (v === undefined) {
+      if (nullable && f.fieldKind === 'scalar' && f.presence !== IMPLICIT) out[f.name] = null;
+      continue;
+    }
+    if (f.fieldKind === 'message') out[f.name] = withNulls(f.message, v as JsonObject);
+    else if (f.fieldKind === 'list' && f.listKind === 'message') out[f.name] = (v as JsonObject[]).map((x) => withNulls(f.message, x));
+    else out[f.name] = v;
+  }
+  return out;
 }
 
 /** The compiled writer of `desc`, or null when its shape is not one this module handles. */
@@ -59,12 +86,13 @@ export function writerFor(desc: DescMessage): Writer | null {
 function compile(desc: DescMessage): Writer | null {
   if (desc.typeName.startsWith('google.protobuf.') || desc.oneofs.length > 0) return null;
   const fields = [...desc.fields].sort((a, b) => a.number - b.number);
+  const nullable = NULL_WHEN_UNSET.has(desc.typeName);
   const keys: string[] = [];
   const locals: string[] = [];
   const writes: FieldWriter[] = [];
   for (const f of fields) {
     if (f.name === '__proto__') return null;
-    const write = fieldWriter(f);
+    const write = fieldWriter(f, nullable);
     if (!write) return null;
     keys.push(f.name);
     locals.push(f.localName);
@@ -81,12 +109,13 @@ function compile(desc: DescMessage): Writer | null {
   };
 }
 
-function fieldWriter(f: DescField): FieldWriter | null {
+function fieldWriter(f: DescField, nullWhenUnset: boolean): FieldWriter | null {
   switch (f.fieldKind) {
     case 'scalar': {
       const scalar = scalarWriter(f.scalar);
       if (!scalar) return null;
-      if (f.presence !== IMPLICIT) return (v) => (v == null ? OMIT : scalar(v));
+      const unset = nullWhenUnset ? null : OMIT;
+      if (f.presence !== IMPLICIT) return (v) => (v == null ? unset : scalar(v));
       const zero = scalar(zeroOf(f.scalar)) as JsonValue;
       return (v) => (v == null ? zero : scalar(v));
     }
@@ -148,7 +177,7 @@ function messageWriter(desc: DescMessage): FieldWriter | null {
   if (inner === null) return null;
   return (v) => {
     if (typeof v !== 'object' || v === null) return NOT_PLAIN;
-    if (hasTypeName(v)) return (v as { $typeName: string }).$typeName === desc.typeName ? toJson(desc, v as never, JSON_WRITE) : NOT_PLAIN;
+    if (hasTypeName(v)) return (v as { $typeName: string }).$typeName === desc.typeName ? withNulls(desc, toJson(desc, v as never, JSON_WRITE) as JsonObject) : NOT_PLAIN;
     return inner ? (inner(v as Record<string, unknown>) ?? NOT_PLAIN) : NOT_PLAIN;
   };
 }

@@ -93,8 +93,8 @@ describe('create, read, update', () => {
     const r1 = await as(alice).post(C, body);
     expect(r1.status).toBe(201);
     expect(r1.body).toMatchObject({ success: true, error: null, data: { id, status: 'active', user_id: 'end-user-7', agent_id: a1, workspace_id: alice.workspaceId, total_turns: 0, metadata: { call_direction: 'outbound' } } });
-    expect(r1.body.data).not.toHaveProperty('ended_at');
-    expect(r1.body.data).not.toHaveProperty('call_id');
+    expect(r1.body.data).toHaveProperty('ended_at', null);
+    expect(r1.body.data).toHaveProperty('call_id', null);
     const r2 = await as(alice).post(C, body);
     expect(r2.status).toBe(201);
     expect(r2.body.data).toEqual(r1.body.data);
@@ -121,7 +121,7 @@ describe('create, read, update', () => {
     let got = (await as(alice).get(`${C}/${c.id}`)).body.data.conversation;
     expect(got).toMatchObject({ status: 'completed', total_turns: 1, total_duration_ms: 4000, avg_response_latency_ms: 700 });
     expect(typeof got.ended_at).toBe('string');
-    expect(got).not.toHaveProperty('summary');
+    expect(got).toHaveProperty('summary', null);
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: a2 })).status).toBe(400);
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'done' })).status).toBe(400);
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: a1 })).status).toBe(200);
@@ -182,7 +182,7 @@ describe('create, read, update', () => {
     expect(Object.keys(d.body.data).sort()).toEqual(['conversation', 'messages', 'tool_calls']);
     expect(d.body.data.messages.map((x: any) => `${x.turn_number}:${x.role}`)).toEqual(['1:user', '1:assistant']);
     expect(d.body.data.messages[0]).toMatchObject({ id: u.body.data.id, asr_provider: 'sim', asr_latency_ms: 120, asr_confidence: 0.9, tool_calls: [] });
-    expect(d.body.data.messages[0]).not.toHaveProperty('audio_url');
+    expect(d.body.data.messages[0]).toHaveProperty('audio_url', null);
     expect(d.body.data.messages[1]).toMatchObject({ tool_calls: [{ id: 'tc-1', name: 'lookup' }], total_latency_ms: 560, internal_overhead_ms: 50, metadata: { k: 1 } });
     expect(d.body.data.tool_calls).toHaveLength(1);
     const msgs = await as(alice).get(`${C}/${c.id}/messages`);

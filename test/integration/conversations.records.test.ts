@@ -84,12 +84,12 @@ describe('folding of transferred calls', () => {
       total_duration_ms: 40_000,
       avg_response_latency_ms: 240, // (2*600 + 3*0) / 5
     });
-    expect(call).not.toHaveProperty('ended_at');
+    expect(call).toHaveProperty('ended_at', null);
     const rc = rows.find((r) => r.call_id === reconnect)!;
     expect(rc).toMatchObject({ id: r1.id, session_count: 3, segment_count: 2, segment_pattern: 'ai -> human', status: 'failed', total_turns: 2, avg_response_latency_ms: 600 });
     expect(typeof rc.ended_at).toBe('string');
     const plain = rows.find((r) => r.id === single.id)!;
-    for (const k of ['call_id', 'session_count', 'segment_count', 'segment_pattern']) expect(plain).not.toHaveProperty(k);
+    for (const k of ['call_id', 'session_count', 'segment_count', 'segment_pattern']) expect(plain).toHaveProperty(k, null);
     // Newest call first (by the start of its earliest stint).
     expect(rows.map((r) => r.id)).toEqual([r1.id, s1.id, single.id]);
     // Status filters match the folded status; other stints stay reachable by their session id.
@@ -204,7 +204,7 @@ describe('per-turn audio', () => {
     expect(swept.dirs).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(file)).toBe(false);
     expect(fs.existsSync(orphanDir)).toBe(false);
-    expect((await get(`${C}/${rec.conversationId}/messages`)).body.data[0]).not.toHaveProperty('audio_url');
+    expect((await get(`${C}/${rec.conversationId}/messages`)).body.data[0]).toHaveProperty('audio_url', null);
     expect((await fetch(`http://127.0.0.1:${h.port}${fresh.pathname}${fresh.search}`)).status).toBe(404);
     expect((await get(`${C}/${rec.conversationId}`, bob)).status).toBe(404);
   });
@@ -249,6 +249,6 @@ describe('post-call summary through the agents domain', () => {
     await api(h, 'POST', `${C}/messages`, { token: alice.token, body: { conversation_id: c2.id, role: 'user', content: 'hello' } });
     expect((await api(h, 'PUT', `${C}/${c2.id}`, { token: alice.token, body: { status: 'completed', agent_id: draft } })).status).toBe(200);
     expect((await h.conversations.summarizer.waitFor(c2.id)).status).toBe('skipped');
-    expect((await get(`${C}/${c2.id}`)).body.data.conversation).not.toHaveProperty('summary');
+    expect((await get(`${C}/${c2.id}`)).body.data.conversation).toHaveProperty('summary', null);
   });
 });
