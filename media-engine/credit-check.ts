@@ -3,6 +3,7 @@
  * of the state the control plane published for the call's workspace, never Postgres. The answer
  * is a time allowance for the call: balance / price of one audio second.
  */
+import { MAX_TIMER_MS } from '../shared/clock.js';
 import type { BillingState } from '../shared/registry/index.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { EngineContext } from './engine-context.js';
@@ -27,5 +28,8 @@ export function creditVerdict(state: BillingState | undefined): CreditVerdict {
   const perSecond = state?.perSecondMicros ?? 0;
   if (perSecond <= 0) return UNLIMITED;
   if (balance < perSecond) return { ok: false };
-  return { ok: true, allowanceMs: Math.floor((balance / perSecond) * 1000) };
+  const allowanceMs = Math.floor((balance / perSecond) * 1000);
+  // A timer cannot wait longer than 2^31 - 1 ms (24.8 days): Node fires a longer one at once, which
+  // cut off every call of a workspace with that much credit. No call lasts that long: no limit.
+  return allowanceMs > MAX_TIMER_MS ? UNLIMITED : { ok: true, allowanceMs };
 }

@@ -101,3 +101,6 @@ export function sleepOn(clock: Clock, ms: number, signal: AbortSignal, abortErro
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** The longest delay setTimeout honours (2^31 - 1 ms, 24.8 days): Node fires a longer one after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -57,7 +57,11 @@ async function addToBalance(tx: SqlOrTx, workspaceId: string, delta: number): Pr
   return row.balance_micros;
 }
 
-/** The usage an ended AI conversation recorded (human stints after a transfer are not ours to bill). */
+/**
+ * The usage an ended AI conversation recorded, for conversations our engine ran
+ * (`engine_node_id` set by its record writer): a conversation a client recorded over REST ran on
+ * its own systems and costs nothing, and human stints after a transfer are not ours to bill.
+ */
 async function recordedUsage(tx: SqlOrTx, conversationId: string): Promise<(RecordedUsage & { workspace_id: string; status: string }) | undefined> {
   const [row] = await tx<(RecordedUsage & { workspace_id: string; status: string })[]>`
     select c.workspace_id, c.status, c.total_duration_ms::float8 as total_duration_ms,
@@ -66,7 +70,7 @@ async function recordedUsage(tx: SqlOrTx, conversationId: string): Promise<(Reco
       coalesce(sum(char_length(m.content)) filter (where m.role = 'assistant'), 0)::float8 as tts_characters,
       (select count(*) from tool_calls t where t.conversation_id = c.id)::float8 as tool_calls
     from conversations c left join messages m on m.conversation_id = c.id
-    where c.id = ${conversationId} and c.segment_kind = 'ai'
+    where c.id = ${conversationId} and c.segment_kind = 'ai' and c.engine_node_id is not null
     group by c.id`;
   return row;
 }

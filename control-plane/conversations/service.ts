@@ -206,11 +206,17 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           -- failed are terminal. Guarded here, not only on the row read above, so a concurrent
           -- end (engine, sweeper, another PUT) cannot be reopened or turned into the other end.
           and (${status ?? null}::text is null or status = 'active' or status = ${status ?? null}::text)
+          -- A call live on an engine is ended by its engine (which records its real usage, the
+          -- basis of billing), not by a PUT: POST /voice/sessions/{id}/end ends it.
+          and not (engine_node_id is not null and status = 'active' and ${status ?? null}::text in ('completed', 'failed'))
         returning id, status`;
       if (!row) {
-        const [current] = await sql<{ status: string }[]>`select status from conversations where id = ${conv.id}`;
+        const [current] = await sql<{ status: string; engine_node_id: string | null }[]>`select status, engine_node_id from conversations where id = ${conv.id}`;
         if (!current) throw notFound('conversation'); // its workspace was deleted meanwhile
-        const problem = `cannot change from ${current.status} to ${status}: completed and failed are final`;
+        const problem =
+          current.status === 'active' && current.engine_node_id
+            ? `cannot end a call that is live on a voice engine: end it with POST /voice/sessions/{session_id}/end, and its engine records the end`
+            : `cannot change from ${current.status} to ${status}: completed and failed are final`;
         throw new AppError('CONFLICT', `status: ${problem}`, { details: [{ field: 'status', problem }] });
       }
       // Spec: with agent_id, post-call processing (summary) runs asynchronously, as a durable job.

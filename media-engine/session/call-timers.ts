@@ -3,7 +3,7 @@
  * actor's mailbox instead of running actor code, so timer work is ordered with everything else.
  * Arming a name again replaces the pending one.
  */
-import type { Clock, TimerHandle } from '../../shared/clock.js';
+import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../../shared/clock.js';
 import type { AmdMsg } from './amd.js';
 import type { CallMsg } from './messages.js';
 
@@ -50,6 +50,8 @@ export class CallTimers {
 
   private arm(key: string, ms: number, msg: CallMsg | AmdMsg): void {
     this.cancel(key);
+    // Longer than setTimeout can wait, Node fires at once: a far deadline must never become "now".
+    if (ms > MAX_TIMER_MS) return;
     this.handles.set(key, this.clock.setTimeout(() => this.post(msg), ms));
   }
 }

@@ -125,7 +125,7 @@ export async function startTelephonyHarness(
     port: 0,
     heartbeatMs: 500,
     providerFactory: () => ({ asr: createSimAsr(), llm: createSimLlm({ ttftMs: 20, tokensPerSecond: 400, script: o.script, ...o.llm?.() }), tts: createSimTts({ ttfbMs: 10 }) }),
-    recorderFactory: (c) => both(writer.recorderFor(c), capture(captured, c.session_id, c.call_id)),
+    recorderFactory: (c, nodeId) => both(writer.recorderFor(c, nodeId), capture(captured, c.session_id, c.call_id)),
     // Connector tools on calls read connections and open their credentials like production does.
     sql: infra.sql,
     secrets: infra.secrets,

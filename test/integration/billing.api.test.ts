@@ -180,7 +180,7 @@ describe('metering', () => {
     const ws = alice.workspaceId;
     const before = await balanceOf(ws);
     const sc = sessionConfig({ agent_id: agent, workspace_id: ws });
-    const rec = writer.recorderFor(sc);
+    const rec = writer.recorderFor(sc, 'node-billing-test');
     const t0 = Date.now();
     rec.start({ session_id: sc.session_id, agent_id: agent, workspace_id: ws, metadata: {}, started_at_ms: t0 });
     const turns = [turnRecord(1, { startedAtMs: t0 + 10 }), turnRecord(2, { tool: true, startedAtMs: t0 + 20 })];
@@ -211,6 +211,33 @@ describe('metering', () => {
     // The engine's view: the published state follows the debit (the billing.publish job).
     await expect.poll(async () => (await infra.registry.billing.getBillingState(ws))?.balanceMicros, { timeout: 10_000, interval: 100 }).toBe(before - cost);
     expect((await infra.registry.billing.getBillingState(ws))!.perSecondMicros).toBe(PRICES.audio_second);
+  });
+
+  it('a call live on an engine cannot be ended by a PUT (its engine records the real usage); a conversation recorded over REST costs nothing', async () => {
+    const ws = alice.workspaceId;
+    const before = await balanceOf(ws);
+    const sc = sessionConfig({ agent_id: agent, workspace_id: ws });
+    const rec = writer.recorderFor(sc, 'node-billing-test');
+    const t0 = Date.now();
+    rec.start({ session_id: sc.session_id, agent_id: agent, workspace_id: ws, metadata: {}, started_at_ms: t0 });
+    await writer.flush();
+    const early = await api(cp, 'PUT', `/api/v1/conversations/${rec.conversationId}`, { token: alice.token, body: { status: 'completed', total_turns: 0, total_duration_ms: 0 } });
+    expect(early.status).toBe(409);
+    expect(early.body.error.details).toEqual([{ field: 'status', problem: expect.stringContaining('live on a voice engine') }]);
+    rec.turn(turnRecord(1, { startedAtMs: t0 + 10 }));
+    rec.end(endRecord(1, t0));
+    await writer.flush();
+    await cp.postCall.drain();
+    const [debit] = await infra.sql<any[]>`select * from billing_ledger where conversation_id = ${rec.conversationId}`;
+    expect(debit.usage.quantities.audio_second).toBeGreaterThan(0);
+
+    // Recorded by the customer's own system over REST: ended, not metered.
+    const own = await api(cp, 'POST', '/api/v1/conversations', { token: alice.token, body: { session_id: `rest-${Date.now()}`, agent_id: agent } });
+    expect(own.status).toBe(201);
+    expect((await api(cp, 'PUT', `/api/v1/conversations/${own.body.data.id}`, { token: alice.token, body: { status: 'completed', total_duration_ms: 3_600_000 } })).status).toBe(200);
+    await cp.postCall.drain();
+    expect(await infra.sql`select 1 from billing_ledger where conversation_id = ${own.body.data.id}`).toHaveLength(0);
+    expect(await balanceOf(ws)).toBe(before + Number(debit.amount_micros));
   });
 
   it('a top-up is published to the registry right after its commit; may_call follows the balance', async () => {
@@ -247,7 +274,7 @@ describe('BILLING_ENABLED off', () => {
       const a = await createAgent(cpOff as never, off, carol, carol.workspaceId, 'Free agent');
       await api(cpOff, 'PUT', `${B}/prices`, { token: ORG_KEY, body: { prices: [{ unit: 'audio_second', price_micros: 1000 }] } });
       const sc = sessionConfig({ agent_id: a, workspace_id: carol.workspaceId });
-      const rec = w.recorderFor(sc);
+      const rec = w.recorderFor(sc, 'node-billing-off');
       rec.start({ session_id: sc.session_id, agent_id: a, workspace_id: carol.workspaceId, metadata: {}, started_at_ms: Date.now() });
       rec.turn(turnRecord(1));
       rec.end(endRecord(1, Date.now()));

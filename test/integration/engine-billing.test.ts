@@ -40,7 +40,7 @@ beforeAll(async () => {
   cp = await startControlPlane(infra, { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5 } });
   writer = createConversationWriter({ sql: infra.sql, logger: infra.logger, clock: infra.clock, flushMs: 10 });
   const llm = { script: { rules: [{ when: 'hours', reply: LONG_REPLY }] } };
-  engine = await startSimEngine({ config: infra.config, logger: infra.logger, registry: infra.registry, nodeId: 'billing-on', recorderFactory: (sc) => writer.recorderFor(sc), llm });
+  engine = await startSimEngine({ config: infra.config, logger: infra.logger, registry: infra.registry, nodeId: 'billing-on', recorderFactory: (sc, nodeId) => writer.recorderFor(sc, nodeId), llm });
   engineOff = await startSimEngine({ config: { ...infra.config, billingEnabled: false }, logger: infra.logger, registry: infra.registry, nodeId: 'billing-off', llm });
   [alice, bob, carol] = await Promise.all([createTestUser(cp), createTestUser(cp), createTestUser(cp)]);
   const set = await api(cp, 'PUT', `${B}/prices`, { token: ORG_KEY, body: { prices: [{ unit: 'audio_second', price_micros: 1000 }] } });

@@ -59,6 +59,11 @@ describe('credit verdict at connect', () => {
   it('free audio: no time limit while the balance is positive', () => {
     expect(at(1, 0)).toEqual({ ok: true });
   });
+  it('an allowance longer than a timer can wait (24.8 days) is no limit, not one that fires at once', () => {
+    expect(at(2_147_000_000, 1000)).toEqual({ ok: true, allowanceMs: 2_147_000_000 });
+    expect(at(2_148_000_000, 1000)).toEqual({ ok: true });
+    expect(at(Number.MAX_SAFE_INTEGER, 1)).toEqual({ ok: true });
+  });
 });
 
 describe('in-process registry part (single-node default)', () => {
