@@ -6,7 +6,8 @@
 import type postgres from 'postgres';
 import type { Sql } from '../../shared/db/client.js';
 import { newId } from '../../shared/ids.js';
-import { FREE, costOf, quantitiesOf, type Prices, type Quantities, type RecordedUsage, type Unit } from './units.js';
+import { invalid } from '../../shared/errors.js';
+import { FREE, MAX_BALANCE_MICROS, MAX_MICROS, costOf, quantitiesOf, type Prices, type Quantities, type RecordedUsage, type Unit } from './units.js';
 
 type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
@@ -85,7 +86,9 @@ export async function meterConversation(tx: SqlOrTx, conversationId: string): Pr
   const p = await prices(tx);
   const quantities = quantitiesOf(used);
   const usage = { quantities, prices_micros: p, status: used.status };
-  const debit = costOf(quantities, p);
+  // One entry is at most MAX_MICROS, like an operator's (absurd recorded usage at absurd prices
+  // overflowed bigint, and the failing event held back every workspace's metering behind it).
+  const debit = Math.min(costOf(quantities, p), MAX_MICROS);
   const inserted = await tx`
     insert into billing_ledger (id, workspace_id, kind, amount_micros, conversation_id, usage)
     values (${newId()}, ${used.workspace_id}, 'usage_debit', ${-debit}, ${conversationId}, ${tx.json(usage as never)})
@@ -118,7 +121,11 @@ export async function credit(tx: SqlOrTx, c: CreditInput): Promise<{ entry: Ledg
     const [entry] = await tx<LedgerRow[]>`select ${ledgerColumns(tx)} from billing_ledger where workspace_id = ${c.workspaceId} and reference = ${c.reference}`;
     return { entry, balanceMicros: await balance(tx, c.workspaceId), replayed: true };
   }
-  return { entry: rows[0], balanceMicros: await addToBalance(tx, c.workspaceId, c.amountMicros), replayed: false };
+  const balanceMicros = await addToBalance(tx, c.workspaceId, c.amountMicros);
+  // Refused inside the transaction (nothing written): past this the balance is no longer exact as
+  // a number, and a bigint overflow further on was a 500.
+  if (Math.abs(balanceMicros) > MAX_BALANCE_MICROS) throw invalid('amount_micros', `would take the balance past ±${MAX_BALANCE_MICROS} micro-credits`);
+  return { entry: rows[0], balanceMicros, replayed: false };
 }
 
 export async function ledgerPage(sql: Sql, workspaceId: string, limit: number, offset: number): Promise<{ rows: LedgerRow[]; total: number }> {

@@ -12,6 +12,8 @@ export type Quantities = Record<Unit, number>;
 
 /** Largest amount or price accepted: 10^15 micro-credits (a billion credits), far inside 2^53. */
 export const MAX_MICROS = 1e15;
+/** Largest balance (either sign): still an exact integer as a JavaScript number (< 2^53). */
+export const MAX_BALANCE_MICROS = 9e15;
 
 export const FREE: Readonly<Prices> = Object.freeze({ audio_second: 0, llm_input_token: 0, llm_output_token: 0, tts_character: 0, tool_call: 0 });
 
@@ -44,7 +46,7 @@ export function costOf(q: Quantities, p: Prices): number {
 }
 
 /** A price list as sent: every unit known, each price a whole number of micro-credits >= 0. */
-export function checkPrices(prices: Array<{ unit: string; priceMicros: number }>): Array<{ unit: Unit; priceMicros: number }> {
+export function checkPrices(prices: Array<{ unit: string; priceMicros?: number }>): Array<{ unit: Unit; priceMicros: number }> {
   if (prices.length === 0) throw invalid('prices', 'must list at least one unit');
   if (prices.length > UNITS.length) throw invalid('prices', `must list at most ${UNITS.length} units`);
   const seen = new Set<string>();
@@ -52,6 +54,7 @@ export function checkPrices(prices: Array<{ unit: string; priceMicros: number }>
     if (!(UNITS as readonly string[]).includes(p.unit)) throw invalid(`prices[${i}].unit`, `must be one of ${UNITS.join(', ')}`);
     if (seen.has(p.unit)) throw invalid(`prices[${i}].unit`, 'is listed twice');
     seen.add(p.unit);
+    if (p.priceMicros === undefined) throw invalid(`prices[${i}].price_micros`, 'is required (0 makes the unit free)');
     if (!Number.isSafeInteger(p.priceMicros) || p.priceMicros < 0 || p.priceMicros > MAX_MICROS) throw invalid(`prices[${i}].price_micros`, `must be a whole number from 0 to ${MAX_MICROS}`);
     return { unit: p.unit as Unit, priceMicros: p.priceMicros };
   });

@@ -73,6 +73,9 @@ describe('prices', () => {
     expect((await api(cp, 'GET', `${B}/prices`, { token: alice.token })).body.data).toEqual(list);
 
     expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [{ unit: 'audio_second', price_micros: 1 }, { unit: 'gpu_hour', price_micros: 1 }] } }), 'prices[1].unit');
+    // A missing (or null) price is refused, never read as 0 (free audio: calls without a time limit).
+    expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [{ unit: 'audio_second' }] } }), 'prices[0].price_micros');
+    expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [{ unit: 'audio_second', price_micros: null }] } }), 'prices[0].price_micros');
     expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [{ unit: 'tool_call', price_micros: -5 }] } }), 'prices[0].price_micros');
     expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [{ unit: 'tool_call', price_micros: 1.5 }] } }), 'prices[0].price_micros');
     expectInvalid(await api(cp, 'PUT', `${B}/prices`, { ...op, body: { prices: [] } }), 'prices');
@@ -119,6 +122,12 @@ describe('top-ups and the ledger', () => {
     expectInvalid(await api(cp, 'GET', `${B}/workspaces/${ws}/ledger?limit=201`, op), 'limit');
     expectInvalid(await api(cp, 'GET', `${B}/workspaces/${ws}/ledger?offset=-1`, op), 'offset');
     expectInvalid(await api(cp, 'POST', `${B}/workspaces/${ws}/adjustments`, { ...op, body: { amount_micros: 0, reference: 'adj-0' } }), 'amount_micros');
+    // The balance stays an exact number: a top-up past ±9e15 is refused and writes nothing (it was a bigint overflow, a 500).
+    const big = await createTestUser(cp);
+    for (let i = 0; i < 9; i++) expect((await topUp(big.workspaceId, { amount_micros: 1e15 }, { key: `big-${i}` })).status).toBe(201);
+    expectInvalid(await topUp(big.workspaceId, { amount_micros: 1 }, { key: 'big-over' }), 'amount_micros');
+    expect(await balanceOf(big.workspaceId)).toBe(9e15);
+    expect((await api(cp, 'GET', `${B}/workspaces/${big.workspaceId}/ledger`, op)).body.meta.total).toBe(9);
   });
 
   it('fencing: another tenant reads 404, a non-operator top-up is 403, an unknown workspace is 404', async () => {
