@@ -73,7 +73,7 @@ const iso = (d: Date) => d.toISOString();
 
 type Row = Record<string, unknown>;
 
-/** A conversation list row in proto field order (proto JSON: optional fields absent when null). */
+/** A conversation list row in proto field order (optional fields null when unset, as the API's NULL_WHEN_UNSET records). */
 function conversationJson(r: Row): Row {
   const out: Row = {
     id: r.id,
@@ -86,14 +86,14 @@ function conversationJson(r: Row): Row {
     total_duration_ms: int32(r.total_duration_ms),
     avg_response_latency_ms: int32(r.avg_response_latency_ms),
   };
-  if (r.summary != null) out.summary = r.summary;
+  out.summary = r.summary ?? null;
   out.metadata = r.metadata ?? {};
   out.started_at = iso(r.started_at as Date);
-  if (r.ended_at) out.ended_at = iso(r.ended_at as Date);
+  out.ended_at = r.ended_at ? iso(r.ended_at as Date) : null;
   out.created_at = iso(r.created_at as Date);
   out.updated_at = iso(r.updated_at as Date);
   const sessions = r.g_sessions as number | null;
-  if (!r.call_id || !sessions || sessions < 2) return out;
+  if (!r.call_id || !sessions || sessions < 2) return { ...out, call_id: null, session_count: null, segment_count: null, segment_pattern: null };
   // A transferred call folded into its first stint (control-plane/conversations/views.ts listView).
   const turns = Number(r.g_turns ?? 0);
   const segments: string[] = [];
@@ -102,17 +102,9 @@ function conversationJson(r: Row): Row {
   out.total_turns = int32(turns);
   out.total_duration_ms = int32(r.g_duration);
   out.avg_response_latency_ms = int32(turns > 0 ? Number(r.g_latency_weighted ?? 0) / turns : (r.g_latency_avg ?? 0));
-  if (r.g_all_ended && r.g_ended_at) out.ended_at = iso(r.g_ended_at as Date);
-  else delete out.ended_at;
-  // Keys in proto order: rebuild the tail after ended_at moved.
-  const { metadata, started_at, ended_at, created_at, updated_at, ...head } = out;
+  out.ended_at = r.g_all_ended && r.g_ended_at ? iso(r.g_ended_at as Date) : null;
   return {
-    ...head,
-    metadata,
-    started_at,
-    ...(ended_at === undefined ? {} : { ended_at }),
-    created_at,
-    updated_at,
+    ...out,
     call_id: r.call_id,
     session_count: sessions,
     segment_count: segments.length,
@@ -132,7 +124,7 @@ function messageJson(m: Row): Row {
     content: m.content,
     tool_calls: ((m.tool_calls as Row[] | null) ?? []).map((t) => ({ id: String(t.id ?? ''), name: String(t.name ?? '') })),
   };
-  for (const k of MESSAGE_OPTIONAL) if (m[k] != null) out[k] = m[k];
+  for (const k of MESSAGE_OPTIONAL) out[k] = m[k] ?? null;
   out.metadata = m.metadata ?? {};
   out.created_at = iso(m.created_at as Date);
   return out;
