@@ -31,6 +31,7 @@ const attachEngine: Attach = async (ctx, config, infra) => {
     registry: infra.registry,
     recorderFactory: records.writer.recorderFor,
     recordsQueued: records.writer.queued,
+    recordsFailingForMs: records.writer.failingForMs,
     // Connector tools read connections and open their credentials with the control plane's key.
     sql: infra.sql,
     secrets: infra.secrets,

@@ -11,7 +11,7 @@ import type { Logger } from '../shared/logger.js';
 import { createRegistry, type Registry } from '../shared/registry/index.js';
 import { SecretBox } from '../shared/secrets.js';
 import type { Clock } from '../shared/clock.js';
-import { createSql, type Sql } from '../shared/db/client.js';
+import { assertReachable, createSql, type Sql } from '../shared/db/client.js';
 import { migrate } from './db/migrate.js';
 
 export interface Infra {
@@ -46,6 +46,7 @@ export async function startInfra(config: Config, logger: Logger, clock: Clock, o
       connectTimeoutMs: config.dbConnectTimeoutMs,
     });
     closers.push(() => sql.end({ timeout: 5 }));
+    if (config.databaseUrl) await assertReachable(sql);
     if (opts.schema) await sql.unsafe(`create schema if not exists "${opts.schema}"`);
     const applied = await migrate(sql);
     if (applied.length) logger.info({ applied }, 'migrations applied');

@@ -68,7 +68,8 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
     const generated = config.orgApiKey.startsWith('vpk_org_') && config.nodeEnv !== 'production';
     const lines = [
       '',
-      `Voice platform ready on ${config.publicBaseUrl} (engine ${config.enginePublicUrl}).`,
+      // ROLE=control-plane runs no engine here: the sessions go to the engine nodes in the registry.
+      config.role === 'all' ? `Voice platform ready on ${config.publicBaseUrl} (engine ${config.enginePublicUrl}).` : `Voice platform API ready on ${config.publicBaseUrl} (engines: the nodes registered in REDIS_URL).`,
       `Console: ${config.publicBaseUrl}/console`,
       // The key rides in the fragment, which browsers never send to a server or put in a Referer.
       ...(generated ? [`  one-click sign-in (development key): ${consoleSignInUrl(config.publicBaseUrl, config.orgApiKey)}`] : []),

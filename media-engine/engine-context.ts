@@ -43,6 +43,11 @@ export interface EngineNodeOptions {
   /** The records writer's queue depth, exported as `voiceplane_records_queue_depth`. */
   recordsQueued?: () => number;
   /**
+   * How long the records writer has been failing to reach Postgres (ms, 0 when healthy). From
+   * RECORDS_UNAVAILABLE_AFTER_MS on, the node is not ready: `/ready` 503 and no new sessions.
+   */
+  recordsFailingForMs?: () => number;
+  /**
    * Connector tools on calls (issue 18): the database holding the connections and the key that
    * opens their credentials. Both needed; absent: connector tool calls are error results.
    */

@@ -7,7 +7,7 @@ import { ConfigError, decodeKey } from '../shared/config.js';
 import { SecretBox } from '../shared/secrets.js';
 import { realClock } from '../shared/clock.js';
 import { createRegistry } from '../shared/registry/index.js';
-import { createSql } from '../shared/db/client.js';
+import { assertReachable, createSql } from '../shared/db/client.js';
 import { runMain } from '../shared/run-main.js';
 import { startEngineNode } from './node.js';
 import { startEngineRecords } from './records/index.js';
@@ -28,8 +28,9 @@ runMain(
     ctx.onClose(() => closeSharedFlitePool());
     const registry = await createRegistry({ redisUrl: config.redisUrl, prefix: config.registryPrefix, commandTimeoutMs: config.redisCommandTimeoutMs, logger });
     ctx.onClose(() => registry.close());
-    const sql = createSql(config.databaseUrl!);
+    const sql = createSql(config.databaseUrl!, { connectTimeoutMs: config.dbConnectTimeoutMs });
     ctx.onClose(() => sql.end({ timeout: 5 }));
+    await assertReachable(sql);
     const records = await startEngineRecords({ config, sql, logger, clock: realClock });
     ctx.onClose(() => records.close());
     await ctx.checkpoint();
@@ -37,7 +38,7 @@ runMain(
     const key = config.secretsKey ? decodeKey(config.secretsKey) : undefined;
     if (!key) logger.warn('SECRETS_KEY unset: connector tools on calls answer an error (set it to the control plane key)');
     const secrets = key ? new SecretBox(key) : undefined;
-    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, sql, secrets, knowledge: createPgKnowledgeSearch(sql) });
+    const node = await startEngineNode({ config, logger, clock: realClock, registry, recorderFactory: records.writer.recorderFor, recordsQueued: records.writer.queued, recordsFailingForMs: records.writer.failingForMs, sql, secrets, knowledge: createPgKnowledgeSearch(sql) });
     // SIGTERM (an orchestrator's stop, a rolling deploy) drains: no new sessions, live calls kept
     // up to DRAIN_TIMEOUT_S (docs/operations.md); SIGINT and a second signal end calls at once.
     ctx.onClose(async (signal) => {

@@ -49,6 +49,8 @@ export interface EngineNode {
 }
 
 const PREWARM_TTL_MS = 30_000;
+/** Records failing this long make the node unready (a blip of a second or two does not). */
+export const RECORDS_UNAVAILABLE_AFTER_MS = 10_000;
 
 export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNode> {
   assertNativeUws();
@@ -78,8 +80,9 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   let closed = false;
   // Orchestrator probes (docs/operations.md): ready = take new calls; live = the process works.
   app.get('/ready', (res) => {
-    const ready = !drain && !closed;
-    res.writeStatus(ready ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(JSON.stringify({ status: ready ? 'ready' : 'draining', node_id: nodeId, calls: calls.size }));
+    const status = drain || closed ? 'draining' : recordsDown() ? 'database_unavailable' : 'ready';
+    const body = JSON.stringify({ status, node_id: nodeId, calls: calls.size, ...(status === 'database_unavailable' ? { problem: 'conversation records cannot be written (DATABASE_URL unreachable)' } : {}) });
+    res.writeStatus(status === 'ready' ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(body);
   });
   app.get('/live', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'live', node_id: nodeId }));
@@ -101,12 +104,14 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   // Health rides the heartbeat (issue 17): the control plane's collector copies it to Postgres.
   // Requests are voice-socket upgrades, errors the refused ones; the engine does not time them.
   const sampler = new ProcessSampler(() => clock.now());
+  // Calls placed here while its records cannot be written would be lost: not ready, no placements.
+  const recordsDown = () => (opts.recordsFailingForMs?.() ?? 0) >= RECORDS_UNAVAILABLE_AFTER_MS;
   const health = () =>
     sampler.sample({ activeConnections: admission.count, activeCalls: calls.size, requestCount: admission.admittedTotal + admission.refusedTotal, errorCount: admission.refusedTotal, avgResponseMs: null });
   const beat = () =>
     // Pre-warmed sessions are load too: they hold capacity (atCapacity) until adopted or expired.
     registry.nodes
-      .heartbeat({ nodeId, wsUrl, capacity: config.engineCapacity, load: calls.size + prewarmed.size, updatedAtMs: clock.now(), health: health(), ...(drain ? { draining: true } : {}) }, heartbeatMs * 3)
+      .heartbeat({ nodeId, wsUrl, capacity: config.engineCapacity, load: calls.size + prewarmed.size, updatedAtMs: clock.now(), health: health(), ...(drain ? { draining: true } : {}), ...(recordsDown() ? { unavailable: true } : {}) }, heartbeatMs * 3)
       .catch((err: Error) => {
         logger.warn({ err }, 'registry heartbeat failed');
       });

@@ -38,6 +38,9 @@ export interface MainOptions {
   check?: (config: Config) => void;
 }
 
+/** How long a signal during start-up waits for a checkpoint before the process exits anyway. */
+const STARTUP_STOP_GRACE_MS = 10_000;
+
 export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<void>): void {
   let config: Config;
   try {
@@ -68,8 +71,18 @@ export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<v
     process.exit(0);
   };
   const onSignal = (signal: string) => {
-    if (isStarted) void stop(signal);
-    else stopRequested = signal;
+    if (isStarted) return void stop(signal);
+    // During start-up the stop waits for the next checkpoint; a step that hangs (a dependency that
+    // never answers) must not make the process deaf: a second signal, or 10 s, ends it.
+    if (stopRequested) {
+      logger.warn({ signal }, 'second signal during start-up: exiting');
+      process.exit(1);
+    }
+    stopRequested = signal;
+    setTimeout(() => {
+      logger.warn({ signal }, 'start-up did not reach a point where it can stop within 10 s of the signal: exiting');
+      process.exit(1);
+    }, STARTUP_STOP_GRACE_MS).unref();
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));

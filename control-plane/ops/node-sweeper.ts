@@ -127,10 +127,22 @@ export function createNodeSweeper(deps: NodeSweeperDeps): NodeSweeper {
     }
     const finalized = done.length
       ? await sql`
-          update conversations set status = 'failed', ended_at = ${now}, updated_at = ${now},
-            metadata = metadata || ${sql.json({ end_reason: NODE_LOST_REASON })}
-          where id = any(${sql.array(done)}::uuid[]) and status = 'active'
-          returning id`
+          update conversations c set status = 'failed', ended_at = ${now}, updated_at = ${now},
+            metadata = c.metadata || ${sql.json({ end_reason: NODE_LOST_REASON })},
+            -- The engine's own totals died with it: what its written turns show (a lower bound:
+            -- up to the last message that reached Postgres), never the zeros of a start row.
+            total_turns = greatest(c.total_turns, t.turns),
+            total_duration_ms = greatest(c.total_duration_ms, t.duration_ms),
+            avg_response_latency_ms = case when c.avg_response_latency_ms > 0 then c.avg_response_latency_ms else t.latency_ms end
+          from (
+            select v.id,
+              (select count(distinct m.turn_number) from messages m where m.conversation_id = v.id and m.role = 'user' and m.turn_number > 0)::int as turns,
+              coalesce((select (extract(epoch from max(m.created_at) - v.started_at) * 1000)::int from messages m where m.conversation_id = v.id), 0) as duration_ms,
+              coalesce((select avg(m.total_latency_ms)::int from messages m where m.conversation_id = v.id and m.role = 'assistant' and m.total_latency_ms > 0), 0) as latency_ms
+            from conversations v where v.id = any(${sql.array(done)}::uuid[])
+          ) t
+          where c.id = t.id and c.status = 'active'
+          returning c.id`
       : [];
     logger.warn({ lostNodes: lost, finalized: finalized.length, callsEnded }, 'engine node lost: its calls were finalized with node_lost');
     return { lostNodes: lost, finalized: finalized.length, callsEnded };

@@ -66,6 +66,8 @@ export interface ConversationWriter {
   /** `nodeId`: the engine node running the call, stored on the conversation (node-loss sweeper). */
   recorderFor(config: SessionConfig, nodeId?: string): ConversationRecorder;
   queued(): number;
+  /** How long writes have been failing without one landing (0: the last one landed): the node's readiness. */
+  failingForMs(): number;
   /** Resolves when everything queued before the call (including pending audio) is written. Retries while Postgres is down. */
   flush(): Promise<void>;
   /** Stops accepting, writes what it can within `closeTimeoutMs`, logs anything left. Idempotent. */

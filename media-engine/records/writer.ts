@@ -57,6 +57,8 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
   let draining: Promise<void> | undefined;
   let backoff: TimerHandle | undefined;
   let attempt = 0;
+  /** When the current run of failed writes began (0: the last write landed). */
+  let failingSinceMs = 0;
   let closed = false;
   /** When the batch in flight started (0: none), so a write that hangs is visible. */
   let batchStartedMs = 0;
@@ -131,6 +133,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
       batchStartedMs = 0;
       queue.splice(0, batch.length);
       attempt = 0;
+      failingSinceMs = 0;
       markWritten(batch[batch.length - 1].seq);
     }
   }
@@ -156,6 +159,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
 
   function scheduleRetry(err: unknown, batchOps: number): void {
     attempt++;
+    if (!failingSinceMs) failingSinceMs = clock.now();
     s.retries++;
     const e = err as { message?: string; code?: string };
     s.lastError = `${e.code ?? 'ERROR'}: ${e.message ?? String(err)}`;
@@ -343,6 +347,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
   return {
     recorderFor,
     queued: () => queue.length,
+    failingForMs: () => (failingSinceMs ? clock.now() - failingSinceMs : 0),
     flush,
     close,
     stats,

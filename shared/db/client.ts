@@ -20,7 +20,7 @@ import postgres from 'postgres';
 import { AnswerDeadlines } from './answer-deadline.js';
 import { ConnectionGate, type GateStats } from './gate.js';
 import { backoffDelayMs } from '../../shared/backoff.js';
-import { systemError } from '../../shared/errors.js';
+import { AppError, systemError } from '../../shared/errors.js';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
 
@@ -196,4 +196,19 @@ function gated(raw: Sql, gate: ConnectionGate, deadlines: AnswerDeadlines): Sql 
       return Reflect.get(target, prop, receiver);
     },
   });
+}
+
+/**
+ * One round trip at start-up: a database that cannot be reached stops the process with one line
+ * naming the variable (`DATABASE_URL`), not a driver stack trace, and never lets an engine take
+ * calls whose records it cannot write.
+ */
+export async function assertReachable(sql: Sql, variable = 'DATABASE_URL'): Promise<void> {
+  try {
+    await sql`select 1`;
+  } catch (err) {
+    const e = err as Error & { cause?: Error };
+    const why = e.cause?.message && e.cause.message !== e.message ? `${e.message}: ${e.cause.message}` : e.message;
+    throw new AppError('SERVICE_UNAVAILABLE', `${variable}: cannot reach PostgreSQL (${why})`, { cause: err });
+  }
 }

@@ -28,6 +28,11 @@ export interface EngineNode {
    * new sessions, so `pickNode` skips it. It still heartbeats: its calls are not lost.
    */
   draining?: boolean;
+  /**
+   * The node cannot do its work now (its conversation records have not reached Postgres for
+   * RECORDS_UNAVAILABLE_AFTER_MS): `pickNode` skips it until a heartbeat says otherwise.
+   */
+  unavailable?: boolean;
 }
 
 export interface StoredSession {
@@ -224,7 +229,7 @@ export class RemoteCommandError extends Error {
 export function pickNode(nodes: EngineNode[]): EngineNode | undefined {
   let best: EngineNode | undefined;
   for (const n of nodes) {
-    if (n.load >= n.capacity || n.draining) continue;
+    if (n.load >= n.capacity || n.draining || n.unavailable) continue;
     if (!best) {
       best = n;
       continue;

@@ -108,6 +108,23 @@ describe('node sweeper', () => {
     expect(await infra.sql`select * from engine_node_watch`).toHaveLength(0);
   });
 
+  it('a lost call keeps the totals its written turns show, not the zeros of its start row', async () => {
+    const id = await conversation('gone-2');
+    const t0 = Date.now();
+    const at = (ms: number) => new Date(t0 + ms);
+    await infra.sql`update conversations set started_at = ${at(0)} where id = ${id}`;
+    await infra.sql`insert into messages (id, conversation_id, turn_number, role, content, total_latency_ms, created_at) values
+      (${newId()}, ${id}, 1, 'assistant', 'hi', 400, ${at(2000)}),
+      (${newId()}, ${id}, 2, 'user', 'and then', null, ${at(5000)}),
+      (${newId()}, ${id}, 2, 'assistant', 'sure', 600, ${at(7000)})`;
+    await sweeper.sweep();
+    clock.advance(LOST_AFTER_MS);
+    expect((await sweeper.sweep()).finalized).toBe(1);
+    const [c] = await infra.sql<Array<{ status: string; total_turns: number; total_duration_ms: number; avg_response_latency_ms: number }>>`
+      select status, total_turns, total_duration_ms, avg_response_latency_ms from conversations where id = ${id}`;
+    expect(c).toEqual({ status: 'failed', total_turns: 2, total_duration_ms: 7000, avg_response_latency_ms: 500 });
+  });
+
   it('never judges a node that was missing once and came back (a Redis restart)', async () => {
     const id = await conversation('flaky');
     await sweeper.sweep();

@@ -15,6 +15,7 @@
  */
 import { createClient, createSentinel } from 'redis';
 import { backoffDelayMs } from '../../backoff.js';
+import { AppError } from '../../errors.js';
 import { openCluster } from './cluster.js';
 import { settleWithin } from './settle.js';
 import { isClusterUrl, isSentinelUrl, parseClusterUrl, parseSentinelUrl, type SentinelTarget } from './urls.js';
@@ -66,16 +67,25 @@ export interface RedisClients {
   close(timeoutMs: number): Promise<void>;
 }
 
-export async function openRedisClients(url: string): Promise<RedisClients> {
+/**
+ * How long the first connect may take. Later outages are retried for ever (commands fail fast
+ * meanwhile), but a process that never reached Redis must say so and stop: the reconnect strategy
+ * retries for ever and the clients' errors are swallowed, so a wrong REDIS_URL hung start-up with
+ * no line at all.
+ */
+export const FIRST_CONNECT_TIMEOUT_MS = 15_000;
+
+export async function openRedisClients(url: string, firstConnectTimeoutMs = FIRST_CONNECT_TIMEOUT_MS): Promise<RedisClients> {
   if (isSentinelUrl(url)) return openSentinel(parseSentinelUrl(url));
   if (isClusterUrl(url)) return openCluster(parseClusterUrl(url), commonOptions());
   const client = createClient(redisClientOptions(url));
   // A Redis outage must not crash the process: errors surface on the commands instead.
-  client.on('error', () => {});
-  await client.connect();
+  let lastError = '';
+  client.on('error', (err: Error) => void (lastError = err.message));
+  await withinFirstConnect(client.connect(), firstConnectTimeoutMs, () => lastError, () => client.destroy());
   const sub = client.duplicate();
-  sub.on('error', () => {});
-  await sub.connect();
+  sub.on('error', (err: Error) => void (lastError = err.message));
+  await withinFirstConnect(sub.connect(), firstConnectTimeoutMs, () => lastError, () => (sub.destroy(), client.destroy()));
   return {
     client,
     ...pubSubOf(client, sub),
@@ -135,4 +145,21 @@ async function shut(c: RedisClient, timeoutMs: number): Promise<void> {
   await Promise.race([c.quit().catch(() => {}), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
   clearTimeout(timer);
   if (c.isOpen) c.destroy();
+}
+
+/** `connecting`, or an error naming REDIS_URL once `ms` pass without a connection (`giveUp` stops the retries). */
+async function withinFirstConnect(connecting: Promise<unknown>, ms: number, lastError: () => string, giveUp: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      giveUp();
+      reject(new AppError('SERVICE_UNAVAILABLE', `REDIS_URL: cannot reach Redis within ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}${lastError() ? ` (${lastError()})` : ''}`));
+    }, ms);
+  });
+  connecting.catch(() => {}); // settles after giveUp; the deadline already answered
+  try {
+    await Promise.race([connecting, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
