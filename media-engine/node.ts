@@ -51,6 +51,8 @@ export interface EngineNode {
 const PREWARM_TTL_MS = 30_000;
 /** Records failing this long make the node unready (a blip of a second or two does not). */
 export const RECORDS_UNAVAILABLE_AFTER_MS = 10_000;
+/** The end reason of calls whose node was judged lost (control-plane/ops/node-sweeper.ts writes the same). */
+const NODE_LOST_REASON = 'node_lost';
 
 export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNode> {
   assertNativeUws();
@@ -123,7 +125,23 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
     await announceNodeChange();
   };
   await beat();
-  const heartbeat = clock.setInterval(() => void beat(), heartbeatMs);
+  // A process that was frozen (SIGSTOP, a VM pause, a stall) longer than the control planes wait
+  // before they judge a node lost has had its calls finalized `node_lost` and their sessions
+  // forgotten elsewhere: going on would leave calls nobody can reach (text, end) writing into
+  // ended records. Such a gap between two ticks ends them here too. A Redis outage does not: the
+  // ticks keep coming, only the heartbeats fail, and no control plane judges a node meanwhile.
+  const frozenAfterMs = heartbeatMs * 3 + config.nodeLostAfterS * 1000;
+  let lastTickMs = clock.monotonicMs();
+  const heartbeat = clock.setInterval(() => {
+    const now = clock.monotonicMs();
+    const gapMs = now - lastTickMs;
+    lastTickMs = now;
+    if (gapMs > frozenAfterMs && calls.size > 0) {
+      logger.warn({ gapMs, calls: calls.size }, 'this node was frozen longer than the node-loss bound: its calls were finalized elsewhere; ending them');
+      for (const a of [...calls.values()]) a.endCall(NODE_LOST_REASON);
+    }
+    void beat();
+  }, heartbeatMs);
 
   const stopCommands = await registry.commands.serveCommands(nodeId, async (cmd: NodeCommand) => handleCommand(ctx, cmd));
 
