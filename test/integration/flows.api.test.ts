@@ -90,4 +90,21 @@ describe('a flow agent configured over REST runs as configured', () => {
     const pub = await call('POST', `/agents/${agentId}/versions/publish`, owner.token);
     expect(pub.status).toBe(409);
   });
+
+  it("publishing refuses a tool node naming a tool the agent does not have (it failed at call time); adding the tool lets it through", async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'Tool flow' });
+    const agentId = created.body.data.id as string;
+    const graph = {
+      start_node_id: 's',
+      nodes: [{ id: 's', type: 'start', label: 'S' }, { id: 't', type: 'tool', label: 'T', config: { tool_name: 'lookup_order' } }, { id: 'p', type: 'prompt', label: 'P' }],
+      edges: [{ from: 's', to: 't' }, { from: 't', to: 'p' }],
+    };
+    expect((await call('PUT', `/agents/${agentId}/flow`, owner.token, { graph, variables: [] })).body.data.is_valid).toBe(true);
+    await call('PUT', `/agents/${agentId}/mode`, owner.token, { mode: 'flow' });
+    const refused = await call('POST', `/agents/${agentId}/versions/publish`, owner.token);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.details).toEqual([{ field: 'flow', problem: expect.stringContaining('t (lookup_order)') }]);
+    expect((await call('POST', `/agents/${agentId}/tools`, owner.token, { name: 'lookup_order', endpoint_url: 'https://example.com/orders' })).status).toBe(201);
+    expect((await call('POST', `/agents/${agentId}/versions/publish`, owner.token)).status).toBe(200);
+  });
 });

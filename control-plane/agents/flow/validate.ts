@@ -95,6 +95,30 @@ export function validateFlow(g: FlowGraphJson): FlowValidationErrorJson[] {
   if (toolWithoutName.length) add('TOOL_NODE_WITHOUT_TOOL', 'a tool node needs config.tool_name (one of the agent tools)', toolWithoutName);
   const toolEdges = uniq(toolNodes.filter((n) => outgoing(n.id) !== 1).map((n) => n.id));
   if (toolEdges.length) add('TOOL_NODE_EDGES', 'a tool node needs exactly one outgoing edge (the engine follows it after the tool ran)', toolEdges);
+  // A cycle of tool nodes only never waits for the caller: the engine would run it until its step
+  // bound and leave the call inside it. Each tool node has one way out; follow those.
+  const toolIds = new Set(toolNodes.map((n) => n.id));
+  const toolNext = new Map(g.edges.filter((e) => toolIds.has(e.from)).map((e) => [e.from, e.to]));
+  const inToolCycle = new Set<string>();
+  for (const id of toolIds) {
+    const path: string[] = [];
+    let at: string | undefined = id;
+    while (at !== undefined && toolIds.has(at) && !path.includes(at) && path.length <= toolIds.size) {
+      path.push(at);
+      at = toolNext.get(at);
+    }
+    if (at !== undefined && path.includes(at)) for (const x of path.slice(path.indexOf(at))) inToolCycle.add(x);
+  }
+  if (inToolCycle.size) add('TOOL_NODE_CYCLE', 'tool nodes that lead only to each other never give the caller a turn: put a prompt node in the loop', [...inToolCycle]);
+  // Two edges between the same nodes become one transition function: the second condition would be dropped.
+  const pairs = new Set<string>();
+  const duplicateEdges: string[] = [];
+  for (const e of g.edges) {
+    const key = `${e.from}\u0000${e.to}`;
+    if (pairs.has(key)) duplicateEdges.push(e.from);
+    pairs.add(key);
+  }
+  if (duplicateEdges.length) add('DUPLICATE_EDGE', 'two edges join the same two nodes (one transition each way): merge their conditions', uniq(duplicateEdges));
   const terminalEdges = uniq(g.nodes.filter((n) => (n.type === 'end' || n.type === 'transfer') && outgoing(n.id) > 0).map((n) => n.id));
   if (terminalEdges.length) add('TERMINAL_NODE_HAS_EDGES', 'end and transfer nodes end the call: they have no outgoing edges', terminalEdges);
   // Two node ids that map to one function name (`go_to_a.b` and `go_to_a_b`) could not be told apart.

@@ -28,12 +28,33 @@ export function flowNotPublishable(): AppError {
   });
 }
 
+/**
+ * A flow's tool nodes name tools the agent has (active HTTP tools, connector actions, the knowledge
+ * search). Checked at publish, not by the flow validator: tools change after a flow is saved, and
+ * a node naming a missing tool only failed at call time ("tool X is not among the agent's tools").
+ */
+function assertFlowToolsExist(snapshot: AgentSnapshot): void {
+  const names = new Set<string>(['search_knowledge']);
+  for (const t of snapshot.tools) {
+    if (!t.is_active) continue;
+    if (t.connector_binding) for (const a of t.connector_binding.actions) names.add(a.name);
+    else names.add(t.name);
+  }
+  const missing = (snapshot.flow?.graph.nodes ?? []).filter((n) => n.type === 'tool' && !names.has(String(n.config?.tool_name ?? '')));
+  if (!missing.length) return;
+  const list = missing.map((n) => `${n.id} (${String(n.config?.tool_name ?? '')})`).join(', ');
+  throw new AppError('CONFLICT', `the flow's tool nodes name tools the agent does not have: ${list}; add the tools or change the nodes`, {
+    details: [{ field: 'flow', problem: `tool nodes naming no active tool: ${list}` }],
+  });
+}
+
 export async function publishDraft(sql: Sql, agentId: string, publishedBy: string, fallbacks: SnapshotProvider[]): Promise<PublishResult> {
   return sql.begin(async (tx) => {
     const locked = await tx`select id from agents where id = ${agentId} for update`;
     if (!locked.length) throw notFound('agent');
     const snapshot = await readDraftSnapshot(tx, agentId, fallbacks);
     if (snapshot.agent.mode === 'flow' && !snapshot.flow?.is_valid) throw flowNotPublishable();
+    if (snapshot.agent.mode === 'flow') assertFlowToolsExist(snapshot);
     const [v] = await tx<PublishResult[]>`
       insert into agent_versions (agent_id, version_number, snapshot, published_by, published_at)
       values (${agentId}, (select coalesce(max(version_number), 0) + 1 from agent_versions where agent_id = ${agentId}),

@@ -11,6 +11,21 @@ describe('validateFlow', () => {
   const cases: Array<{ name: string; graph: FlowGraphJson; expected: Record<string, string[]> }> = [
     { name: 'valid linear flow', graph: { nodes: [n('s', 'start'), n('p'), n('x', 'end')], edges: [e('s', 'p'), e('p', 'x')], start_node_id: 's' }, expected: {} },
     { name: 'cycles are fine', graph: { nodes: [n('s', 'start'), n('a'), n('b')], edges: [e('s', 'a'), e('a', 'b'), e('b', 'a')], start_node_id: 's' }, expected: {} },
+    {
+      name: 'a cycle of tool nodes only never gives the caller a turn',
+      graph: {
+        nodes: [n('s', 'start'), { ...n('t1', 'tool'), config: { tool_name: 'a' } }, { ...n('t2', 'tool'), config: { tool_name: 'b' } }],
+        edges: [e('s', 't1'), e('t1', 't2'), e('t2', 't1')],
+        start_node_id: 's',
+      },
+      expected: { TOOL_NODE_CYCLE: ['t1', 't2'] },
+    },
+    {
+      name: 'a tool loop through a prompt node is fine',
+      graph: { nodes: [n('s', 'start'), { ...n('t', 'tool'), config: { tool_name: 'a' } }, n('p')], edges: [e('s', 't'), e('t', 'p'), e('p', 't')], start_node_id: 's' },
+      expected: {},
+    },
+    { name: 'two edges between the same nodes', graph: { nodes: [n('s', 'start'), n('a')], edges: [e('s', 'a'), e('s', 'a')], start_node_id: 's' }, expected: { DUPLICATE_EDGE: ['s'] } },
     { name: 'empty graph', graph: { nodes: [], edges: [], start_node_id: '' }, expected: { MISSING_START_NODE: [] } },
     { name: 'start id not among nodes', graph: { nodes: [n('p')], edges: [], start_node_id: 'nope' }, expected: { MISSING_START_NODE: ['nope'] } },
     { name: 'start of the wrong type', graph: { nodes: [n('p')], edges: [], start_node_id: 'p' }, expected: { START_NODE_WRONG_TYPE: ['p'] } },
