@@ -4,7 +4,7 @@
  * (e.g. `condition` nodes, which the engine does not run) must not start a call that would ignore
  * part of its graph; session start answers 409 naming the problem instead.
  */
-import { validateFlow } from '../agents/flow/validate.js';
+import { AUTHORING_ONLY_CODES, validateFlow } from '../agents/flow/validate.js';
 import type { SnapshotFlow } from '../agents/types.js';
 import type { FlowConfig, FlowNodeConfig, FlowNodeType, FlowVariableType } from '../../shared/voice/flow.js';
 
@@ -12,7 +12,7 @@ export type FlowResolution = { flow: FlowConfig } | { problem: string };
 
 export function resolveFlow(stored: SnapshotFlow | null): FlowResolution {
   if (!stored) return { problem: 'the agent is in flow mode but its published version has no flow' };
-  const errors = validateFlow(stored.graph);
+  const errors = validateFlow(stored.graph).filter((e) => !AUTHORING_ONLY_CODES.has(e.code));
   if (errors.length) return { problem: `the published flow cannot run: ${errors.map((e) => e.message).join('; ')}` };
   const g = stored.graph;
   const nodes: FlowNodeConfig[] = g.nodes.map((n) => {

@@ -31,6 +31,13 @@ export const FLOW_LIMITS = { nodes: 500, edges: 2000, variables: 100, idChars: 1
 
 const VARIABLE_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
+/**
+ * Rules that keep a flow from being saved valid or published, but that the engine can still run
+ * (it joins duplicate edges into one transition and bounds a tool-node loop): a version published
+ * before they existed keeps starting calls (`control-plane/voice/flow-config.ts`).
+ */
+export const AUTHORING_ONLY_CODES: ReadonlySet<string> = new Set(['DUPLICATE_EDGE', 'TOOL_NODE_CYCLE']);
+
 export function validateFlow(g: FlowGraphJson): FlowValidationErrorJson[] {
   const errors: FlowValidationErrorJson[] = [];
   const add = (code: string, message: string, nodeIds: string[]) => errors.push({ code, message, node_ids: nodeIds });
