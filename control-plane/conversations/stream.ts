@@ -6,7 +6,7 @@
  * - `conversation`: the conversation as `GET /conversations/{id}` returns it (first event);
  * - `turn` (SSE `id` = turn number): `{conversation_id, turn_number, messages, tool_calls}`, first
  *   the turns already stored (replay, messages carry `audio_url`), then live turns as the engine's
- *   writer publishes them; a turn is never sent twice;
+ *   writer publishes them (same record shape, `audio_url` null); a turn is never sent twice;
  * - `end`: `{conversation_id, status, total_turns, total_duration_ms, avg_response_latency_ms,
  *   ended_at}`, then the server closes the stream. A conversation that already ended gets its
  *   replay and `end` at once.
@@ -19,12 +19,12 @@
  * reconnects and replays from the database).
  */
 import type { ServerResponse } from 'node:http';
-import { create, toJson } from '@bufbuild/protobuf';
+import type { MessageRow, ToolCallRow } from '../../shared/records/rows.js';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { ConversationMessageSchema, ConversationSchema, ConversationService, ToolCallRecordSchema } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
-import type { TranscriptBus, TranscriptEvent } from '../../shared/records/bus.js';
+import type { TranscriptBus, TranscriptEvent, TranscriptMessage } from '../../shared/records/bus.js';
 import type { Auth } from '../http/auth.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
@@ -34,6 +34,7 @@ import { type ConversationRow, getConversation, listMessages, listToolCalls } fr
 import { pathId } from '../http/validate.js';
 import { conversationView, messageView, toolCallView } from './views.js';
 import { rawRoute, requestUrl } from '../http/request-url.js';
+import { writeJson } from '../http/json-writer.js';
 
 export interface StreamOptions {
   sql: Sql;
@@ -53,7 +54,6 @@ export interface StreamOptions {
 }
 
 const STREAM_PATH = /^\/api\/v1\/conversations\/([^/]+)\/stream\/?$/;
-const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
 
 export function createStreamHandler(opts: StreamOptions) {
   const heartbeatMs = opts.heartbeatMs ?? 15_000;
@@ -163,7 +163,10 @@ export function createStreamHandler(opts: StreamOptions) {
       if (ev.type === 'turn') {
         if (ev.turn_number <= lastTurn) return;
         lastTurn = ev.turn_number;
-        send('turn', { conversation_id: id, turn_number: ev.turn_number, messages: ev.messages, tool_calls: ev.tool_calls }, ev.turn_number);
+        // Live turns go through the same views as replayed ones: every field present, unset ones null.
+        const messages = ev.messages.map((msg) => writeJson(ConversationMessageSchema, messageView(liveMessageRow(msg), opts.links)));
+        const toolCalls = ev.tool_calls.map((tc) => writeJson(ToolCallRecordSchema, toolCallView(liveToolCallRow(tc))));
+        send('turn', { conversation_id: id, turn_number: ev.turn_number, messages, tool_calls: toolCalls }, ev.turn_number);
       } else if (ev.type === 'end') {
         send('end', endPayload(id, ev));
         finish();
@@ -179,12 +182,12 @@ export function createStreamHandler(opts: StreamOptions) {
         if (msg.turn_number <= lastTurn) continue;
         let t = byTurn.get(msg.turn_number);
         if (!t) byTurn.set(msg.turn_number, (t = { messages: [], tool_calls: [] }));
-        t.messages.push(toJson(ConversationMessageSchema, create(ConversationMessageSchema, messageView(msg, opts.links)), JSON_OPTS));
+        t.messages.push(writeJson(ConversationMessageSchema, messageView(msg, opts.links)));
         messageTurn.set(msg.id, msg.turn_number);
       }
       for (const tc of toolCalls) {
         const turn = messageTurn.get(tc.message_id);
-        if (turn !== undefined) byTurn.get(turn)!.tool_calls.push(toJson(ToolCallRecordSchema, create(ToolCallRecordSchema, toolCallView(tc)), JSON_OPTS));
+        if (turn !== undefined) byTurn.get(turn)!.tool_calls.push(writeJson(ToolCallRecordSchema, toolCallView(tc)));
       }
       for (const [turn, t] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
         lastTurn = turn;
@@ -224,7 +227,7 @@ export function createStreamHandler(opts: StreamOptions) {
     // HTTP/1 only (HTTP/2 sends the headers with writeHead's first frame anyway).
     if (typeof res.flushHeaders === 'function') res.flushHeaders();
     open.add(finish);
-    send('conversation', toJson(ConversationSchema, create(ConversationSchema, conversationView(conv)), JSON_OPTS));
+    send('conversation', writeJson(ConversationSchema, conversationView(conv)));
     await replayStored();
     replaying = false;
     if (conv.status !== 'active') return endFromRow(conv);
@@ -265,4 +268,60 @@ function endPayload(id: string, ev: Extract<TranscriptEvent, { type: 'end' }>) {
     avg_response_latency_ms: ev.avg_response_latency_ms,
     ended_at: ev.ended_at,
   };
+}
+
+/**
+ * A live message as the row it was written from. The engine publishes the row's fields (dates as
+ * ISO strings, null fields left out, no audio yet); anything missing is read as unset.
+ */
+function liveMessageRow(m: TranscriptMessage): MessageRow {
+  const f = m as Record<string, unknown>;
+  const text = (k: string) => (typeof f[k] === 'string' ? (f[k] as string) : null);
+  const num = (k: string) => (typeof f[k] === 'number' ? (f[k] as number) : null);
+  return {
+    id: m.id,
+    conversation_id: m.conversation_id,
+    turn_number: m.turn_number,
+    role: m.role,
+    content: m.content,
+    tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : [],
+    tool_call_id: text('tool_call_id'),
+    reasoning_content: text('reasoning_content'),
+    audio_path: null,
+    asr_provider: text('asr_provider'),
+    asr_model: text('asr_model'),
+    asr_latency_ms: num('asr_latency_ms'),
+    asr_confidence: num('asr_confidence'),
+    llm_provider: text('llm_provider'),
+    llm_model: text('llm_model'),
+    llm_latency_ms: num('llm_latency_ms'),
+    tokens_input: num('tokens_input'),
+    tokens_output: num('tokens_output'),
+    tts_provider: text('tts_provider'),
+    tts_latency_ms: num('tts_latency_ms'),
+    total_latency_ms: num('total_latency_ms'),
+    internal_overhead_ms: num('internal_overhead_ms'),
+    metadata: f.metadata && typeof f.metadata === 'object' && !Array.isArray(f.metadata) ? (f.metadata as Record<string, unknown>) : {},
+    created_at: liveDate(f.created_at),
+  };
+}
+
+function liveToolCallRow(c: Record<string, unknown>): ToolCallRow {
+  return {
+    id: String(c.id ?? ''),
+    message_id: String(c.message_id ?? ''),
+    conversation_id: String(c.conversation_id ?? ''),
+    tool_name: String(c.tool_name ?? ''),
+    tool_input: c.tool_input ?? {},
+    tool_output: c.tool_output ?? null,
+    status: String(c.status ?? ''),
+    latency_ms: typeof c.latency_ms === 'number' ? c.latency_ms : 0,
+    error_message: typeof c.error_message === 'string' ? c.error_message : null,
+    created_at: liveDate(c.created_at),
+  };
+}
+
+function liveDate(v: unknown): Date {
+  const d = typeof v === 'string' || typeof v === 'number' ? new Date(v) : new Date(NaN);
+  return Number.isNaN(d.getTime()) ? new Date() : d;
 }

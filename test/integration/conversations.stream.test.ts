@@ -155,6 +155,13 @@ describe('live transcript stream (SSE)', () => {
     expect(t2.data.messages[0]).toMatchObject({ role: 'user', content: 'caller says thing 2', turn_number: 2 });
     expect(t2.data.messages[1]).toMatchObject({ role: 'assistant', total_latency_ms: expect.any(Number), internal_overhead_ms: 35 });
     expect(t2.data.tool_calls[0]).toMatchObject({ tool_name: 'get_weather', status: 'success' });
+    // A live turn has the replayed turn's shape: every field of the record, unset ones null.
+    expect(Object.keys(t2.data.messages[0]).sort()).toEqual(Object.keys(t1.data.messages[0]).sort());
+    expect(t2.data.messages[0]).toMatchObject({ audio_url: null, tool_call_id: null, reasoning_content: null });
+    expect(t2.data.tool_calls[0]).toMatchObject({ error_message: null, message_id: t2.data.messages[1].id });
+    const stored = await api(h, 'GET', `/api/v1/conversations/${rec.conversationId}/messages`, { token: alice.token });
+    const storedKeys = Object.keys(stored.body.data[0]).sort();
+    expect(Object.keys(t2.data.messages[1]).sort()).toEqual(storedKeys);
     await s.next((e) => e.event === 'turn' && e.data.turn_number === 2);
     await until(() => s.comments.some((c) => c.startsWith(': heartbeat')));
 
