@@ -97,7 +97,9 @@ export function shiftWindows(shifts: ShiftTimes[], dayMs: number): Window[] {
 
 /**
  * The windows of `shiftWindows` that are judged (adherence, `late_login`, `missed_shift`): those
- * starting at or after max(the shift's `created_at`, the agent's `created_at`). Nobody can be late
+ * starting at or after max(the shift's `created_at`, the agent's `created_at`), and overlapping no
+ * period when the agent was deactivated (a window cut by a deactivation or a reactivation is not
+ * judged either, for the reason below). Nobody can be late
  * for, or absent from, a window that began before the schedule (or the person) existed: without
  * this a shift posted today made every earlier same-weekday date of an attendance read a whole
  * shift late at 0 % adherence, and a shift posted minutes after its start time raised `late_login`
@@ -105,13 +107,23 @@ export function shiftWindows(shifts: ShiftTimes[], dayMs: number): Window[] {
  * judged from the posting instant): the agent was never told to be there at its start, and a
  * partial window would make adherence and lateness mean something different on that one day.
  */
-export function judgedWindows(shifts: ShiftIn[], dayMs: number, agentCreatedAt: Date): Window[] {
+export function judgedWindows(shifts: ShiftIn[], dayMs: number, agentCreatedAt: Date, inactive: readonly InactivePeriod[] = []): Window[] {
   return shifts
     .flatMap((s) => {
       const from = Math.max(s.created_at.getTime(), agentCreatedAt.getTime());
-      return shiftWindows([s], dayMs).filter((w) => w.start >= from);
+      return shiftWindows([s], dayMs).filter((w) => w.start >= from && !inactive.some((p) => overlaps(p, w)));
     })
     .sort((a, b) => a.start - b.start);
+}
+
+/** A span when the agent was deactivated (`ended_at` null: still inactive). Migration 0025. */
+export interface InactivePeriod {
+  started_at: Date;
+  ended_at: Date | null;
+}
+
+function overlaps(p: InactivePeriod, w: Window): boolean {
+  return p.started_at.getTime() < w.end && (p.ended_at === null || p.ended_at.getTime() > w.start);
 }
 
 export interface Adherence {
@@ -156,13 +168,23 @@ function unionOverlap(iv: Window[], from: number, to: number): number {
 }
 
 /** Rows for every agent and day of `[fromMs, toMs]` with presence time, a login or a judged shift window. */
-export function computeAttendance(input: { agents: AgentIn[]; sessions: SessionIn[]; spans: SpanIn[]; shifts: ShiftIn[]; fromMs: number; toMs: number; nowMs: number }): AttendanceRow[] {
+export function computeAttendance(input: {
+  agents: AgentIn[];
+  sessions: SessionIn[];
+  spans: SpanIn[];
+  shifts: ShiftIn[];
+  inactive?: Array<InactivePeriod & { agent_id: string }>;
+  fromMs: number;
+  toMs: number;
+  nowMs: number;
+}): AttendanceRow[] {
   const { nowMs } = input;
   const rows: AttendanceRow[] = [];
   for (const agent of input.agents) {
     const sessions = input.sessions.filter((s) => s.agent_id === agent.id).map((s) => ({ start: s.started_at.getTime(), end: s.ended_at?.getTime() ?? null }));
     const spans = input.spans.filter((s) => s.agent_id === agent.id);
     const shifts = input.shifts.filter((s) => s.agent_id === agent.id);
+    const inactive = (input.inactive ?? []).filter((p) => p.agent_id === agent.id);
     for (let day = input.fromMs; day <= input.toMs; day += DAY_MS) {
       const dayEnd = Math.min(day + DAY_MS, nowMs);
       const row = emptyRow(agent, day);
@@ -182,7 +204,7 @@ export function computeAttendance(input: { agents: AgentIn[]; sessions: SessionI
         if (sp.status === 'break' && start >= day && start < day + DAY_MS) row.break_count++;
       }
       for (const k of ['online_seconds', 'available_seconds', 'busy_seconds', 'on_call_seconds', 'wrap_up_seconds', 'break_seconds'] as const) row[k] = Math.round(row[k] / 1000);
-      const windows = judgedWindows(shifts, day, agent.created_at);
+      const windows = judgedWindows(shifts, day, agent.created_at, inactive);
       if (windows.length) {
         row.scheduled_start = new Date(windows[0].start).toISOString();
         row.scheduled_end = new Date(windows[windows.length - 1].end).toISOString();

@@ -18,7 +18,7 @@ import type { Sql } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
 import { newId } from '../../shared/ids.js';
 import { DAY_MS, startOfUtcDay } from './time.js';
-import { judgedWindows, type PresenceStatus, type ShiftIn } from './attendance.js';
+import { judgedWindows, type InactivePeriod, type PresenceStatus, type ShiftIn } from './attendance.js';
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -86,11 +86,14 @@ export function createPresence(deps: PresenceDeps): Presence {
   async function lateLoginCheck(tx: Tx, a: LockedAgent, nowMs: number): Promise<void> {
     const shifts = await tx<ShiftIn[]>`select agent_id, day_of_week, shift_start, shift_end, timezone, created_at from human_agent_shifts where agent_id = ${a.id} and deleted_at is null`;
     if (!shifts.length) return;
+    // A window cut by the agent's reactivation is not judged (migration 0025).
+    const inactive = await tx<InactivePeriod[]>`
+      select started_at, ended_at from human_agent_inactive_periods where agent_id = ${a.id} and coalesce(ended_at, 'infinity') > ${new Date(nowMs - 2 * DAY_MS)}`;
     const today = startOfUtcDay(nowMs);
     // Yesterday's overnight shifts may still be running.
     for (const day of [today - DAY_MS, today]) {
       // Only judged windows: one already running when the shift was posted is nobody's lateness.
-      for (const w of judgedWindows(shifts, day, a.created_at)) {
+      for (const w of judgedWindows(shifts, day, a.created_at, inactive)) {
         if (nowMs <= w.start + deps.lateGraceMin * 60_000 || nowMs >= w.end) continue;
         const [earlier] = await tx`
           select 1 from human_agent_sessions where agent_id = ${a.id} and started_at < ${new Date(nowMs)}

@@ -13,7 +13,7 @@ import type { Auth } from '../http/auth.js';
 import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { iso } from '../http/validate.js';
-import { computeAttendance, type AgentIn, type SessionIn, type ShiftIn, type SpanIn } from './attendance.js';
+import { computeAttendance, type AgentIn, type InactivePeriod, type SessionIn, type ShiftIn, type SpanIn } from './attendance.js';
 import type { PortalAccess } from './service.js';
 import type { AgentRow } from './store.js';
 import { DAY_MS, dayRange, parseDay, parseTime, startOfUtcDay, validTimezone } from './time.js';
@@ -86,7 +86,11 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
         throw invalid('to', `the range holds more than ${MAX_ATTENDANCE_ROWS} sessions or status changes: ask for fewer days or one agent_id`);
       const shifts = await sql<ShiftIn[]>`
         select agent_id, day_of_week, shift_start, shift_end, timezone, created_at from human_agent_shifts where agent_id = any(${ids}) and deleted_at is null`;
-      const rows = computeAttendance({ agents, sessions, spans, shifts, fromMs, toMs, nowMs });
+      const inactive = await sql<(InactivePeriod & { agent_id: string })[]>`
+        select agent_id, started_at, ended_at from human_agent_inactive_periods
+        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${new Date(fromMs - DAY_MS)} limit ${MAX_ATTENDANCE_ROWS + 1}`;
+      if (inactive.length > MAX_ATTENDANCE_ROWS) throw invalid('to', `the range holds more than ${MAX_ATTENDANCE_ROWS} deactivations: ask for fewer days or one agent_id`);
+      const rows = computeAttendance({ agents, sessions, spans, shifts, inactive, fromMs, toMs, nowMs });
       return {
         rows: rows.map((r) => ({
           id: r.id,

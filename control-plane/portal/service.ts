@@ -202,6 +202,7 @@ export function createRosterService(deps: {
         where id = ${a.id} returning *`,
       );
       if (!active && a.is_active) await deactivate(a.id, at);
+      if (active && !a.is_active) await sql`update human_agent_inactive_periods set ended_at = ${at} where agent_id = ${a.id} and ended_at is null`;
       return agentView((await getAgent(sql, row.id))!);
     },
 
@@ -276,6 +277,8 @@ export function createRosterService(deps: {
   /** Inactive: no login, no presence; open sessions end now, tokens are revoked. */
   async function deactivate(agentId: string, at: Date): Promise<void> {
     await sql`update human_agents set is_active = false, updated_at = ${at} where id = ${agentId}`;
+    // Shift windows of the inactive period are not judged (attendance.ts judgedWindows).
+    await sql`insert into human_agent_inactive_periods (agent_id, started_at) values (${agentId}, ${at}) on conflict (agent_id) where ended_at is null do nothing`;
     await sql`update human_agent_tokens set revoked_at = ${at} where agent_id = ${agentId} and revoked_at is null`;
     const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${agentId}`;
     if (a?.presence_session_id) await deps.presence.logout(agentId, a.presence_session_id, 'deactivated', 'admin', at.getTime());

@@ -21,7 +21,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { Jobs, JobContext } from '../jobs/index.js';
 import { recurringPass } from '../jobs/recurring.js';
-import { judgedWindows, type ShiftIn } from './attendance.js';
+import { judgedWindows, type InactivePeriod, type ShiftIn } from './attendance.js';
 import { raiseAlert, type Presence } from './presence.js';
 import { DAY_MS, startOfUtcDay } from './time.js';
 
@@ -78,10 +78,17 @@ export function createSweep(deps: SweepDeps): Sweep {
       from human_agent_shifts s join human_agents a on a.id = s.agent_id
       where s.deleted_at is null and a.is_active limit ${BATCH * 10}`;
     const today = startOfUtcDay(nowMs);
+    // Windows cut by a deactivation are not judged (migration 0025); only recent periods matter here.
+    const periods = shifts.length
+      ? await sql<(InactivePeriod & { agent_id: string })[]>`
+        select agent_id, started_at, ended_at from human_agent_inactive_periods
+        where agent_id = any(${[...new Set(shifts.map((s) => s.agent_id))]}) and coalesce(ended_at, 'infinity') > ${new Date(today - 3 * DAY_MS)}`
+      : [];
     for (const s of shifts) {
+      const inactive = periods.filter((p) => p.agent_id === s.agent_id);
       for (const day of [today - 2 * DAY_MS, today - DAY_MS, today]) {
         // Judged windows only (the rule attendance and late_login share), ended within the last day.
-        for (const w of judgedWindows([s], day, s.agent_created_at)) {
+        for (const w of judgedWindows([s], day, s.agent_created_at, inactive)) {
           if (w.end > nowMs || w.end < nowMs - DAY_MS) continue;
           const [seen] = await sql`
             select 1 from human_agent_sessions where agent_id = ${s.agent_id}

@@ -446,6 +446,37 @@ describe('which shift windows are judged: those starting at or after max(shift c
   });
 });
 
+describe('deactivated agents', () => {
+  it('shift windows while an agent was deactivated are judged by neither attendance nor the sweep; before and after they are', async () => {
+    now = Date.parse('2026-11-02T06:00:00Z');
+    const id = await newAgent();
+    const sh = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '09:00' } });
+    expect(sh.status).toBe(201);
+    now = Date.parse('2026-11-03T00:00:00Z');
+    expect((await api(cp, 'DELETE', `${C}/${id}`, { token: owner.token })).body.data.is_active).toBe(false);
+    // Reactivated on Monday 11-16 after that day's window, which passed while she was inactive.
+    now = Date.parse('2026-11-16T10:00:00Z');
+    const back = await api(cp, 'PATCH', `${C}/${id}`, { token: owner.token, body: { is_active: true } });
+    expect(back.body.data.is_active).toBe(true);
+    await cp.portal.sweep.tick();
+    const missed = async () =>
+      ((await api(cp, 'GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data as Array<{ agent_id: string; alert_type: string; details: Record<string, unknown> }>)
+        .filter((a) => a.agent_id === id && a.alert_type === 'missed_shift')
+        .map((a) => a.details.scheduled_start);
+    expect(await missed()).toEqual([]);
+    const judged = async (to: string) => (await attendance(`from=2026-11-02&to=${to}&agent_id=${id}`)).map((r) => [r.date, r.shift_adherence_pct]);
+    expect(await judged('2026-11-16')).toEqual([['2026-11-02', 0]]);
+    now = Date.parse('2026-11-23T10:00:00Z');
+    expect(await judged('2026-11-23')).toEqual([['2026-11-02', 0], ['2026-11-23', 0]]);
+    await cp.portal.sweep.tick();
+    expect(await missed()).toEqual(['2026-11-23T08:00:00.000Z']);
+    // Deactivated for good: the following Mondays are not judged.
+    expect((await api(cp, 'DELETE', `${C}/${id}`, { token: owner.token })).status).toBe(200);
+    now = Date.parse('2026-12-15T10:00:00Z');
+    expect(await judged('2026-12-15')).toEqual([['2026-11-02', 0], ['2026-11-23', 0]]);
+  });
+});
+
 describe('access and limits', () => {
   it('another owner gets 403 on the agent and the workspace', async () => {
     const id = await newAgent({ email: 'x@example.com' });

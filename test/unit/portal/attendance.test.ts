@@ -111,4 +111,32 @@ describe('judged windows: only those starting at or after max(shift created_at, 
     expect(rows[0]).toMatchObject({ date: '2026-11-30', online_seconds: 3600, session_count: 1 });
     for (const k of ['scheduled_start', 'scheduled_end', 'late_login_seconds', 'early_logout_seconds', 'shift_adherence_pct']) expect(rows[0]).not.toHaveProperty(k);
   });
+
+  it('a window overlapping a deactivation is not judged; before it and after the reactivation they are', () => {
+    const shift = monday('2026-11-01T00:00:00Z');
+    const agent = new Date('2026-11-01T00:00:00Z');
+    // Deactivated from Monday 2026-11-09 12:00Z (mid-shift) to Tuesday 2026-11-17 (reactivated).
+    const period = { started_at: new Date('2026-11-09T12:00:00Z'), ended_at: new Date('2026-11-17T09:00:00Z') };
+    const judged = (day: string) => judgedWindows([shift], D(`${day}T00:00:00Z`), agent, [period]).length;
+    expect([judged('2026-11-02'), judged('2026-11-09'), judged('2026-11-16'), judged('2026-11-23')]).toEqual([1, 0, 0, 1]);
+    // Still inactive: every later window is unjudged.
+    expect(judgedWindows([shift], D('2026-11-23T00:00:00Z'), agent, [{ ...period, ended_at: null }])).toEqual([]);
+    // A period ending exactly at a window's start (or starting at its end) does not touch it.
+    expect(judgedWindows([shift], D('2026-11-16T00:00:00Z'), agent, [{ started_at: new Date('2026-11-10T00:00:00Z'), ended_at: new Date('2026-11-16T08:00:00Z') }])).toHaveLength(1);
+    expect(judgedWindows([shift], D('2026-11-16T00:00:00Z'), agent, [{ started_at: new Date('2026-11-16T16:00:00Z'), ended_at: null }])).toHaveLength(1);
+  });
+
+  it('the audit case: a deactivated agent has no missed shifts after the deactivation, and keeps its earlier days', () => {
+    const rows = computeAttendance({
+      agents: [ann('2026-11-01T00:00:00Z')],
+      sessions: [{ agent_id: 'ann', started_at: new Date('2026-11-02T08:00:00Z'), ended_at: new Date('2026-11-02T16:00:00Z') }],
+      spans: [],
+      shifts: [monday('2026-11-01T00:00:00Z')],
+      inactive: [{ agent_id: 'ann', started_at: new Date('2026-11-03T10:00:00Z'), ended_at: null }],
+      fromMs: D('2026-11-01T00:00:00Z'),
+      toMs: D('2026-11-30T00:00:00Z'),
+      nowMs: D('2026-11-30T18:00:00Z'),
+    });
+    expect(rows.map((r) => [r.date, r.shift_adherence_pct])).toEqual([['2026-11-02', 100]]);
+  });
 });
