@@ -62,13 +62,15 @@ async function addToBalance(tx: SqlOrTx, workspaceId: string, delta: number): Pr
  * The usage an ended AI conversation recorded, for conversations our engine ran
  * (`engine_node_id` set by its record writer): a conversation a client recorded over REST ran on
  * its own systems and costs nothing, and human stints after a transfer are not ours to bill.
+ * Messages count only when `billable`: not platform notices (credit ran out, shutdown), not
+ * messages a client added over REST (our LLM and TTS never made them).
  */
 async function recordedUsage(tx: SqlOrTx, conversationId: string): Promise<(RecordedUsage & { workspace_id: string; status: string }) | undefined> {
   const [row] = await tx<(RecordedUsage & { workspace_id: string; status: string })[]>`
     select c.workspace_id, c.status, c.total_duration_ms::float8 as total_duration_ms,
-      coalesce(sum(m.tokens_input), 0)::float8 as tokens_input,
-      coalesce(sum(m.tokens_output), 0)::float8 as tokens_output,
-      coalesce(sum(char_length(m.content)) filter (where m.role = 'assistant'), 0)::float8 as tts_characters,
+      coalesce(sum(m.tokens_input) filter (where m.billable), 0)::float8 as tokens_input,
+      coalesce(sum(m.tokens_output) filter (where m.billable), 0)::float8 as tokens_output,
+      coalesce(sum(char_length(m.content)) filter (where m.role = 'assistant' and m.billable), 0)::float8 as tts_characters,
       (select count(*) from tool_calls t where t.conversation_id = c.id)::float8 as tool_calls
     from conversations c left join messages m on m.conversation_id = c.id
     where c.id = ${conversationId} and c.segment_kind = 'ai' and c.engine_node_id is not null

@@ -302,6 +302,7 @@ function liveMessageRow(m: TranscriptMessage): MessageRow {
     total_latency_ms: num('total_latency_ms'),
     internal_overhead_ms: num('internal_overhead_ms'),
     metadata: f.metadata && typeof f.metadata === 'object' && !Array.isArray(f.metadata) ? (f.metadata as Record<string, unknown>) : {},
+    billable: f.billable === true,
     created_at: liveDate(f.created_at),
   };
 }

@@ -121,6 +121,7 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     asr_latency_ms: Math.round(t.asr_ms),
     asr_confidence: rec.asr.confidence ?? null,
     metadata: {},
+    billable: true,
     created_at: new Date(at),
   };
   const assistant: MessageRow = {
@@ -151,6 +152,7 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
       steps: t.steps,
       tool_call_ids: Object.fromEntries(rec.tool_calls.map((c, i) => [toolCalls[i].id, c.tool_call_id])),
     },
+    billable: true,
     created_at: new Date(at + 1 + toolCalls.length),
   };
   return { user, assistant, toolCalls };
@@ -171,7 +173,9 @@ export function agentMessageRow(conversationId: string, rec: AgentMessageRecord)
     role: 'assistant',
     content: noNul(rec.text),
     tts_provider: rec.tts.provider,
-    metadata: { prompt: rec.kind, interrupted: rec.interrupted },
+    metadata: { prompt: rec.kind, interrupted: rec.interrupted, ...(rec.notice ? { platform_notice: rec.notice } : {}) },
+    // A platform notice is not the customer's usage (docs/billing.md).
+    billable: !rec.notice,
     created_at: new Date(rec.started_at_ms),
   };
 }

@@ -501,7 +501,7 @@ export class CallActor {
     this.ending = true;
     this.goodbyeReason = INSUFFICIENT_BALANCE;
     this.emit(CREDIT_EXHAUSTED_EVENT);
-    this.startRun('goodbye', CREDIT_NOTICE_TEXT);
+    this.startRun('goodbye', CREDIT_NOTICE_TEXT).notice = 'credit_exhausted';
     this.timers.set('hangup', this.t.hangupGraceMs);
   }
 
@@ -516,7 +516,7 @@ export class CallActor {
     this.ending = true;
     this.goodbyeReason = reason;
     this.timers.cancel('idle');
-    this.startRun('goodbye', text);
+    this.startRun('goodbye', text).notice = 'shutdown';
     this.timers.set('hangup', this.t.hangupGraceMs);
   }
 

@@ -77,6 +77,7 @@ export class Conversation {
       turn: run.turn,
       text,
       interrupted,
+      ...(run.notice ? { notice: run.notice } : {}),
       tts: { provider: this.d.providers.tts.label, model: this.d.config.providers.tts.model_name },
       started_at_ms: run.startedAtMs,
     });

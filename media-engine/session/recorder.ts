@@ -44,11 +44,16 @@ export interface TurnRecord {
  * (idle, credit, drain). `turn` is the caller turn it followed (0 = before any). Only what the
  * caller heard is stored; `interrupted` when it was cut.
  */
+/** Why the platform spoke on its own: the workspace's credit ran out, or the node shut down. */
+export type PlatformNotice = 'credit_exhausted' | 'shutdown';
+
 export interface AgentMessageRecord {
   kind: 'welcome' | 'nudge' | 'goodbye';
   turn: number;
   text: string;
   interrupted: boolean;
+  /** Said by the platform, not the agent's configuration: not metered (`metadata.platform_notice`). */
+  notice?: PlatformNotice;
   tts: { provider: string; model?: string };
   started_at_ms: number;
 }

@@ -4,7 +4,7 @@
  */
 import type { TurnTiming, TurnTimingStep } from '../../shared/protocol/voice-socket.js';
 import type { LlmMessage, LlmToolCall } from '../../shared/providers/types.js';
-import type { ToolCallRecord } from './recorder.js';
+import type { PlatformNotice, ToolCallRecord } from './recorder.js';
 
 /** What a tool that was cut before its result can be said to have returned: nobody knows. */
 export const INTERRUPTED_TOOL_RESULT = JSON.stringify({ status: 'interrupted', note: 'The caller interrupted before this finished; its outcome is unknown.' });
@@ -50,6 +50,8 @@ export class RunState {
   ttsFailed = false;
   /** Not a reply at all: the caller's last words, taken when the call ended (actor.recordUnfinishedWords). */
   unanswered = false;
+  /** A goodbye the platform says on its own (credit ran out, node shutdown): recorded, not metered. */
+  notice: PlatformNotice | undefined = undefined;
 
   constructor(
     readonly id: number,

@@ -64,6 +64,12 @@ export interface MessageRow {
   total_latency_ms: number | null;
   internal_overhead_ms: number | null;
   metadata: Record<string, unknown>;
+  /**
+   * Counted by usage metering (migration 0026): true on what our engine's pipeline produced for
+   * the caller; false on platform notices (credit ran out, node shutdown) and on messages written
+   * over REST, which our LLM and TTS never made. Not in the API.
+   */
+  billable: boolean;
   created_at: Date;
 }
 

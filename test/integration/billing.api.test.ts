@@ -233,12 +233,18 @@ describe('metering', () => {
     const early = await api(cp, 'PUT', `/api/v1/conversations/${rec.conversationId}`, { token: alice.token, body: { status: 'completed', total_turns: 0, total_duration_ms: 0 } });
     expect(early.status).toBe(409);
     expect(early.body.error.details).toEqual([{ field: 'status', problem: expect.stringContaining('live on a voice engine') }]);
-    rec.turn(turnRecord(1, { startedAtMs: t0 + 10 }));
+    const turn = turnRecord(1, { startedAtMs: t0 + 10 });
+    rec.turn(turn);
+    // A client adding an assistant message (with token counts) to the engine's call: not our LLM
+    // or TTS, not metered.
+    const added = await api(cp, 'POST', '/api/v1/conversations/messages', { token: alice.token, body: { conversation_id: rec.conversationId, role: 'assistant', content: 'x'.repeat(500), tokens_input: 9000, tokens_output: 9000 } });
+    expect(added.status, JSON.stringify(added.body)).toBe(201);
     rec.end(endRecord(1, t0));
     await writer.flush();
     await cp.postCall.drain();
     const [debit] = await infra.sql<any[]>`select * from billing_ledger where conversation_id = ${rec.conversationId}`;
     expect(debit.usage.quantities.audio_second).toBeGreaterThan(0);
+    expect(debit.usage.quantities).toMatchObject({ tts_character: turn.assistant_text.length, llm_input_token: turn.llm.tokens_input, llm_output_token: turn.llm.tokens_output });
 
     // Recorded by the customer's own system over REST: ended, not metered.
     const own = await api(cp, 'POST', '/api/v1/conversations', { token: alice.token, body: { session_id: `rest-${Date.now()}`, agent_id: agent } });

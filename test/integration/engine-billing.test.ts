@@ -118,6 +118,14 @@ describe('billing on', () => {
     const [conv] = await infra.sql<{ id: string; total_duration_ms: number }[]>`select id, total_duration_ms::float8 as total_duration_ms from conversations where session_id = ${sc.session_id}`;
     const [debit] = await infra.sql<{ amount_micros: number }[]>`select amount_micros::float8 as amount_micros from billing_ledger where conversation_id = ${conv.id}`;
     expect(debit.amount_micros).toBe(-Math.ceil(conv.total_duration_ms / 1000) * 1000);
+    // The notice is recorded (marked) but its characters are not the workspace's usage.
+    const said = await infra.sql<{ content: string; metadata: Record<string, unknown> }[]>`select content, metadata from messages where conversation_id = ${conv.id} and role = 'assistant' order by created_at`;
+    const notice = said.find((m) => m.content === CREDIT_NOTICE_TEXT);
+    expect(notice?.metadata).toMatchObject({ prompt: 'goodbye', platform_notice: 'credit_exhausted' });
+    const [usage] = await infra.sql<{ usage: { quantities: Record<string, number> } }[]>`select usage from billing_ledger where conversation_id = ${conv.id}`;
+    const agentChars = said.filter((m) => m !== notice).reduce((n, m) => n + [...m.content].length, 0);
+    expect(agentChars).toBeGreaterThanOrEqual(LONG_REPLY.length);
+    expect(usage.usage.quantities.tts_character).toBe(agentChars);
     const balance = 2500 + debit.amount_micros;
     expect(balance).toBeLessThan(0);
     // Once the engine's view has the debit, the workspace cannot call again.

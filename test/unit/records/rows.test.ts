@@ -1,6 +1,6 @@
 /** Turn records -> rows: shared turn number, latency composition, tool call linkage, end upsert row. */
 import { describe, expect, it } from 'vitest';
-import { conversationEndRow, conversationStartRow, jsonSafe, messageEventJson, turnRows } from '../../../media-engine/records/rows.js';
+import { agentMessageRow, conversationEndRow, conversationStartRow, jsonSafe, messageEventJson, turnRows } from '../../../media-engine/records/rows.js';
 import { isUuid } from '../../../shared/ids.js';
 import { endRecord, turnRecord } from './fixtures.js';
 
@@ -37,6 +37,23 @@ describe('turnRows', () => {
     expect(j).not.toHaveProperty('audio_path');
     expect(j).not.toHaveProperty('llm_provider');
     expect(typeof j.created_at).toBe('string');
+  });
+});
+
+describe('agentMessageRow', () => {
+  const base = { kind: 'goodbye' as const, turn: 3, text: 'Bye!', interrupted: false, tts: { provider: 'sim' }, started_at_ms: 1_700_000_000_000 };
+
+  it("the agent's own prompts are metered; a platform notice is recorded, marked and not metered", () => {
+    const own = agentMessageRow('c1', base);
+    expect([own.billable, own.metadata]).toEqual([true, { prompt: 'goodbye', interrupted: false }]);
+    const notice = agentMessageRow('c1', { ...base, notice: 'credit_exhausted' });
+    expect([notice.billable, notice.metadata]).toEqual([false, { prompt: 'goodbye', interrupted: false, platform_notice: 'credit_exhausted' }]);
+    expect(notice).toMatchObject({ role: 'assistant', content: 'Bye!', turn_number: 3, tts_provider: 'sim' });
+  });
+
+  it("turn rows are metered", () => {
+    const { user, assistant } = turnRows('c1', turnRecord(1));
+    expect([user.billable, assistant.billable]).toEqual([true, true]);
   });
 });
 
