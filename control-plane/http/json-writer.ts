@@ -36,12 +36,13 @@ const STRUCT = 'google.protobuf.Struct';
 const writers = new WeakMap<DescMessage, Writer | null>();
 
 /**
- * The records the spec lists field by field (a conversation, its messages, its tool calls): an
- * optional field without a value is written as `null` rather than left out, so a client reading
- * `message["asr_latency_ms"]` of a typed turn gets null, not a missing key. Other types keep proto3
- * JSON's omission (gRPC and Connect always do).
+ * The records the spec lists field by field (a conversation, its messages, its tool calls) and the
+ * billing ledger entry: an optional field or a message field without a value is written as `null`
+ * rather than left out, so a client reading `message["asr_latency_ms"]` of a typed turn, or
+ * `entry["usage"]` of a top-up, gets null, not a missing key. Other types keep proto3 JSON's
+ * omission (gRPC and Connect always do).
  */
-export const NULL_WHEN_UNSET: ReadonlySet<string> = new Set(['voiceplane.v1.Conversation', 'voiceplane.v1.ConversationMessage', 'voiceplane.v1.ToolCallRecord']);
+export const NULL_WHEN_UNSET: ReadonlySet<string> = new Set(['voiceplane.v1.Conversation', 'voiceplane.v1.ConversationMessage', 'voiceplane.v1.ToolCallRecord', 'voiceplane.v1.LedgerEntry']);
 
 /** The proto3 JSON object of `value` (a handler's output for `desc`), as the library writes it (plus NULL_WHEN_UNSET). */
 export function writeJson(desc: DescMessage, value: object): JsonObject {
@@ -62,7 +63,7 @@ export function withNulls(desc: DescMessage, json: JsonObject): JsonObject {
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
     const v = json[f.name];
     if (v === undefined) {
-      if (nullable && f.fieldKind === 'scalar' && f.presence !== IMPLICIT) out[f.name] = null;
+      if (nullable && ((f.fieldKind === 'scalar' && f.presence !== IMPLICIT) || f.fieldKind === 'message')) out[f.name] = null;
       continue;
     }
     if (f.fieldKind === 'message') out[f.name] = withNulls(f.message, v as JsonObject);
@@ -120,10 +121,11 @@ function fieldWriter(f: DescField, nullWhenUnset: boolean): FieldWriter | null {
       return (v) => (v == null ? zero : scalar(v));
     }
     case 'message': {
-      if (f.message.typeName === STRUCT) return (v) => (v == null ? OMIT : writeStruct(v));
+      const unset = nullWhenUnset ? null : OMIT;
+      if (f.message.typeName === STRUCT) return (v) => (v == null ? unset : writeStruct(v));
       const inner = messageWriter(f.message);
       if (!inner) return null;
-      return (v) => (v == null ? OMIT : inner(v));
+      return (v) => (v == null ? unset : inner(v));
     }
     case 'list': {
       let item: FieldWriter | null = null;

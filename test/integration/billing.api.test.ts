@@ -158,6 +158,10 @@ describe('top-ups and the ledger', () => {
       ['top_up', 50],
       ['adjustment', -300],
     ]);
+    // Every entry has every field: `usage` is null where it does not apply, conversation_id empty.
+    expect(p1.body.data[0]).toMatchObject({ usage: null, conversation_id: '', reference: 'b2' });
+    expect(Object.keys(p1.body.data[1]).sort()).toEqual(['amount_micros', 'conversation_id', 'created_at', 'id', 'kind', 'note', 'reference', 'usage', 'workspace_id']);
+    expect(adj.body.data.entry.usage).toBeNull();
     const p2 = await api(cp, 'GET', `${B}/workspaces/${ws}/ledger?limit=2&offset=2`, { token: bob.token });
     expect(p2.body.data.map((e: any) => e.amount_micros)).toEqual([1000]);
     expect(await expectLedgerSums(ws)).toBe(750);

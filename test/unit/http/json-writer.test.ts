@@ -238,4 +238,12 @@ describe('REST JSON writer', () => {
     // The spec's record fields are all present: an unset one is null (NULL_WHEN_UNSET).
     expect(json).toContain('"summary":null');
   });
+
+  it('known vector: a ledger entry without usage has usage null; a type outside NULL_WHEN_UNSET leaves an unset message out', () => {
+    const entry = { id: 'e1', workspaceId: 'w1', kind: 'top_up', amountMicros: 50, reference: 'r', createdAt: 't' };
+    const json = JSON.stringify(writeJson(billing.LedgerEntrySchema, entry));
+    expect(json).toBe('{"id":"e1","workspace_id":"w1","kind":"top_up","amount_micros":50,"conversation_id":"","reference":"r","note":"","usage":null,"created_at":"t"}');
+    expect(json).toBe(viaLibrary(billing.LedgerEntrySchema, entry).json);
+    expect(writeJson(billing.CreditResultSchema, { balanceMicros: 1, replayed: false })).toEqual({ balance_micros: 1, replayed: false });
+  });
 });
