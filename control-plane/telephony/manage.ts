@@ -8,6 +8,7 @@ import { RegistryTimeoutError } from '../../shared/registry/index.js';
 import { requireE164 } from '../agents/telephony/phone.js';
 import { adapterOf, type Ctx, emit, publicBase, resolveAccount } from './context.js';
 import type { CarrierName } from './carriers/index.js';
+import { CarrierError } from './carriers/types.js';
 import type { CallRecord } from './live-calls.js';
 import { carrierFailure } from './outbound.js';
 import { pageMeta, type Page } from '../http/pagination.js';
@@ -127,6 +128,8 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   const c = await ownCall(ctx, p.userId, callId);
   if (!c) throw notFound('call');
   if (!c.provider_call_sid) throw new AppError('INVALID_REQUEST', 'the call has no carrier call sid yet: it cannot be transferred', { details: [{ field: 'call_id', problem: 'no carrier call sid yet' }] });
+  // A second transfer would dial a second person from the same call.
+  if (c.transferred_to) throw new AppError('CONFLICT', 'the call was already transferred (or its transfer may have happened)', { details: [{ field: 'call_id', problem: `already transferred to ${c.transferred_to}` }] });
   const live = await ctx.deps.liveConfig(c.agent_id, hc.signal);
   const adapter = adapterOf(ctx, c.telephony_provider);
   const account = adapter ? await resolveAccount(ctx, live, adapter.id, hc.signal) : undefined;
@@ -139,6 +142,13 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
     // No client abort: a half-applied transfer is worse than a slow answer (the carrier client has its own timeout).
     await adapter.transfer(account, c.provider_call_sid, { toNumber: to, callerId, actionUrl: `${callbackBase}/dial-complete`, callbackBase });
   } catch (err) {
+    // The carrier may have moved the call (no answer after sending): the mark stays, so the call
+    // is never transferred twice, nor swept as stale and hung up under the person it reached.
+    // If the transfer did not happen the AI stays on the call; its session ends with the call.
+    if (err instanceof CarrierError && err.outcomeUnknown) {
+      ctx.log.warn({ callId: c.call_id, err }, 'transfer outcome unknown: the call stays marked transferred');
+      throw carrierFailure(err, 'the transfer may have happened');
+    }
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
     throw carrierFailure(err, 'the transfer may have happened');
   }

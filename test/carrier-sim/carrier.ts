@@ -150,6 +150,8 @@ export class CarrierSim {
   failNextUpdate?: SimError;
   /** Set to make the next create place the call but drop the connection instead of answering (then cleared). */
   loseNextCreateAnswer?: boolean;
+  /** The next call update is carried out but its answer never arrives (the connection drops). */
+  loseNextUpdateAnswer?: boolean;
   private server?: Server;
   private baseUrl = '';
 
@@ -245,7 +247,9 @@ export class CarrierSim {
     }
     const call = this.calls.get(decodeURIComponent(m[2]));
     if (!call || call.accountSid !== accountSid) return fail({ status: 404, code: 20404, message: `The requested resource /Calls/${m[2]}.json was not found` });
-    return this.updateCall(call, params, answer, fail);
+    if (!this.loseNextUpdateAnswer) return this.updateCall(call, params, answer, fail);
+    this.loseNextUpdateAnswer = false;
+    return this.updateCall(call, params, () => (this.requests.push({ method: 'POST', path, params, status: 0 }), res.socket?.destroy()), fail);
   }
 
   private authorized(req: IncomingMessage, accountSid: string): boolean {

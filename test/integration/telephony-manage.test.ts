@@ -235,6 +235,24 @@ describe('cold transfer', () => {
     await sim.ended;
   });
 
+  it('a transfer whose answer is lost (it may have happened) keeps the mark: 502, no second transfer, no stale sweep', { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    h.sim.loseNextUpdateAnswer = true;
+    const res = await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559999' });
+    expect(res.status).toBe(502);
+    expect(res.body.error.message).toMatch(/the transfer may have happened/);
+    // It did happen here: the person is on the call, which stays listed as transferred.
+    await until(() => sim.transferredTo === '+14155559999', 5000, 'dialled');
+    await media.closed();
+    const during = await h.call('GET', `/telephony/calls/${body.call_id}`);
+    expect(during.body).toMatchObject({ status: 'in_progress', transferred_to: '+14155559999' });
+    const again = await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155558888' });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details).toEqual([{ field: 'call_id', problem: 'already transferred to +14155559999' }]);
+    expect(sim.twiml.filter((t) => t.includes('+14155558888'))).toEqual([]);
+    expect(await sim.ended).toBe('completed');
+  });
+
   it('400 when the call has no carrier sid yet', async () => {
     const callId = newId();
     await h.app.telephony.calls.put(
