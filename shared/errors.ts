@@ -57,6 +57,8 @@ export class AppError extends Error {
       retryAfterS?: number;
       status?: number;
       cause?: unknown;
+      /** A 409 that says the row already exists (a name, number or chosen id is taken): gRPC ALREADY_EXISTS; other 409s are FAILED_PRECONDITION. */
+      exists?: boolean;
       /** Extra top-level fields of a `{detail}`-family error body (NEEDS_SCOPE's `reconnect_products`). */
       body?: Record<string, unknown>;
     } = {},
@@ -109,7 +111,6 @@ const CONNECT_BY_STATUS: Record<number, Code> = {
   401: Code.Unauthenticated,
   403: Code.PermissionDenied,
   404: Code.NotFound,
-  409: Code.AlreadyExists,
   413: Code.ResourceExhausted,
   429: Code.ResourceExhausted,
   500: Code.Internal,
@@ -131,7 +132,20 @@ const STATUS_BY_CONNECT: Partial<Record<Code, number>> = {
   [Code.Canceled]: 499,
 };
 
+/**
+ * 409s by meaning (API conventions: ALREADY_EXISTS / FAILED_PRECONDITION, RESOURCE_EXHAUSTED):
+ * a taken name or id exists, a full count limit is exhausted, anything else is a state the
+ * request does not fit (not published, already transferred, final, ...).
+ */
+const CONNECT_BY_CONFLICT: Partial<Record<ErrorCode, Code>> = {
+  TOOL_NAME_TAKEN: Code.AlreadyExists,
+  PHONE_NUMBER_TAKEN: Code.AlreadyExists,
+  EMAIL_TAKEN: Code.AlreadyExists,
+  LIMIT_REACHED: Code.ResourceExhausted,
+};
+
 export function connectCodeFor(err: AppError): Code {
+  if (err.status === 409) return CONNECT_BY_CONFLICT[err.code] ?? (err.options.exists ? Code.AlreadyExists : Code.FailedPrecondition);
   return CONNECT_BY_STATUS[err.status] ?? Code.Unknown;
 }
 
@@ -157,6 +171,11 @@ export function unauthorized(message = 'missing or invalid credentials'): AppErr
 
 export function conflict(message: string, code: ErrorCode = 'CONFLICT'): AppError {
   return new AppError(code, message);
+}
+
+/** A 409 because the row already exists (gRPC ALREADY_EXISTS): a taken name, code or chosen id. */
+export function alreadyExists(message: string, code: ErrorCode = 'CONFLICT'): AppError {
+  return new AppError(code, message, { exists: true });
 }
 
 /**

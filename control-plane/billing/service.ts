@@ -12,7 +12,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import type { BillingService } from '../../shared/gen/voiceplane/v1/billing_pb.js';
 import type { Config } from '../../shared/config.js';
 import type { Sql } from '../../shared/db/client.js';
-import { conflict, forbidden, invalid, notFound } from '../../shared/errors.js';
+import { alreadyExists, conflict, forbidden, invalid, notFound } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Auth, Principal } from '../http/auth.js';
 import { pageMeta, pageOf } from '../http/pagination.js';
@@ -73,7 +73,7 @@ export function createBillingService(deps: BillingServiceDeps): ServiceImpl<type
       return r;
     });
     if (out.replayed && (out.entry.kind !== kind || out.entry.amount_micros !== amountMicros)) {
-      throw conflict(`reference ${JSON.stringify(reference)} was already used for a ${out.entry.kind} of ${out.entry.amount_micros} micro-credits`);
+      throw alreadyExists(`reference ${JSON.stringify(reference)} was already used for a ${out.entry.kind} of ${out.entry.amount_micros} micro-credits`);
     }
     if (!out.replayed && config.billingEnabled) publishNow(workspaceId);
     return { entry: entryOut(out.entry), balanceMicros: out.balanceMicros, replayed: out.replayed };

@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { ConversationService } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
-import { AppError, conflict, invalid, notFound } from '../../shared/errors.js';
+import { AppError, alreadyExists, conflict, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
@@ -170,8 +170,8 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       // One answer whether the id is this workspace's (with another body) or another tenant's: ids
       // are primary keys across tenants, so a taken id is a 409 either way, but it must not tell
       // whose. A session conflict is always within this workspace (unique per workspace).
-      if (existing) throw conflict('id is already taken');
-      throw conflict('session_id already has a conversation in this workspace');
+      if (existing) throw alreadyExists('id is already taken');
+      throw alreadyExists('session_id already has a conversation in this workspace');
     },
 
     async updateConversation(req, ctx) {
@@ -281,7 +281,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         existing.content === row.content &&
         canonicalJson(existing.metadata) === canonicalJson(row.metadata);
       if (same) return messageView(existing, links);
-      throw conflict('a message with this id already exists with a different body');
+      throw alreadyExists('a message with this id already exists with a different body');
     },
 
     async updateConversationMessage(req, ctx) {
@@ -330,7 +330,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         canonicalJson(existing.tool_input) === canonicalJson(row.tool_input) &&
         canonicalJson(existing.tool_output) === canonicalJson(row.tool_output);
       if (same) return toolCallView(existing);
-      throw conflict('a tool call with this id already exists with a different body');
+      throw alreadyExists('a tool call with this id already exists with a different body');
     },
 
     async live() {

@@ -4,7 +4,7 @@
  * the same id with another body is a 409. The 409 is the same whoever holds the id (another
  * workspace's row is never described or confirmed beyond "taken"), so ids cannot be probed.
  */
-import { conflict } from '../../shared/errors.js';
+import { alreadyExists } from '../../shared/errors.js';
 import { canonicalJson } from './validate.js';
 
 export interface CreateOnce<Row> {
@@ -34,7 +34,7 @@ export async function createOnce<Row>(c: CreateOnce<Row>): Promise<{ row: Row; c
 
 function settle<Row>(c: CreateOnce<Row>, existing: Row): Row {
   if (c.same(existing)) return existing;
-  throw conflict(`${c.what} with this id already exists with a different body (or the id is taken)`);
+  throw alreadyExists(`${c.what} with this id already exists with a different body (or the id is taken)`);
 }
 
 /** Field-by-field equality of the keys a create writes (JSON values compared canonically). */

@@ -102,6 +102,8 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: shutdown,
     fallback: (req, res) => {
+      // A gRPC client names a method this server does not have: gRPC's answer, not an HTTP 404.
+      if (isGrpc(req.headers['content-type'])) return unimplemented(res as unknown as NodeRes, req.url ?? '');
       const id = String(req.headers['x-request-id'] ?? '');
       const ip = String(req.headers['x-vp-remote-ip'] ?? '');
       restOrRaw(req, res as unknown as NodeRes, id, ip);
@@ -146,7 +148,8 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     const req = t[kReq];
     const status = clientGaveUp(this) ? CLIENT_CLOSED_REQUEST : this.statusCode;
     opts.onResponse?.(status, ms);
-    accessLog.info({ requestId: t[kRequestId], method: req.method, path: redactPath(pathOf(req.url ?? '')), status, ms: Math.round(ms) }, 'request');
+    const grpcStatus = t[kViaRest] ? undefined : grpcStatusOf(this);
+    accessLog.info({ requestId: t[kRequestId], method: req.method, path: redactPath(pathOf(req.url ?? '')), status, ...(grpcStatus !== undefined ? { grpcStatus } : {}), ms: Math.round(ms) }, 'request');
     // RPCs are observed in wrapImpl (with their code); REST and raw handlers here.
     if (opts.observe && t[kViaRest]) {
       opts.observe({ protocol: 'rest', method: req.method ?? 'GET', route: routeTemplateOf(this) ?? UNMATCHED_ROUTE, code: String(status), seconds: ms / 1000 });
@@ -172,6 +175,30 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     if (req.url?.startsWith('/api/')) restOrRaw(req, res, requestId, remoteIp);
     else connect(req as never, res as never);
   };
+}
+
+function isGrpc(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.startsWith('application/grpc') && !contentType.startsWith('application/grpc-web');
+}
+
+/** UNIMPLEMENTED (12) in the trailers, as gRPC servers answer an unknown method. */
+function unimplemented(res: NodeRes, url: string): void {
+  res.writeHead(200, { 'content-type': 'application/grpc+proto' });
+  (res as unknown as { addTrailers(t: Record<string, string>): void }).addTrailers({
+    'grpc-status': '12',
+    'grpc-message': `unknown method ${pathOf(url).slice(0, 200).replace(/[^\x20-\x24\x26-\x7e]/g, '?')}`,
+  });
+  res.end();
+}
+
+/**
+ * The gRPC status an HTTP/2 response sent (in its trailers, or its headers for a trailers-only
+ * answer): gRPC answers every call with HTTP 200, so the access line needs this to show failures.
+ */
+function grpcStatusOf(res: NodeRes): number | undefined {
+  const stream = (res as unknown as { stream?: { sentTrailers?: Record<string, unknown>; sentHeaders?: Record<string, unknown> } }).stream;
+  const v = stream?.sentTrailers?.['grpc-status'] ?? stream?.sentHeaders?.['grpc-status'];
+  return v === undefined ? undefined : Number(v);
 }
 
 /** Logged and metered for an HTTP/2 request its client reset before any answer (nginx's convention). */

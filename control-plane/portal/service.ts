@@ -16,7 +16,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
-import { conflict, invalid, notFound } from '../../shared/errors.js';
+import { alreadyExists, conflict, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
 import { remoteIpOf } from '../http/context.js';
@@ -146,7 +146,7 @@ export function createRosterService(deps: {
     try {
       return await fn();
     } catch (err) {
-      if (isCodeTaken(err)) throw conflict('agent_code is already used in this workspace');
+      if (isCodeTaken(err)) throw alreadyExists('agent_code is already used in this workspace');
       throw err;
     }
   }

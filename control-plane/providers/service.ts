@@ -5,7 +5,7 @@
 import type { JsonObject } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { ProviderRegistryService } from '../../shared/gen/voiceplane/v1/providers_pb.js';
-import { AppError, forbidden, invalid, notFound } from '../../shared/errors.js';
+import { AppError, alreadyExists, forbidden, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import type { Access } from '../agents/access.js';
 import { checkProviderType, MAX_API_KEY_CHARS } from '../agents/agent-providers/handlers.js';
@@ -69,7 +69,7 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
       try {
         return definitionView(await insertDefinitionRow(sql, row, ctx.signal));
       } catch (e) {
-        if (isUniqueViolation(e)) throw new AppError('CONFLICT', `a ${row.provider_type} provider named ${name} already exists`);
+        if (isUniqueViolation(e)) throw alreadyExists(`a ${row.provider_type} provider named ${name} already exists`);
         throw e;
       }
     },

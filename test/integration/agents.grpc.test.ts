@@ -3,7 +3,7 @@
  * and Connect JSON: lifecycle create -> configure -> publish -> edit draft -> publish -> rollback,
  * error codes, pagination, and no secret in any response.
  */
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcClient } from '../helpers/grpc.js';
 import { createMemoryItem, createTestUser, fromStruct, leaked, restClient, startAgentsApp, toPbValue, toStruct, type AgentsApp, type TestUser } from '../unit/agents/support.js';
@@ -147,6 +147,22 @@ describe('agents over gRPC', () => {
     expect(schema.details).toContain('function_schema');
     expect((await rpcError(config, 'UpsertAgentProvider', { agent_id: agentId, provider_type: 'video', provider_name: 'x' }, owner.token)).details).toContain('provider_type');
     expect((await rpcError(agents, 'ListAgents', { limit: 0 }, owner.token)).code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    // A 409 by meaning: a state the request does not fit is FAILED_PRECONDITION, a taken id ALREADY_EXISTS.
+    const unconnected = await rpcError(config, 'CreateTool', { agent_id: agentId, connector: 'hubspot' }, owner.token);
+    expect([unconnected.code, unconnected.details]).toEqual([GrpcStatus.FAILED_PRECONDITION, expect.stringContaining('')]);
+    const chosen = '0190a000-0000-7000-8000-0000000000c1';
+    await rpc(agents, 'CreateAgent', { id: chosen, workspace_id: other.workspaceId, name: 'Chosen id' }, other.token);
+    expect((await rpcError(agents, 'CreateAgent', { id: chosen, workspace_id: other.workspaceId, name: 'Another body' }, other.token)).code).toBe(GrpcStatus.ALREADY_EXISTS);
+  });
+
+  it('an unknown method is UNIMPLEMENTED (a gRPC status, not an HTTP 404)', async () => {
+    const err = await new Promise<ServiceError>((resolve, reject) =>
+      agents.client.makeUnaryRequest('/voiceplane.v1.AgentService/Nope', (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), new Metadata(), { deadline: Date.now() + 5000 }, (e) =>
+        e ? resolve(e) : reject(new Error('answered')),
+      ),
+    );
+    expect([err.code, err.details]).toEqual([GrpcStatus.UNIMPLEMENTED, 'unknown method /voiceplane.v1.AgentService/Nope']);
+    expect(err.details).toBe('unknown method /voiceplane.v1.AgentService/Nope');
   });
 
   it('lists with pagination meta', async () => {
@@ -205,6 +221,13 @@ describe('agents over gRPC', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ mode: 'single_prompt' });
+  });
+
+  it('the access line of a gRPC call carries its gRPC status (its HTTP status is 200 either way)', () => {
+    const lines = h.infra.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request' && String(l.path).startsWith('/voiceplane.v1.'));
+    expect(lines.find((l) => l.path === '/voiceplane.v1.AgentService/GetAgent' && l.grpcStatus === GrpcStatus.UNAUTHENTICATED)).toMatchObject({ status: 200 });
+    expect(lines.find((l) => l.path === '/voiceplane.v1.AgentService/Nope')).toMatchObject({ grpcStatus: GrpcStatus.UNIMPLEMENTED });
+    expect(lines.some((l) => l.path === '/voiceplane.v1.AgentService/CreateAgent' && l.grpcStatus === GrpcStatus.OK)).toBe(true);
   });
 
   it('no secret in any gRPC response or log line', () => {
