@@ -15,7 +15,7 @@ import type { RequestObserver } from './metrics.js';
 import { toConnectError, wrapImpl } from './rpc.js';
 import { invalid } from '../../shared/errors.js';
 import { STRIPPED, type RunningServer, type ServiceBinding } from './server.js';
-import { H2_MAX_CONCURRENT_STREAMS } from './connection-guard.js';
+import { H2_MAX_CONCURRENT_STREAMS, H2_SESSION_IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './connection-guard.js';
 
 export interface GrpcNativeOptions {
   services: ServiceBinding[];
@@ -26,7 +26,20 @@ export interface GrpcNativeOptions {
   host?: string;
   /** Request durations (metrics), as on the one-port listener. */
   observe?: RequestObserver;
+  /** A connection without calls is closed after this long. Default H2_SESSION_IDLE_TIMEOUT_MS (tests shorten it). */
+  idleMs?: number;
+  /** Every connection is drained (GOAWAY) after this long, its calls cut `REQUEST_TIMEOUT_MS` later. Default GRPC_MAX_CONNECTION_AGE_MS. */
+  maxAgeMs?: number;
+  /** Calls still running when a connection reaches its age: cut after this long. Default REQUEST_TIMEOUT_MS. */
+  ageGraceMs?: number;
 }
+
+/**
+ * grpc-js has no request-body timer like the one port's (connection-guard.ts): a call whose
+ * message never arrives would hold its stream for ever. Bounding every connection's age bounds
+ * such a call to age + grace; clients reconnect on the GOAWAY transparently (all calls are unary).
+ */
+export const GRPC_MAX_CONNECTION_AGE_MS = 300_000;
 
 type AnyFn = (req: unknown, ctx: HandlerContext) => Promise<unknown>;
 
@@ -162,7 +175,16 @@ export function addServices(server: grpc.Server, services: ServiceBinding[], log
 
 export async function startGrpcNativeServer(opts: GrpcNativeOptions): Promise<RunningServer> {
   // The same stream bound per connection as the one port (connection-guard.ts).
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxBodyBytes, 'grpc.max_concurrent_streams': H2_MAX_CONCURRENT_STREAMS });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': opts.maxBodyBytes,
+    'grpc.max_concurrent_streams': H2_MAX_CONCURRENT_STREAMS,
+    'grpc.max_connection_idle_ms': opts.idleMs ?? H2_SESSION_IDLE_TIMEOUT_MS,
+    'grpc.max_connection_age_ms': opts.maxAgeMs ?? GRPC_MAX_CONNECTION_AGE_MS,
+    'grpc.max_connection_age_grace_ms': opts.ageGraceMs ?? REQUEST_TIMEOUT_MS,
+    // Dead peers (no TCP reset) are found by pings instead of holding their connection.
+    'grpc.keepalive_time_ms': 60_000,
+    'grpc.keepalive_timeout_ms': 20_000,
+  });
   addServices(server, opts.services, opts.logger, opts.observe);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

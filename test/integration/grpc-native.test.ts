@@ -3,10 +3,13 @@
  * client: the same ServiceImpls as the one-port listener, so answers, auth, API-key scopes and
  * error mapping (code, message, ErrorDetail in grpc-status-details-bin) must match it exactly.
  */
+import http2 from 'node:http2';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
 import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
+import { startGrpcNativeServer } from '../../control-plane/http/grpc-native.js';
+import { HealthService } from '../../shared/gen/voiceplane/v1/health_pb.js';
 import { ErrorDetailSchema } from '../../shared/gen/voiceplane/v1/common_pb.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
@@ -146,5 +149,35 @@ describe('gRPC on GRPC_PORT (grpc-js server)', () => {
     const err = await new Promise<ServiceError>((resolve) => native.client.GetAgent!({ id: agentId }, fail, {}, (e) => resolve(e!)));
     expect(err.code).toBe(GrpcStatus.UNAUTHENTICATED);
     expect(err.metadata.get('x-request-id')).toEqual(['req-native-2']);
+  });
+});
+
+describe('connection bounds of the GRPC_PORT listener (grpc-js has no request-body timer)', () => {
+  const healthOnly = [{ service: HealthService, impl: { live: async () => ({ status: 'ok' }), ready: async () => ({ status: 'ok' }) } }] as never;
+
+  it('a connection without calls is closed; a call whose message never arrives is cut when its connection ages out', async () => {
+    const s = await startGrpcNativeServer({ port: 0, host: '127.0.0.1', logger: infra.logger, maxBodyBytes: 8192, services: healthOnly, idleMs: 300, maxAgeMs: 600, ageGraceMs: 300 });
+    const sessions: http2.ClientHttp2Session[] = [];
+    try {
+      const idle = http2.connect(`http://127.0.0.1:${s.port}`);
+      sessions.push(idle);
+      const idleClosed = new Promise<number>((resolve) => idle.on('close', () => resolve(Date.now())));
+      idle.on('error', () => {});
+      const t0 = Date.now();
+      expect((await idleClosed) - t0).toBeLessThan(5_000);
+
+      const stalled = http2.connect(`http://127.0.0.1:${s.port}`);
+      sessions.push(stalled);
+      stalled.on('error', () => {});
+      // Headers of a real method, then a body that never comes.
+      const stream = stalled.request({ ':method': 'POST', ':path': '/voiceplane.v1.HealthService/Live', 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+      stream.on('error', () => {});
+      stream.resume();
+      const cut = await new Promise<number>((resolve) => stream.on('close', () => resolve(Date.now())));
+      expect(cut - t0).toBeLessThan(10_000);
+    } finally {
+      for (const x of sessions) x.destroy();
+      await s.close();
+    }
   });
 });
