@@ -100,7 +100,7 @@ export class CartesiaFake extends WsFake {
         await delay(5);
         return this.serverClose(rec, ws);
       }
-      if (g.chunksSent === 1 && f.malformedChunk) ws.send('{"type":"chunk","data":');
+      if (g.chunksSent === 1 && f.malformedChunk) ws.send(typeof f.malformedChunk === 'string' ? f.malformedChunk : '{"type":"chunk","data":');
       await (this.chunkDelayMs > 0 ? delay(this.chunkDelayMs) : new Promise((res) => setImmediate(res)));
     }
     if (!active.has(contextId)) return;

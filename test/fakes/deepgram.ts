@@ -70,6 +70,12 @@ export class DeepgramFake extends WsFake {
     const send = (msg: unknown): void => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
+    if (rec.faults.greetThenClose) {
+      // A moment after the upgrade, as a real server would: the client sees the connection work.
+      setTimeout(() => send({ type: 'Metadata', transaction_key: 'deprecated', request_id: requestId, sha256: 'fake', created: new Date().toISOString(), duration: 0, channels: 1 }), 20);
+      setTimeout(() => this.serverClose(rec, ws, 1011, 'internal error'), 40);
+      return;
+    }
     const results = (text: string, isFinal: boolean, speechFinal: boolean, fromFinalize = false): void =>
       send({
         type: 'Results',
@@ -98,7 +104,7 @@ export class DeepgramFake extends WsFake {
               this.serverClose(rec, ws); // TCP drop, no close frame: the client sees 1006
               return n;
             }
-            if (rec.faults.malformedChunk) ws.send('{"type":"Results","channel_index":[0,');
+            if (rec.faults.malformedChunk) ws.send(typeof rec.faults.malformedChunk === 'string' ? rec.faults.malformedChunk : '{"type":"Results","channel_index":[0,');
           }
         } else {
           // A forced Finalize answers is_final without speech_final (it was not a pause).

@@ -14,8 +14,10 @@ export interface Faults {
   status500?: boolean;
   /** Answer 200 with this JSON body instead of the vendor's (a proxy, an API version change). */
   unexpectedBody?: unknown;
-  /** Send one unparseable chunk/message mid-stream. */
-  malformedChunk?: boolean;
+  /** Send one unparseable chunk/message mid-stream (WebSocket fakes: a string is sent as that exact text frame). */
+  malformedChunk?: boolean | string;
+  /** WebSocket: accept the upgrade, send the vendor's first message (Deepgram `Metadata`), then close 1011. */
+  greetThenClose?: boolean;
   /** Send a vendor error object/event mid-stream (OpenAI `{"error":…}`, Anthropic `event: error`). */
   errorMidStream?: boolean;
 }

@@ -152,7 +152,15 @@ export class DeepgramStream implements AsrStream {
     }
     this.ws = ws;
     this.state = 'open';
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('message', (data, isBinary) => {
+      // A socket event handler that throws is an uncaught exception: the whole process. Whatever a
+      // vendor (or a tenant's base_url) sends is at most this call's error.
+      try {
+        this.onMessage(data, isBinary);
+      } catch (err) {
+        this.emitError('MALFORMED_RESPONSE', `deepgram: message not understood (${(err as Error).message})`, true);
+      }
+    });
     ws.on('error', () => undefined); // 'close' always follows; that is where we act
     ws.on('close', (code) => this.onClose(ws, code));
     // Replay: on the first connect the ring holds what arrived while connecting (<= connectBufferMs);
@@ -233,20 +241,27 @@ export class DeepgramStream implements AsrStream {
 
   private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (isBinary) return;
-    let msg: Record<string, unknown>;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
+      parsed = JSON.parse(data.toString());
     } catch {
-      // One bad message does not poison the stream: report it and keep listening.
-      return this.emitError('MALFORMED_RESPONSE', 'deepgram: unparseable message', true);
+      parsed = undefined;
     }
-    this.attempts = 0; // the connection is demonstrably healthy
+    // One bad message (not JSON, or JSON that is not an object: `null`, a number) does not poison
+    // the stream: report it and keep listening. The URL is a tenant's: anything may arrive.
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return this.emitError('MALFORMED_RESPONSE', 'deepgram: unparseable message', true);
+    const msg = parsed as Record<string, unknown>;
     switch (msg.type) {
       case 'Results':
+        // Transcription is flowing: the connection is demonstrably healthy. (Not on Metadata: a
+        // server that greets and then drops every connection would reset the count for ever.)
+        this.attempts = 0;
         return this.onResults(msg);
       case 'UtteranceEnd':
+        this.attempts = 0;
         return this.emit({ type: 'utterance_end' });
       case 'SpeechStarted': {
+        this.attempts = 0;
         const atSec = typeof msg.timestamp === 'number' ? msg.timestamp : 0;
         return this.emit({ type: 'speech_started', atMs: Math.round(this.offsetToMs(this.connBase) + atSec * 1000) });
       }
@@ -256,9 +271,12 @@ export class DeepgramStream implements AsrStream {
   }
 
   private onResults(msg: Record<string, unknown>): void {
-    const channel = (msg.channel ?? {}) as { alternatives?: Array<{ transcript?: string; confidence?: number }> };
-    const alt = channel.alternatives?.[0] ?? {};
-    const text = alt.transcript ?? '';
+    // Typed by hand: a field of the wrong type is read as absent, never trusted.
+    const channel = msg.channel as { alternatives?: unknown } | null | undefined;
+    const first: unknown = Array.isArray(channel?.alternatives) ? channel.alternatives[0] : undefined;
+    const alt = (typeof first === 'object' && first !== null ? first : {}) as { transcript?: unknown; confidence?: unknown };
+    const text = typeof alt.transcript === 'string' ? alt.transcript : '';
+    const confidence = typeof alt.confidence === 'number' && Number.isFinite(alt.confidence) ? alt.confidence : undefined;
     const speechFinal = msg.speech_final === true;
     if (msg.is_final === true || speechFinal) {
       // Everything up to the end of this segment is fixed: it no longer needs replaying.
@@ -266,9 +284,9 @@ export class DeepgramStream implements AsrStream {
       const sentEnd = this.ring.endOffset;
       this.ring.trimBefore(endSec === undefined ? sentEnd : Math.min(sentEnd, this.connBase + this.secToBytes(endSec)));
       // Empty finals are normal (noise); only an empty end-of-turn marker is worth passing on.
-      if (text !== '' || speechFinal) this.emit({ type: 'final', text, confidence: alt.confidence, endOfTurn: speechFinal });
+      if (text !== '' || speechFinal) this.emit({ type: 'final', text, confidence, endOfTurn: speechFinal });
     } else if (text !== '') {
-      this.emit({ type: 'interim', text, confidence: alt.confidence });
+      this.emit({ type: 'interim', text, confidence });
     }
   }
 

@@ -98,16 +98,20 @@ export function createCartesiaTts(opts: CartesiaTtsOptions): CartesiaTts {
 
   function onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (isBinary) return; // the protocol is JSON text only
-    let msg: Record<string, unknown>;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(data.toString()) as Record<string, unknown>;
+      parsed = JSON.parse(data.toString());
     } catch {
-      // A broken frame on a multiplexed socket cannot be attributed to one context: fail them all
-      // and drop the socket, whose framing we no longer trust.
+      parsed = undefined;
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      // A broken frame (not JSON, or JSON that is not an object) on a multiplexed socket cannot be
+      // attributed to one context: fail them all and drop the socket, whose framing we no longer trust.
       failAll(new ProviderError({ provider: label, code: 'MALFORMED_RESPONSE', message: `${label}: unparseable message` }));
       socket?.terminate();
       return;
     }
+    const msg = parsed as Record<string, unknown>;
     const id = String(msg.context_id ?? '');
     const ctx = contexts.get(id);
     if (!ctx) return; // late messages for a cancelled or finished context
@@ -167,7 +171,15 @@ export function createCartesiaTts(opts: CartesiaTtsOptions): CartesiaTts {
             throw abortedError(label);
           }
           socket = ws;
-          ws.on('message', onMessage);
+          ws.on('message', (data, isBinary) => {
+            // A socket event handler that throws is an uncaught exception: the whole process.
+            try {
+              onMessage(data, isBinary);
+            } catch (err) {
+              failAll(new ProviderError({ provider: label, code: 'MALFORMED_RESPONSE', message: `${label}: message not understood (${(err as Error).message})` }));
+              socket?.terminate();
+            }
+          });
           ws.on('error', () => undefined); // 'close' follows and is where we act
           ws.on('close', () => {
             if (socket === ws) socket = null;

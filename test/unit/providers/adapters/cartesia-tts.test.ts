@@ -120,6 +120,15 @@ describe('cartesia TTS adapter', () => {
     expect(error.code).toBe('MALFORMED_RESPONSE');
   });
 
+  it('JSON that is not an object (`null`, a number, an array): MALFORMED_RESPONSE for the stream, never a throw', async () => {
+    for (const frame of ['null', '7', '[]', '"chunk"']) {
+      fake.requestFaults.once({ malformedChunk: frame });
+      fake.chunkDelayMs = 10;
+      const { error } = await settle(tts().synthesize(req(LONG)));
+      expect(error?.code, frame).toBe('MALFORMED_RESPONSE');
+    }
+  });
+
   it('a message over MAX_VENDOR_WS_MESSAGE_BYTES fails the stream instead of being buffered', async () => {
     // A server that answers any request with one chunk message just over the bound.
     const { WebSocketServer } = await import('ws');

@@ -228,6 +228,28 @@ describe('deepgram ASR adapter: faults', () => {
     expect(finalText(events)).toBe('still here');
   });
 
+  it("JSON that is not an object (`null`, a number), and fields of the wrong type, are this stream's recoverable errors, never a throw", async () => {
+    for (const frame of ['null', '42', '"text"', '[1,2]', '{"type":"Results","channel":null}', '{"type":"Results","is_final":true,"channel":{"alternatives":[{"transcript":12345,"confidence":"high"}]}}']) {
+      fake.faults.once({ malformedChunk: frame });
+      const s = open16();
+      speak(s, 'still here', 16000, 'linear16');
+      s.end();
+      const events = await collect(s);
+      expect(finalText(events), frame).toBe('still here');
+      for (const e of events) if (e.type === 'final' || e.type === 'interim') expect(typeof e.text, frame).toBe('string');
+      if (!frame.startsWith('{')) expect(codes(events), frame).toEqual([['MALFORMED_RESPONSE', true]]);
+    }
+  });
+
+  it('a server that greets and drops every connection exhausts the attempts (Metadata is not progress)', async () => {
+    fake.faults.always({ greetThenClose: true });
+    const before = fake.connections.length;
+    const s = open16(asr({ maxReconnectAttempts: 2 }));
+    const events = await collect(s);
+    expect(codes(events).at(-1)).toEqual([expect.any(String), false]);
+    expect(fake.connections.length - before).toBe(3);
+  });
+
   it('server idle timeout (no KeepAlive) is a drop: reconnect with a recoverable error', async () => {
     fake.idleTimeoutMs = 100;
     const before = fake.connections.length;
