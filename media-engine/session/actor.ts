@@ -322,12 +322,14 @@ export class CallActor {
       this.caller.take();
       return this.endFlow();
     }
-    const { text, speechMs } = this.caller.take();
+    const { text, speechMs, confidence } = this.caller.take();
     this.turn++;
     this.emit({ type: 'transcription', text, turn: this.turn, speech_duration_ms: speechMs, asr_latency_ms: asrMs });
     this.conversation.add('user', text);
     // Spoken (not injected) text: its trace has an ASR span.
-    this.startRun('reply', undefined, asrMs, text).spoken = speechMs > 0;
+    const run = this.startRun('reply', undefined, asrMs, text);
+    run.spoken = speechMs > 0;
+    run.asrConfidence = confidence;
   }
 
   private get maxTurnsReached(): boolean {

@@ -34,6 +34,9 @@ export class CallerSpeech {
   speechEndMs = 0;
   private speechStartMs = 0;
   private speechMs = 0;
+  /** The ASR's confidence over the turn's finals, weighted by their length (for the record). */
+  private confidenceSum = 0;
+  private confidenceChars = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -79,10 +82,14 @@ export class CallerSpeech {
     this.heardWords = true;
   }
 
-  /** A final transcript (or folded text) joins the turn's text. */
-  addFinal(text: string, spoken = false): void {
+  /** A final transcript (or folded text) joins the turn's text; `confidence` is the ASR's, when it gives one. */
+  addFinal(text: string, spoken = false, confidence?: number): void {
     this.interim = '';
     if (spoken) this.heardWords = true;
+    if (spoken && confidence !== undefined && Number.isFinite(confidence)) {
+      this.confidenceSum += confidence * text.length;
+      this.confidenceChars += text.length;
+    }
     const joined = this.text ? `${this.text} ${text}` : text;
     // Bounded whatever the ASR or the injections send; the newest words matter most to the reply.
     this.text = joined.length > TURN_TEXT_MAX_CHARS ? joined.slice(joined.length - TURN_TEXT_MAX_CHARS) : joined;
@@ -97,9 +104,12 @@ export class CallerSpeech {
     this.speechEndMs = this.clock.monotonicMs();
   }
 
-  /** Takes the turn's text and its speech duration, and stops capturing audio. */
-  take(): { text: string; speechMs: number } {
+  /** Takes the turn's text, its speech duration and the ASR's confidence in it, and stops capturing audio. */
+  take(): { text: string; speechMs: number; confidence?: number } {
     const text = this.text.trim();
+    const confidence = this.confidenceChars > 0 ? Math.round((this.confidenceSum / this.confidenceChars) * 1000) / 1000 : undefined;
+    this.confidenceSum = 0;
+    this.confidenceChars = 0;
     // Only a turn the caller started speaking has a duration: injected text has none, whatever the
     // VAD reported after the previous spoken turn was taken (its offset often lands after the final).
     const speechMs = !this.speechStartMs ? 0 : this.speechMs || Math.round(this.speechEndMs - this.speechStartMs);
@@ -109,7 +119,7 @@ export class CallerSpeech {
     this.capturing = false;
     this.speechMs = 0;
     this.speechStartMs = 0;
-    return { text, speechMs: Math.max(0, speechMs) };
+    return { text, speechMs: Math.max(0, speechMs), ...(confidence !== undefined ? { confidence } : {}) };
   }
 
   /**

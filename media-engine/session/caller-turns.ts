@@ -115,7 +115,7 @@ export class CallerTurns {
         this.caller.setInterim(text);
         host.emit({ type: 'interim_transcription', text });
       } else {
-        this.caller.addFinal(text, true);
+        this.caller.addFinal(text, true, ev.confidence);
         // The vendor's end of turn, or the answer to our finalize request at the silence endpoint
         // (the turn was already over: waiting out FINALIZE_WAIT_MS only added latency).
         if (host.phase() === 'user_speaking' && (ev.endOfTurn || this.timers.has('endpoint'))) this.endUserTurn();

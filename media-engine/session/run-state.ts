@@ -44,6 +44,8 @@ export class RunState {
   interrupted = false;
   /** The caller's text came from speech (ASR), not an injection. */
   spoken = false;
+  /** The ASR's confidence in the caller's text, when it gives one (the record's `asr_confidence`). */
+  asrConfidence: number | undefined = undefined;
   /** The model failed this run (`llm_error`); kept for the turn's pipeline events. */
   llmError: string | undefined = undefined;
   /** TTS gave up after its retries in this run (`tts_retry_exhausted`). */

@@ -49,7 +49,7 @@ export function turnRecord(d: CallActorDeps, run: RunState, assistantText: strin
     assistant_text: assistantText,
     interrupted: run.interrupted,
     timing,
-    asr: { provider: asr.label, model: d.config.providers.asr.model_name },
+    asr: { provider: asr.label, model: d.config.providers.asr.model_name, ...(run.asrConfidence !== undefined ? { confidence: run.asrConfidence } : {}) },
     llm: { provider: llm.label, model: llm.model, tokens_input: run.tokensIn, tokens_output: run.tokensOut, error: run.llmError },
     tts: { provider: tts.label, model: d.config.providers.tts.model_name, failed: run.ttsFailed || undefined },
     tool_calls: run.toolCalls,

@@ -51,6 +51,21 @@ describe('CallActor endpointing on silence', () => {
     expect(h.recorder.turns.map((t) => t.user_text)).toEqual(['what time is it']);
   });
 
+  it("the ASR's confidence reaches the turn record: the finals' mean weighted by length; none given, none recorded", async () => {
+    const h = actorHarness();
+    h.actor.start();
+    await h.hum(300);
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'book a', confidence: 0.5, endOfTurn: false } });
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'table for two', confidence: 0.9, endOfTurn: true } });
+    await h.runUntil(() => h.transport.of('turn_complete').length === 1);
+    // (0.5 x 6 + 0.9 x 13) / 19
+    expect(h.recorder.turns[0]!.asr.confidence).toBe(0.774);
+    await h.hum(300);
+    h.actor.post({ kind: 'asr', event: { type: 'final', text: 'thanks', endOfTurn: true } });
+    await h.runUntil(() => h.transport.of('turn_complete').length === 2);
+    expect(h.recorder.turns[1]!.asr).not.toHaveProperty('confidence');
+  });
+
   it('the final that answers the finalize request at the silence endpoint ends the turn at once (not 1.5 s later)', async () => {
     const h = actorHarness();
     h.actor.start();
