@@ -8,7 +8,7 @@ import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
-import { checkToolCall, checkToolCallCount } from './limits.js';
+import { checkToolCall, checkToolCallCount, tokenCount } from './limits.js';
 
 export interface AnthropicLlmOptions extends HttpAdapterOptions {
   apiKey: string;
@@ -138,10 +138,12 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
         const msg = parseJsonChunk(label, ev.data);
         const type = String(msg.type ?? ev.event);
         if (type === 'message_start') {
-          const u = ((msg.message as Record<string, unknown> | undefined)?.usage ?? {}) as Record<string, number>;
+          const m = msg.message;
+          const raw = typeof m === 'object' && m !== null ? (m as Record<string, unknown>).usage : undefined;
+          const u = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
           // Cached prompt tokens are reported apart from input_tokens; the prompt cost is their sum.
-          inputTokens = (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
-          outputTokens = u.output_tokens;
+          inputTokens = tokenCount(u.input_tokens) + tokenCount(u.cache_creation_input_tokens) + tokenCount(u.cache_read_input_tokens);
+          outputTokens = typeof u.output_tokens === 'number' ? tokenCount(u.output_tokens) : undefined;
         } else if (type === 'content_block_start') {
           const block = (msg.content_block ?? {}) as Record<string, unknown>;
           if (block.type === 'tool_use') {
@@ -173,8 +175,8 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
           if (typeof d.stop_reason === 'string') stopReason = d.stop_reason;
           const u = (msg.usage ?? {}) as Record<string, number>;
           // message_delta usage is cumulative: the latest value wins.
-          if (typeof u.output_tokens === 'number') outputTokens = u.output_tokens;
-          if (typeof u.input_tokens === 'number' && inputTokens === undefined) inputTokens = u.input_tokens;
+          if (typeof u.output_tokens === 'number') outputTokens = tokenCount(u.output_tokens);
+          if (typeof u.input_tokens === 'number' && inputTokens === undefined) inputTokens = tokenCount(u.input_tokens);
         } else if (type === 'message_stop') {
           stopped = true;
           break;

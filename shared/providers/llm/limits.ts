@@ -27,3 +27,8 @@ export function checkToolCall(provider: string, call: { name: string; arguments:
   if (call.arguments.length > MAX_TOOL_ARGUMENTS_CHARS) throw responseTooLarge(provider, `tool call arguments longer than ${MAX_TOOL_ARGUMENTS_CHARS} characters`);
   if (call.name.length > MAX_TOOL_NAME_CHARS) throw responseTooLarge(provider, `tool name longer than ${MAX_TOOL_NAME_CHARS} characters`);
 }
+
+/** A vendor's usage count as a whole number within the records' int32 columns (anything else: 0). */
+export function tokenCount(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.min(Math.floor(v), 2_147_483_647) : 0;
+}

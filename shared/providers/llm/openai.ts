@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
-import { checkToolCall, checkToolCallCount } from './limits.js';
+import { checkToolCall, checkToolCallCount, tokenCount } from './limits.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 
 export interface OpenAiLlmOptions extends HttpAdapterOptions {
@@ -62,18 +62,21 @@ class ToolCallAssembler {
 
   add(fragments: unknown[]): void {
     fragments.forEach((raw, position) => {
-      const f = (raw ?? {}) as { index?: number; id?: string; function?: { name?: string; arguments?: string } };
+      // The base URL may be anyone's: a fragment that is not an object carries nothing.
+      if (!isObject(raw)) return;
+      const f = raw as { index?: unknown; id?: unknown; function?: unknown };
+      const fn = (isObject(f.function) ? f.function : {}) as { name?: unknown; arguments?: unknown };
       // Some compatible servers send whole calls without `index`: their position stands in.
-      const index = typeof f.index === 'number' ? f.index : position;
+      const index = Number.isSafeInteger(f.index) && (f.index as number) >= 0 ? (f.index as number) : position;
       let call = this.calls.get(index);
       if (!call) {
         checkToolCallCount(this.provider, this.total++);
         call = { id: '', name: '', arguments: '' };
         this.calls.set(index, call);
       }
-      if (f.id) call.id = f.id;
-      if (f.function?.name) call.name += f.function.name;
-      if (typeof f.function?.arguments === 'string') call.arguments += f.function.arguments;
+      if (typeof f.id === 'string' && f.id) call.id = f.id;
+      if (typeof fn.name === 'string') call.name += fn.name;
+      if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
       checkToolCall(this.provider, call);
     });
   }
@@ -83,6 +86,9 @@ class ToolCallAssembler {
   }
 
   take(): LlmToolCall[] {
+    // A call without a name cannot be run, and sent back in the history it fails every later turn.
+    for (const c of this.calls.values())
+      if (!c.name) throw new ProviderError({ provider: this.provider, code: 'MALFORMED_RESPONSE', message: `${this.provider}: a tool call without a function name` });
     const out = [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
       // A made-up id stays within OpenAI's 40-character bound on tool call ids (a dashed UUID made 41).
@@ -142,8 +148,9 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
         // `choices: null` from some compatible servers is the same as `[]` (usage-only chunk).
         const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
         for (const choice of choices) {
+          if (!isObject(choice)) continue; // `[null]` and the like: nothing in it
           if (typeof choice.index === 'number' && choice.index !== 0) continue; // we never ask for n > 1
-          const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: unknown };
+          const delta = (isObject(choice.delta) ? choice.delta : {}) as { content?: unknown; tool_calls?: unknown };
           if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text', delta: delta.content };
           if (Array.isArray(delta.tool_calls)) calls.add(delta.tool_calls);
           if (typeof choice.finish_reason === 'string') {
@@ -152,9 +159,8 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
             if (calls.size > 0) yield { type: 'tool_calls', calls: calls.take() };
           }
         }
-        const u = chunk.usage as { prompt_tokens?: number; completion_tokens?: number } | null | undefined;
-        if (u && typeof u === 'object')
-          usage = { inputTokens: u.prompt_tokens ?? 0, outputTokens: u.completion_tokens ?? 0 };
+        const u = chunk.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+        if (isObject(u)) usage = { inputTokens: tokenCount(u.prompt_tokens), outputTokens: tokenCount(u.completion_tokens) };
       }
     } finally {
       // After the end marker, drain so the connection is reused; on `break` or error, never leave
@@ -197,4 +203,8 @@ function midStreamError(provider: string, raw: unknown): ProviderError {
     vendorCode: vendorCode ?? undefined,
     message: `${provider}: error mid-stream: ${e.message ?? 'unknown'}`,
   });
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

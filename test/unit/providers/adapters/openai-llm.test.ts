@@ -233,6 +233,53 @@ describe('openai LLM adapter: a tool call streamed without an id', () => {
   });
 });
 
+describe('openai LLM adapter: entries of the wrong shape from a compatible server', () => {
+  /** A server that answers every request with these SSE chunks, then [DONE]. */
+  async function scripted(chunks: unknown[]) {
+    const http = await import('node:http');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    return { provider: createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' }), close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('null choices, deltas and fragments carry nothing; usage counts that are not numbers are 0', async () => {
+    const s = await scripted([
+      { choices: [null, 7] },
+      { choices: [{ index: 0, delta: null }] },
+      { choices: [{ index: 0, delta: { content: 'Hi', tool_calls: [null, 'x'] } }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 'lots', completion_tokens: 3.7 } },
+    ]);
+    try {
+      const events = await collect(s.provider.stream(ask('hello')));
+      expect(textOf(events)).toBe('Hi');
+      expect(events.filter((e) => e.type === 'tool_calls')).toEqual([]);
+      expect(events.at(-1)).toEqual({ type: 'done', finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 3 } });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a tool call without a function name is MALFORMED_RESPONSE (it could never run, and would poison the history)', async () => {
+    const s = await scripted([
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 'a', id: 'call_1', function: { arguments: '{}' } }] } }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ]);
+    try {
+      const err = await collect(s.provider.stream(ask('order', undefined, true))).then(() => undefined, (e: unknown) => e);
+      expect(err).toMatchObject({ code: 'MALFORMED_RESPONSE' });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('openai LLM adapter: a response beyond our bounds', () => {
   /** A compatible server that streams `chunk(i)` until the client goes away. */
   async function endlessServer(chunk: (i: number) => unknown) {
