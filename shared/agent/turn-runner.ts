@@ -210,8 +210,14 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
       messages.push(msg);
     });
   }
+  // The model still wanted tools after the last step: the turn ends without its answer. Said as an
+  // llm_error, so the client (and the record's pipeline events) see why the caller heard nothing.
+  post({ kind: 'llm_error', step: MAX_LLM_STEPS, code: TOO_MANY_TOOL_STEPS, message: `${input.llm.label}: still calling tools after ${MAX_LLM_STEPS} steps; the turn ends without an answer` });
   return spoken;
 }
+
+/** `llm_error` code of a turn whose model kept calling tools past MAX_LLM_STEPS. */
+export const TOO_MANY_TOOL_STEPS = 'TOO_MANY_TOOL_STEPS';
 
 async function runOneTool(input: TurnRunInput, tools: readonly AgentTool[], ctx: StepContext | undefined, step: number, call: LlmToolCall): Promise<ToolResult> {
   input.post({ kind: 'tool_progress', step, call });

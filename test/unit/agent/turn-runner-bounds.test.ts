@@ -5,7 +5,7 @@
  * `llm_error` with code RESPONSE_TOO_LARGE. Before, both ran for as long as the vendor kept going.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
+import { MAX_LLM_STEPS, MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, TOO_MANY_TOOL_STEPS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
 import type { LlmEvent, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../shared/providers/llm/limits.js';
 
@@ -58,6 +58,26 @@ describe('runTurn bounds one LLM step', () => {
     expect(posted.find((m) => m.kind === 'llm_error')).toMatchObject({ code: 'RESPONSE_TOO_LARGE' });
     expect(ran).toBe(0);
     expect(state.yielded).toBe(MAX_TOOL_CALLS_PER_RESPONSE + 1);
+  });
+
+  it('a model that keeps calling tools stops after MAX_LLM_STEPS with an llm_error saying so (the caller heard nothing)', async () => {
+    let requests = 0;
+    const llm: LlmProvider = {
+      label: 'loopy',
+      model: 'm',
+      capabilities: { tools: true, parallelToolCalls: true },
+      stream: () =>
+        (async function* () {
+          requests++;
+          yield { type: 'tool_calls', calls: [{ id: `c${requests}`, name: 'look', arguments: '{}' }] } as LlmEvent;
+          yield { type: 'done', finishReason: 'tool_calls' } as LlmEvent;
+        })(),
+    };
+    const tool = { spec: { name: 'look', description: 'd', parameters: { type: 'object' } }, run: async () => ({ status: 'success' as const, content: '{}', output: {}, latencyMs: 0, attempts: 1 }) };
+    const posted: TurnMsg[] = [];
+    await runTurn({ messages: [{ role: 'user', content: 'x' }], tools: [tool], llm, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => 0 });
+    expect(requests).toBe(MAX_LLM_STEPS);
+    expect(posted.filter((m) => m.kind === 'llm_error')).toEqual([{ kind: 'llm_error', step: MAX_LLM_STEPS, code: TOO_MANY_TOOL_STEPS, message: `loopy: still calling tools after ${MAX_LLM_STEPS} steps; the turn ends without an answer` }]);
   });
 
   it('a stream of empty chunks ends after MAX_STEP_MS', async () => {
