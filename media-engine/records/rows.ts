@@ -151,6 +151,8 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
       tool_ms: t.tool_ms,
       steps: t.steps,
       tool_call_ids: Object.fromEntries(rec.tool_calls.map((c, i) => [toolCalls[i].id, c.tool_call_id])),
+      // Why a reply is empty or cut short (also the turn's `llm` pipeline event).
+      ...(rec.llm.error !== undefined ? { llm_error: rec.llm.error } : {}),
     },
     billable: true,
     created_at: new Date(at + 1 + toolCalls.length),

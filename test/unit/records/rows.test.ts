@@ -55,6 +55,13 @@ describe('agentMessageRow', () => {
     const { user, assistant } = turnRows('c1', turnRecord(1));
     expect([user.billable, assistant.billable]).toEqual([true, true]);
   });
+
+  it('a reply the model failed carries the error in its metadata', () => {
+    const rec = turnRecord(1);
+    expect(turnRows('c1', rec).assistant.metadata).not.toHaveProperty('llm_error');
+    const failed = { ...rec, assistant_text: '', llm: { ...rec.llm, error: 'openai: HTTP 500: overloaded' } };
+    expect(turnRows('c1', failed).assistant.metadata).toMatchObject({ llm_error: 'openai: HTTP 500: overloaded' });
+  });
 });
 
 describe('conversation rows', () => {
