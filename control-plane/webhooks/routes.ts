@@ -25,6 +25,8 @@ function logRow(row: Record<string, unknown>): Record<string, unknown> {
 /** The fields docs/webhooks.md lists on every row: an unset one is null, not missing. */
 const NULLABLE = ['call_id', 'next_attempt_at', 'last_status_code', 'last_error', 'delivered_at'];
 const delivery = (row: Record<string, unknown>) => withNulls(row, NULLABLE);
+/** Likewise every attempt's fields (an attempt without an answer has no status code or excerpt). */
+const ATTEMPT_NULLABLE = ['status_code', 'error', 'response_excerpt'];
 
 export const webhookRoutes: RestRoute[] = [
   { method: 'GET', path: `${C}/settings`, service: S, rpc: 'getWebhookSettings' },
@@ -37,6 +39,12 @@ export const webhookRoutes: RestRoute[] = [
     rpc: 'listWebhookDeliveries',
     response: (json) => ({ data: (json.deliveries as Record<string, unknown>[]).map(logRow), meta: json.meta }),
   },
-  { method: 'GET', path: `${C}/webhooks/deliveries/:id`, service: S, rpc: 'getWebhookDelivery', response: (json) => ({ data: { ...delivery(json), attempt_log: json.attempt_log ?? [] } }) },
+  {
+    method: 'GET',
+    path: `${C}/webhooks/deliveries/:id`,
+    service: S,
+    rpc: 'getWebhookDelivery',
+    response: (json) => ({ data: { ...delivery(json), attempt_log: ((json.attempt_log ?? []) as Record<string, unknown>[]).map((a) => withNulls(a, ATTEMPT_NULLABLE)) } }),
+  },
   { method: 'POST', path: `${C}/webhooks/deliveries/:id/retry`, service: S, rpc: 'retryWebhookDelivery', status: 202 },
 ];
