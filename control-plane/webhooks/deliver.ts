@@ -190,8 +190,11 @@ async function readExcerpt(res: Response): Promise<string | null> {
 }
 
 /** DNS, TLS and connection failures: undici wraps the cause. */
-function errorText(err: unknown): string {
+export function errorText(err: unknown): string {
   const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  // undici asserts on answers it cannot take (an HTTP 101 upgrade to a plain POST): its internal
+  // assertion text says nothing to the receiver's owner.
+  if (e?.cause?.code === 'ERR_ASSERTION') return 'the receiver answered with something that is not an HTTP response to a POST (an upgrade or a protocol error)';
   const cause = e?.cause ? ` (${e.cause.code ?? ''}${e.cause.code && e.cause.message ? ': ' : ''}${e.cause.message ?? ''})` : '';
   return `${e?.message ?? String(err)}${cause}`;
 }
