@@ -91,6 +91,7 @@ export class AgentRuns {
       if (m.kind === 'tool_result' && m.result.effects?.length) this.host.onFlowEffects(run, m.result.effects);
       // A mute agent must be explainable from the log (a revoked TTS key said nothing anywhere).
       if (m.kind === 'llm_error') this.d.logger.warn({ session: maskSessionId(this.d.config.session_id), turn: run.turn, step: m.step, code: m.code, error: m.message }, 'llm failed');
+      if (m.kind === 'tool_result' && m.result.refused) this.d.logger.warn({ session: maskSessionId(this.d.config.session_id), turn: run.turn, tool: m.call.name, error: m.result.error }, 'tool call refused by the outbound address policy');
       if (m.kind === 'tts_failed') this.d.logger.warn({ session: maskSessionId(this.d.config.session_id), turn: run.turn, code: m.code, partial: m.partial, error: m.message }, 'tts failed');
       return;
     }

@@ -23,6 +23,8 @@ export interface ToolResult {
   /** The full output for the record. */
   output: unknown;
   error?: string;
+  /** The outbound address policy refused the tool's URL (logged by the engine: an operator's matter). */
+  refused?: true;
   latencyMs: number;
   attempts: number;
   /** Flow functions only: how the call's flow moves (`flow-state.ts`), applied by the actor if the run is still current. */
@@ -46,6 +48,7 @@ class ToolError extends Error {
   constructor(
     message: string,
     readonly retryable: boolean,
+    readonly refused = false,
   ) {
     super(message);
   }
@@ -63,6 +66,7 @@ export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal
   }
   const attemptsAllowed = 1 + Math.max(0, Math.min(5, tool.retry_count));
   let lastError = 'not attempted';
+  let refused = false;
   let attempts = 0;
   for (let attempt = 1; attempt <= attemptsAllowed; attempt++) {
     if (attempt > 1) {
@@ -86,18 +90,20 @@ export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal
       };
     } catch (e) {
       lastError = (e as Error).message;
+      refused = e instanceof ToolError && e.refused;
       if (!(e instanceof ToolError) || !e.retryable) break;
     }
   }
-  return errorResult(lastError, started, now, attempts);
+  return errorResult(lastError, started, now, attempts, refused);
 }
 
-function errorResult(message: string, started: number, now: () => number, attempts: number): ToolResult {
+function errorResult(message: string, started: number, now: () => number, attempts: number, refused = false): ToolResult {
   return {
     status: 'error',
     content: JSON.stringify({ error: message }),
     output: { error: message },
     error: message,
+    ...(refused ? { refused: true as const } : {}),
     latencyMs: Math.round(now() - started),
     attempts,
   };
@@ -147,7 +153,7 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   } catch (e) {
     if (e instanceof ToolError) throw e;
     const refused = findOutboundRefusal(e);
-    if (refused) throw new ToolError(refused.message, false);
+    if (refused) throw new ToolError(refused.message, false, true);
     if (timeout.signal.aborted) throw new ToolError(`timed out after ${timeoutMs} ms`, true);
     if (outer.aborted) throw new ToolError('cancelled', false);
     if ((e as { code?: string }).code === 'BAD_GATEWAY') throw new ToolError((e as Error).message, false);

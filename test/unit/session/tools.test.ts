@@ -144,7 +144,7 @@ describe('tool retries back off with jitter', () => {
     const strict = createOutboundClient();
     try {
       const refused = await runHttpTool(tool({ retry_count: 3 }), '{}', new AbortController().signal, { outbound: strict, clock: realClock });
-      expect(refused).toMatchObject({ status: 'error', attempts: 1 });
+      expect(refused).toMatchObject({ status: 'error', attempts: 1, refused: true });
       expect(refused.error).toMatch(/refused/);
       expect(seen.length).toBe(before);
     } finally {
@@ -152,6 +152,7 @@ describe('tool retries back off with jitter', () => {
     }
     const none = await runHttpTool(tool({ retry_count: 3 }), '{}', new AbortController().signal, { clock: realClock });
     expect(none).toMatchObject({ status: 'error', attempts: 1 });
+    expect(none).not.toHaveProperty('refused');
     expect(seen.length).toBe(before);
   });
 });
