@@ -3,6 +3,7 @@
  * Another user's call is answered exactly like an unknown one (404; `end`: 200 with a message).
  */
 import type { HandlerContext } from '@connectrpc/connect';
+import type { Principal } from '../http/auth.js';
 import { AppError, notFound } from '../../shared/errors.js';
 import { RegistryTimeoutError } from '../../shared/registry/index.js';
 import { requireE164 } from '../agents/telephony/phone.js';
@@ -54,12 +55,17 @@ export function view(ctx: Ctx, c: CallRecord): LiveCallView {
   };
 }
 
-/** A live call of the caller, or undefined (unknown, ended, stale, or another user's). */
-async function ownCall(ctx: Ctx, userId: string, callId: string): Promise<CallRecord | undefined> {
+/**
+ * A live call of the caller, or undefined (unknown, ended, stale, another user's, or in a
+ * workspace the caller no longer belongs to: a removed member loses the calls they placed at once,
+ * like every other workspace resource).
+ */
+async function ownCall(ctx: Ctx, p: Principal, callId: string): Promise<CallRecord | undefined> {
   const id = callId.trim();
   if (!id || id.length > 64) return undefined;
   const c = await ctx.calls.get(id);
-  if (!c || c.user_id !== userId) return undefined;
+  if (!c || c.user_id !== p.userId) return undefined;
+  if (!(await ctx.deps.auth.workspaceIds(p)).includes(c.workspace_id)) return undefined;
   if (await dropIfStale(ctx, c)) return undefined;
   return c;
 }
@@ -74,14 +80,15 @@ async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
 /** The caller's live calls, one page of them; `count` is all of them (the spec's field), `meta` the page. */
 export async function listCalls(ctx: Ctx, hc: HandlerContext, pg: Page) {
   const p = await ctx.deps.auth.principal(hc);
+  const ws = new Set(await ctx.deps.auth.workspaceIds(p));
   const out: LiveCallView[] = [];
-  for (const c of await ctx.calls.list({ userId: p.userId })) if (!(await dropIfStale(ctx, c))) out.push(view(ctx, c));
+  for (const c of await ctx.calls.list({ userId: p.userId })) if (ws.has(c.workspace_id) && !(await dropIfStale(ctx, c))) out.push(view(ctx, c));
   return { count: out.length, calls: out.slice(pg.offset, pg.offset + pg.limit), meta: pageMeta(pg, out.length) };
 }
 
 export async function getCall(ctx: Ctx, hc: HandlerContext, callId: string): Promise<LiveCallView> {
   const p = await ctx.deps.auth.principal(hc);
-  const c = await ownCall(ctx, p.userId, callId);
+  const c = await ownCall(ctx, p, callId);
   if (!c) throw notFound('call');
   return view(ctx, c);
 }
@@ -89,7 +96,7 @@ export async function getCall(ctx: Ctx, hc: HandlerContext, callId: string): Pro
 /** Hangs up at the carrier (`Status=completed`) and ends the engine session; unknown ids answer 200 with a message. */
 export async function endCall(ctx: Ctx, hc: HandlerContext, callId: string) {
   const p = await ctx.deps.auth.principal(hc);
-  const c = await ownCall(ctx, p.userId, callId);
+  const c = await ownCall(ctx, p, callId);
   if (!c) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
   const gone = await ctx.calls.remove(c.call_id);
   if (!gone) return { call_id: callId, status: 'ended', message: NOT_IN_REGISTRY };
@@ -125,7 +132,7 @@ export async function endLostCall(ctx: Ctx, callId: string, reason: string): Pro
 export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string, toNumber: string) {
   const p = await ctx.deps.auth.principal(hc);
   const to = requireE164('to_number', toNumber ?? '');
-  const c = await ownCall(ctx, p.userId, callId);
+  const c = await ownCall(ctx, p, callId);
   if (!c) throw notFound('call');
   if (!c.provider_call_sid) throw new AppError('INVALID_REQUEST', 'the call has no carrier call sid yet: it cannot be transferred', { details: [{ field: 'call_id', problem: 'no carrier call sid yet' }] });
   // A second transfer would dial a second person from the same call.

@@ -185,6 +185,29 @@ describe('list, get, end', () => {
     expect(again.body.message).toMatch(/not found/);
   });
 
+  it('a member removed from the workspace loses the calls they placed at once (404, and their end changes nothing)', { timeout: 30_000 }, async () => {
+    const member = await h.newUser();
+    expect((await h.call('POST', `/auth/workspaces/${h.user.workspaceId}/members`, { email: member.email, role: 'member' })).status).toBe(201);
+    const to = callee();
+    h.callees.set(to, { dialDurationMs: 1500 });
+    const placed = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to }, member.token);
+    expect(placed.status).toBe(200);
+    const sim = await h.sim.waitForCall((c) => c.sid === placed.body.provider_call_sid);
+    started.push(sim);
+    const media = await sim.mediaReady;
+    expect((await h.call('GET', `/telephony/calls/${placed.body.call_id}`, undefined, member.token)).status).toBe(200);
+    expect((await h.call('DELETE', `/auth/workspaces/${h.user.workspaceId}/members/${member.userId}`)).status).toBe(200);
+    expect((await h.call('GET', `/telephony/calls/${placed.body.call_id}`, undefined, member.token)).status).toBe(404);
+    expect((await h.call('GET', '/telephony/calls', undefined, member.token)).body.count).toBe(0);
+    expect((await h.call('POST', `/telephony/calls/${placed.body.call_id}/transfer`, { to_number: '+14155550188' }, member.token)).status).toBe(404);
+    const end = await h.call('POST', `/telephony/calls/${placed.body.call_id}/end`, undefined, member.token);
+    expect(end.body.message).toMatch(/not found in the active call registry/);
+    expect(media.isOpen).toBe(true);
+    expect(sim.twiml.some((t) => t.includes('+14155550188'))).toBe(false);
+    media.hangup();
+    await sim.ended;
+  });
+
   it('end of an unknown call id is 200 with a message', async () => {
     const res = await h.call('POST', `/telephony/calls/${newId()}/end`);
     expect(res.status).toBe(200);
