@@ -287,6 +287,7 @@ export class AccountsAuth implements Auth {
       via: 'api_key',
       scopes: row.is_org_key ? ['*'] : row.scopes,
       apiKeyId: row.id,
+      ...(row.is_org_key ? { orgKey: true as const } : {}),
     };
   }
 

@@ -95,7 +95,8 @@ function devMailboxService(mailbox: DevMailbox, auth: AccountsAuth): ServiceImpl
   return {
     async listMessages(req, ctx) {
       const p = await auth.principal(ctx);
-      if (!p.isOrgOwner) throw new AppError('FORBIDDEN', 'the development mailbox is read with the organization API key (ORG_API_KEY)');
+      // The key itself: a key the organization owner created (any scope) or their session is not it.
+      if (!p.orgKey) throw new AppError('FORBIDDEN', 'the development mailbox is read with the organization API key (ORG_API_KEY)');
       const messages = mailbox.messages(req.email || undefined).reverse();
       return { messages: messages.map((m) => ({ to: m.to, subject: m.subject, text: m.text, sentAt: iso(new Date(m.sentAtMs)), code: m.code ?? '' })) };
     },

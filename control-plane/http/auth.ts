@@ -17,6 +17,8 @@ export interface Principal {
   /** API keys: the key's scopes (`[]` or `*`: unscoped, see http/scopes.ts). JWTs: `['*']`. */
   scopes: string[];
   apiKeyId?: string;
+  /** The bearer is ORG_API_KEY itself (not a key the organization owner created, nor their session). */
+  orgKey?: true;
 }
 
 export interface Auth {

@@ -46,6 +46,15 @@ describe('dev mailbox access', () => {
     expect([r.status, r.body.error.code]).toEqual([403, 'FORBIDDEN']);
   });
 
+  it('a key the organization key created, whatever its scopes, is not the organization key: 403', async () => {
+    for (const scopes of [['agents:read'], ['*'], []]) {
+      const key = await api(app, 'POST', '/api/v1/auth/api-keys', { token: ORG_KEY, body: { name: `child-${scopes.join('')}`, scopes } });
+      expect(key.status, JSON.stringify(key.body)).toBe(201);
+      const r = await api(app, 'GET', BOX, { token: key.body.data.key });
+      expect([r.status, r.body.error?.code], JSON.stringify(scopes)).toEqual([403, 'FORBIDDEN']);
+    }
+  });
+
   it('the organization key reads the mail', async () => {
     const r = await api(app, 'GET', `${BOX}?email=${encodeURIComponent(user.email)}`, { token: ORG_KEY });
     expect(r.status).toBe(200);
