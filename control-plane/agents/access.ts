@@ -5,7 +5,8 @@
  * `manager` or above (403 FORBIDDEN for a member below that).
  */
 import type { HandlerContext } from '@connectrpc/connect';
-import { forbidden, notFound } from '../../shared/errors.js';
+import { AppError, forbidden, notFound } from '../../shared/errors.js';
+import { grants } from '../http/scopes.js';
 import { ROLE_RANK, type Auth, type Principal, type WorkspaceRole } from '../http/auth.js';
 import type { AgentsDeps } from './deps.js';
 import { getAgentRow } from './core/store.js';
@@ -31,6 +32,19 @@ export function requireAgentScope(p: Principal, op: AgentOp): void {
   if (p.via !== 'api_key' || p.scopes.length === 0 || p.scopes.includes('*')) return;
   const ok = op === 'read' ? p.scopes.includes('agents:read') || p.scopes.includes('agents:write') : p.scopes.includes('agents:write');
   if (!ok) throw forbidden(`this API key lacks the ${op === 'read' ? 'agents:read' : 'agents:write'} scope`);
+}
+
+/**
+ * Binding a workspace connection to an agent (a `connector` tool, a hand-written
+ * `connector_binding`, an entry added to `connectors`): spec doc 1, Connectors, "adding to an
+ * agent" needs owner, admin or manager, and an API key needs `connectors:write` as well as
+ * `agents:write` (the connectors route's own rule, so the agent routes are no way around it).
+ */
+export function requireConnectorBinding(a: AgentAccess): void {
+  if (ROLE_RANK[a.role] < ROLE_RANK.manager) throw forbidden('adding a connector to an agent requires the manager role or above');
+  if (a.principal.via === 'api_key' && !grants(a.principal.scopes, 'connectors:write')) {
+    throw new AppError('FORBIDDEN', 'this API key lacks the connectors:write scope', { details: [{ field: 'scopes', problem: 'missing connectors:write' }] });
+  }
 }
 
 export interface AgentAccess {

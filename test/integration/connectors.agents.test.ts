@@ -71,11 +71,12 @@ describe('disconnect and reconnect', () => {
   });
 });
 
+function envelope(res: { status: number; body: any }, status: number, code: string) {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.body).toMatchObject({ success: false, error: { code } });
+}
+
 describe('connector tools on agents', () => {
-  const envelope = (res: { status: number; body: any }, status: number, code: string) => {
-    expect(res.status, JSON.stringify(res.body)).toBe(status);
-    expect(res.body).toMatchObject({ success: false, error: { code } });
-  };
 
   it('`connector` binds every usable action of the live connection, with the spec defaults', async () => {
     const agentId = await createAgent(s.cp as never, s.infra, s.owner, s.owner.workspaceId, 'Scheduler');
@@ -127,6 +128,32 @@ describe('connector tools on agents', () => {
     expect(bound.status, JSON.stringify(bound.body)).toBe(201);
     expect(bound.body.data.connector_binding).toEqual({ connection_id: st.id, actions: [{ ...action, fixed_labels: { email: 'Caller' } }] });
     envelope(await api(s.cp, 'PUT', `${tools}/${bound.body.data.id}`, { token: s.owner.token, body: { connector_binding: { connection_id: foreign, actions: [action] } } }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('who may add a connector to an agent (spec doc 1, Connectors: owner, admin or manager; keys need connectors:write)', () => {
+  it('a member, or a key without connectors:write, is refused on every agent route that binds one; a member re-sending the list adds nothing and passes', async () => {
+    const agentId = await createAgent(s.cp as never, s.infra, s.owner, s.owner.workspaceId, 'Guarded');
+    const hs = await connectionOf('hubspot');
+    const tools = `/api/v1/agents/${agentId}/tools`;
+    const action = { name: 'hubspot__find_contact', description: 'x', parameters: { type: 'object' }, fixed: {} };
+    const attempts = (token: string) => [
+      api(s.cp, 'POST', tools, { token, body: { connector: 'hubspot', name: 'hs-by-member' } }),
+      api(s.cp, 'POST', tools, { token, body: { name: 'hand', connector_binding: { connection_id: hs.id, actions: [action] } } }),
+      api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token, body: { connectors: ['hubspot'] } }),
+    ];
+    for (const r of await Promise.all(attempts(s.member.token))) envelope(r, 403, 'FORBIDDEN');
+    const key = async (scopes: string[]) => (await api(s.cp, 'POST', '/api/v1/auth/api-keys', { token: s.owner.token, body: { name: `k-${scopes.join('-')}`, scopes } })).body.data.key as string;
+    for (const r of await Promise.all(attempts(await key(['agents:write'])))) {
+      envelope(r, 403, 'FORBIDDEN');
+      expect(r.body.error.message).toMatch(/connectors:write/);
+    }
+    expect(await api(s.cp, 'GET', tools, { token: s.owner.token }).then((r) => r.body.data)).toEqual([]);
+    const both = await key(['agents:write', 'connectors:write']);
+    expect((await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: both, body: { connectors: ['hubspot'] } })).status).toBe(200);
+    // Sending back the list the agent has (a read-modify-write of the whole agent) binds nothing new.
+    const resend = await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.member.token, body: { connectors: ['hubspot'], name: 'Guarded 2' } });
+    expect(resend.status, JSON.stringify(resend.body)).toBe(200);
   });
 });
 

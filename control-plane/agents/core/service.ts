@@ -5,7 +5,7 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { AgentService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
 import { invalid, notFound } from '../../../shared/errors.js';
 import { newId } from '../../../shared/ids.js';
-import { requireAgentScope, type Access } from '../access.js';
+import { requireAgentScope, requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { listProviderRows } from '../agent-providers/store.js';
 import { listKbRows } from '../knowledge/store.js';
@@ -84,9 +84,13 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
     },
 
     async updateAgent(req, ctx) {
-      const { agent } = await access.agent(ctx, req.id, 'edit');
+      const acc = await access.agent(ctx, req.id, 'edit');
+      const { agent } = acc;
       const patch = checkAgentFields(req, { create: false });
       const add = checkConnectors(req.connectors);
+      // Only a connector the agent does not have yet (a client PUTting back the agent it read adds nothing).
+      const have = new Set(agent.connectors.map((c) => c.toLowerCase()));
+      if (add.some((c) => !have.has(c.toLowerCase()))) requireConnectorBinding(acc);
       if (new Set([...agent.connectors, ...add]).size > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
       // Every entry must resolve (UNKNOWN_CONNECTOR / CONNECTOR_NOT_CONNECTED) before anything is written.
       const bound = [];

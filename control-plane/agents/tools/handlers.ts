@@ -6,7 +6,7 @@ import type { AgentConfigService } from '../../../shared/gen/voiceplane/v1/agent
 import { AppError, invalid, notFound } from '../../../shared/errors.js';
 import { newId } from '../../../shared/ids.js';
 import type { SecretBox } from '../../../shared/secrets.js';
-import type { Access } from '../access.js';
+import { requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
 import { isUniqueViolation } from '../db.js';
@@ -74,8 +74,10 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
 
   return {
     async createTool(req, ctx) {
-      const { agent } = await access.agent(ctx, req.agentId, 'edit');
+      const acc = await access.agent(ctx, req.agentId, 'edit');
+      const { agent } = acc;
       checkConnectorRequest(req.connector, req.connectorBinding);
+      if (req.connector !== undefined || req.connectorBinding !== undefined) requireConnectorBinding(acc);
       const patch = req.connector === undefined ? checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy) : await connectorTool(req, agent.workspace_id);
       if (patch.name === undefined) throw invalid('name', 'is required');
       if (req.connector === undefined) await checkConnection(agent.workspace_id, patch);
@@ -106,10 +108,12 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
     },
 
     async updateTool(req, ctx) {
-      const { agent } = await access.agent(ctx, req.agentId, 'edit');
+      const acc = await access.agent(ctx, req.agentId, 'edit');
+      const { agent } = acc;
       const existing = await getToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal);
       if (!existing) throw notFound('tool');
       const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy);
+      if (patch.connector_binding) requireConnectorBinding(acc);
       await checkConnection(agent.workspace_id, patch);
       const row = merge(withoutTimestamps(existing), patch, secrets);
       try {
