@@ -169,9 +169,9 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
     async executeAction(req, ctx) {
       const p = await auth.principal(ctx);
       const row = isUuid(req.connectionId) ? await store.getConnection(sql, req.connectionId) : undefined;
-      if (!row) throw notFound('connection');
-      await auth.requireWorkspace(p, row.workspace_id, { min: 'manager', onDenied: 'not_found' });
-      const data = await deps.executor.execute(row, req.action, req.body, ctx.signal);
+      // Another workspace's connection answers exactly like a missing one (spec doc 1).
+      await auth.requireRowWorkspace(p, row?.workspace_id, 'connection', 'manager');
+      const data = await deps.executor.execute(row!, req.action, req.body, ctx.signal);
       return { data: fromJson(ValueSchema, data as JsonValue) };
     },
 

@@ -368,7 +368,10 @@ describe('Google Workspace', () => {
     expect((await resources(id, 'spreadsheets', '', stranger.token)).status).toBe(403);
     const foreign = await api(cp, 'GET', `${C}/workspace/${stranger.workspaceId}/connections/${id}/resources/spreadsheets`, { token: stranger.token });
     expect(foreign.status).toBe(404);
-    expect((await execute(id, 'list_free_slots', { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' }, stranger.token)).status).toBe(404);
+    const theirs = await execute(id, 'list_free_slots', { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' }, stranger.token);
+    const missing = await execute('0190a000-0000-7000-8000-00000000dead', 'list_free_slots', {}, stranger.token);
+    // A foreign connection answers exactly like a missing one.
+    expect([theirs.status, theirs.body]).toEqual([404, missing.body]);
   });
 });
 
