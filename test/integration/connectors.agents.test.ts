@@ -117,6 +117,10 @@ describe('connector tools on agents', () => {
     const foreign = (await s.infra.sql<Array<{ id: string }>>`select id from connector_connections where workspace_id = ${s.stranger.workspaceId}`)[0]!.id;
     const action = { name: 'stripe__find_customer', description: 'x', parameters: { type: 'object' }, fixed: {} };
     envelope(await api(s.cp, 'POST', tools, { token: s.owner.token, body: { name: 'pay', connector_binding: { connection_id: foreign, actions: [action] } } }), 404, 'NOT_FOUND');
+    // Executing it answers exactly like a missing connection too.
+    const theirs = await execute(foreign, 'find_customer', { email: 'cy@example.com' });
+    const missing = await execute('0190a000-0000-7000-8000-00000000dead', 'find_customer', { email: 'cy@example.com' });
+    expect([theirs.status, theirs.body]).toEqual([404, missing.body]);
     // Unhealthy is not usable: a refused credential makes the provider not connected for new tools.
     const st = await connectionOf('stripe');
     stripe.revoke(STRIPE_KEY);
