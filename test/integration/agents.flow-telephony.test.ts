@@ -143,6 +143,10 @@ describe('telephony binding', () => {
     expect(first.body.data).toMatchObject({ carrier_phone_number: '+61291234567', human_transfer_mode: 'panel', panel_project_id: 'proj-1' });
     const partial = await call('PUT', tel(), owner.token, { call_direction: 'outbound' });
     expect(partial.body.data).toMatchObject({ carrier_phone_number: '+61291234567', call_direction: 'outbound', human_transfer_mode: 'panel' });
+    // The panel project is the agent's own workspace (or a label): another workspace's id is refused.
+    expectInvalid(await call('PUT', tel(), owner.token, { panel_project_id: other.workspaceId }), 'panel_project_id');
+    const own = await call('PUT', tel(), owner.token, { panel_project_id: owner.workspaceId.toUpperCase() });
+    expect(own.body.data.panel_project_id).toBe(owner.workspaceId);
     // same agent, same number: fine
     expect((await call('PUT', tel(), owner.token, { carrier_phone_number: '+61291234567' })).status).toBe(200);
 

@@ -5,6 +5,7 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { AgentConfigService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
 import { AppError, invalid } from '../../../shared/errors.js';
+import { isUuid } from '../../../shared/ids.js';
 import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
@@ -53,7 +54,7 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
         webhook_url: tenantUrl('webhook_url', req.webhookUrl, outboundPolicy) ?? cur?.webhook_url ?? '',
         human_transfer_number: transfer,
         human_transfer_mode: oneOf('human_transfer_mode', req.humanTransferMode, TRANSFER_MODES) ?? cur?.human_transfer_mode ?? 'phone',
-        panel_project_id: optionalText('panel_project_id', req.panelProjectId, 200) ?? cur?.panel_project_id ?? '',
+        panel_project_id: panelProject(req.panelProjectId, agent.workspace_id) ?? cur?.panel_project_id ?? '',
         transcribe_human_segment: req.transcribeHumanSegment ?? cur?.transcribe_human_segment ?? false,
         generate_call_summary: req.generateCallSummary ?? cur?.generate_call_summary ?? false,
       };
@@ -76,4 +77,17 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
       return telephonyView(secrets, agent.id, await getTelephonyRow(sql, agent.id, ctx.signal));
     },
   };
+}
+
+/**
+ * `panel_project_id` (spec: "guarded against cross-workspace linking"). Panel transfers go to the
+ * human agents of the agent's own workspace (docs/portal.md), so an id is that workspace's or
+ * none; a label that is not an id is kept as the operator's note.
+ */
+function panelProject(value: string | undefined, workspaceId: string): string | undefined {
+  const v = optionalText('panel_project_id', value, 200);
+  if (v !== undefined && isUuid(v) && v.toLowerCase() !== workspaceId) {
+    throw invalid('panel_project_id', "must be the agent's own workspace id (its call center): panel transfers cannot go to another workspace");
+  }
+  return v === undefined ? undefined : isUuid(v) ? v.toLowerCase() : v;
 }
