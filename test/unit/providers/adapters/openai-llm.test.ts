@@ -205,50 +205,40 @@ describe('openai LLM adapter: faults', () => {
   });
 });
 
+/** A server that answers every request with these SSE chunks, then [DONE]. */
+async function scripted(chunks: unknown[]) {
+  const http = await import('node:http');
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return { provider: createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' }), close: () => new Promise((r) => server.close(r)) };
+}
+
 describe('openai LLM adapter: a tool call streamed without an id', () => {
   it('gets a made-up id within OpenAI\'s 40-character bound (it is sent back as tool_call_id)', async () => {
-    const http = await import('node:http');
-    const sse = [
+    const s = await scripted([
       { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, type: 'function', function: { name: 'lookup_order', arguments: '{"id":"A-17"}' } }] } }] },
       { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
-    ];
-    const server = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(`${sse.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    ]);
     try {
-      const port = (server.address() as { port: number }).port;
-      const events = await collect(createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' }).stream(ask('order', undefined, true)));
+      const events = await collect(s.provider.stream(ask('order', undefined, true)));
       const calls = events.flatMap((e) => (e.type === 'tool_calls' ? e.calls : []));
       expect(calls).toHaveLength(1);
       expect(calls[0]!.id).toMatch(/^call_[0-9a-f]{32}$/);
       expect(calls[0]!.id.length).toBeLessThanOrEqual(40);
     } finally {
-      await new Promise((r) => server.close(r));
+      await s.close();
     }
   });
 });
 
 describe('openai LLM adapter: entries of the wrong shape from a compatible server', () => {
-  /** A server that answers every request with these SSE chunks, then [DONE]. */
-  async function scripted(chunks: unknown[]) {
-    const http = await import('node:http');
-    const server = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(`${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    const port = (server.address() as { port: number }).port;
-    return { provider: createOpenAiLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' }), close: () => new Promise((r) => server.close(r)) };
-  }
-
   it('null choices, deltas and fragments carry nothing; usage counts that are not numbers are 0', async () => {
     const s = await scripted([
       { choices: [null, 7] },
