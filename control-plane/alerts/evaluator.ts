@@ -52,6 +52,8 @@ export interface Evaluator {
 }
 
 const KEY = 'alerts';
+/** Time one tick may spend on rules; QUEUE_SETTINGS gives `alerts.evaluate` an expiry above it. */
+export const TICK_BUDGET_MS = 20_000;
 
 export function createEvaluator(deps: EvaluatorDeps): Evaluator {
   const { sql, jobs, clock, logger, notifier } = deps;
@@ -61,7 +63,14 @@ export function createEvaluator(deps: EvaluatorDeps): Evaluator {
     // A registry outage must not stop the rules that only read Postgres (node_down then fails alone).
     await recordLiveNodes(deps, nowMs).catch((err: Error) => logger.warn({ err }, 'alert evaluator could not record live engine nodes'));
     const out: RuleOutcome[] = [];
+    const startedMs = clock.monotonicMs();
     for (const id of await store.enabledRuleIds(sql)) {
+      // Bounded, so the job's expiry can be short: a tick killed mid-way holds the singleton key
+      // (and so the next tick) only until it expires. The rules left wait for the next tick, first.
+      if (clock.monotonicMs() - startedMs > TICK_BUDGET_MS) {
+        logger.warn({ evaluated: out.length, budgetMs: TICK_BUDGET_MS }, 'alert tick out of time: the remaining rules go first next tick');
+        break;
+      }
       try {
         out.push(await evaluateRule(id, nowMs));
       } catch (err) {

@@ -101,8 +101,13 @@ export function parseChannels(value: Channels | undefined, checkUrl: (field: str
   if (value === undefined) return undefined;
   const list = (kind: keyof Channels, one: (field: string, v: string) => string): string[] => {
     const items = value[kind] ?? [];
-    if (items.length > MAX_TARGETS_PER_CHANNEL) throw invalid(`channels.${kind}`, `must list at most ${MAX_TARGETS_PER_CHANNEL} targets`);
-    return [...new Set(items.map((v, i) => one(`channels.${kind}[${i}]`, v)))];
+    const tooMany = () => invalid(`channels.${kind}`, `must list at most ${MAX_TARGETS_PER_CHANNEL} targets`);
+    // The bound counts distinct targets (after normalising: `A@X.com` and `a@x.com` are one);
+    // a raw list far past it is refused before any of it is checked.
+    if (items.length > MAX_TARGETS_PER_CHANNEL * 10) throw tooMany();
+    const distinct = [...new Set(items.map((v, i) => one(`channels.${kind}[${i}]`, v)))];
+    if (distinct.length > MAX_TARGETS_PER_CHANNEL) throw tooMany();
+    return distinct;
   };
   const url = (field: string, v: string): string => {
     const t = (v ?? '').trim();

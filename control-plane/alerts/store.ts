@@ -93,8 +93,9 @@ export async function deleteRule(sql: Sql, id: string): Promise<boolean> {
   return (await sql`delete from alert_rules where id = ${id}`).count > 0;
 }
 
+/** Enabled rules, the longest unevaluated first (a tick that runs out of time leaves the freshest). */
 export async function enabledRuleIds(sql: Sql): Promise<string[]> {
-  return (await sql<{ id: string }[]>`select id from alert_rules where enabled order by id`).map((r) => r.id);
+  return (await sql<{ id: string }[]>`select id from alert_rules where enabled order by last_evaluated_at nulls first, id`).map((r) => r.id);
 }
 
 export async function listEvents(sql: Sql, workspaceId: string, status: string | undefined, limit: number): Promise<EventRow[]> {

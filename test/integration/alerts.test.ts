@@ -16,6 +16,7 @@ import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 import { createAgent, offsetClock } from '../unit/records/control-plane.js';
 import { until } from '../helpers/campaigns.js';
+import { createEvaluator, TICK_BUDGET_MS } from '../../control-plane/alerts/evaluator.js';
 
 const R = '/api/v1/alerts/rules';
 const E = '/api/v1/alerts/events';
@@ -214,6 +215,26 @@ describe('REST shape: unset is null', () => {
 });
 
 describe('two evaluators at once', () => {
+  it('a tick stops taking rules after its time budget; the rules it left go first next tick', async () => {
+    const ids: string[] = [];
+    for (const name of ['Budget A', 'Budget B']) {
+      const r = await api(cp, 'POST', R, { token: owner.token, body: { name, metric: 'call_volume', operator: 'greater_than', threshold: 1e6, window_minutes: 10 } });
+      expect(r.status).toBe(201);
+      ids.push(r.body.data.id);
+    }
+    // Every look at the monotonic clock moves it 15 s: one rule fits in TICK_BUDGET_MS (20 s), the next does not.
+    let t = 0;
+    const slow = { ...clock, monotonicMs: () => (t += 15_000) };
+    const e = createEvaluator({ sql: infra.sql, jobs: cp.jobs, clock: slow, logger: infra.logger, registry: infra.registry, notifier: cp.alerts.notifier, intervalS: 3600 });
+    expect(TICK_BUDGET_MS).toBe(20_000);
+    const first = await e.tick();
+    expect(first).toHaveLength(1);
+    const second = await e.tick();
+    expect(second).toHaveLength(1);
+    expect(second[0]!.ruleId).not.toBe(first[0]!.ruleId);
+    for (const id of ids) await api(cp, 'DELETE', `${R}/${id}`, { token: owner.token });
+  });
+
   it('two control planes ticking together open one event per rule', { timeout: 30_000 }, async () => {
     const created = await api(cp, 'POST', R, { token: owner.token, body: { name: 'Busy', metric: 'call_volume', operator: 'greater_than_or_equal', threshold: 1, window_minutes: 10, cooldown_minutes: 0 } });
     expect(created.status).toBe(201);

@@ -48,7 +48,7 @@ describe('refusals name their field', () => {
     ['window_minutes', () => parseWindow(2.5)],
     ['cooldown_minutes', () => parseCooldown(-1)],
     ['channels.email[1]', () => parseChannels({ email: ['a@example.com', 'b'], webhook: [], slack: [] }, (_f, u) => u)],
-    ['channels.slack', () => parseChannels({ email: [], webhook: [], slack: Array(11).fill('https://hooks.example.com/x') }, (_f, u) => u)],
+    ['channels.slack', () => parseChannels({ email: [], webhook: [], slack: Array.from({ length: 11 }, (_, i) => `https://hooks.example.com/x${i}`) }, (_f, u) => u)],
     ['channels.webhook[0]', () => parseChannels({ email: [], webhook: ['  '], slack: [] }, (_f, u) => u)],
   ])('%s', (field, fn) => expect(fieldOf(fn)).toBe(field));
 });
@@ -62,5 +62,11 @@ describe('defaults', () => {
     expect(parseOperator('', false)).toBeUndefined();
     expect(parseScope({ type: '', agentId: '' })).toEqual({ type: 'workspace', agentId: null });
     expect(parseChannels({ email: ['Ops@Example.com', 'ops@example.com'], webhook: [], slack: [] }, (_f, u) => u)).toEqual({ email: ['ops@example.com'], webhook: [], slack: [] });
+    // The bound counts distinct targets: ten addresses and one repeated in other case are ten.
+    const ten = Array.from({ length: 10 }, (_, i) => `a${i}@x.com`);
+    expect(parseChannels({ email: [...ten, 'A0@X.com'], webhook: [], slack: [] }, (_f, u) => u)!.email).toEqual(ten);
+    // The same target many times over is one; far past the bound the raw list is refused unread.
+    expect(parseChannels({ email: [], webhook: [], slack: Array(50).fill('https://hooks.example.com/x') }, (_f, u) => u)!.slack).toHaveLength(1);
+    expect(() => parseChannels({ email: [], webhook: [], slack: Array(101).fill('https://hooks.example.com/x') }, (_f, u) => u)).toThrow(/at most 10 targets/);
   });
 });
