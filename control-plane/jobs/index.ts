@@ -38,11 +38,9 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   // LLM outages are usually short: 3 retries over ~1.5 min, then `summary_status = failed`.
   'post-call.summary': { retryLimit: 3, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 120 },
   // Like summaries: provider outages retried twice (~30 s), then the results are stored `failed`.
-  // Expiry: a run is at most two 60 s answers (plus the adapter's quick retries); a job whose
-  // replica died is run again after 150 s, so its result can still make the webhook's 4-minute hold.
-  'analysis.extract': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 150 },
+  'analysis.extract': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
   // Like analysis: outages retried twice (~30 s), then the score is stored `failed`; well inside the webhook's 4-minute hold.
-  'qa.score': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 150 },
+  'qa.score': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
   // The delivery schedule (30 s, 2 min, ...) is ours, not pg-boss's: each attempt is its own job,
   // and pg-boss retries only cover a crash or a database error around the attempt.
   'webhook.deliver': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
