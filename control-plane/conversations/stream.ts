@@ -6,7 +6,8 @@
  * - `conversation`: the conversation as `GET /conversations/{id}` returns it (first event);
  * - `turn` (SSE `id` = turn number): `{conversation_id, turn_number, messages, tool_calls}`, first
  *   the turns already stored (replay, messages carry `audio_url`), then live turns as the engine's
- *   writer publishes them (same record shape, `audio_url` null); a turn is never sent twice;
+ *   writer publishes them (same record shape, `audio_url` null); a message is never sent twice, and
+ *   the agent's own prompts (welcome, nudges, goodbye) come as turns of one assistant message;
  * - `end`: `{conversation_id, status, total_turns, total_duration_ms, avg_response_latency_ms,
  *   ended_at}`, then the server closes the stream. A conversation that already ended gets its
  *   replay and `end` at once.
@@ -112,7 +113,9 @@ export function createStreamHandler(opts: StreamOptions) {
     const headers: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
     if (req.httpVersionMajor === 1) headers.connection = 'keep-alive';
     let finished = false;
-    let lastTurn = -1;
+    // Messages already sent, by id: a turn number is not enough (the welcome, idle nudges and the
+    // goodbye all come after the turn they follow, under its number), and a message is never sent twice.
+    const sentMessages = new Set<string>();
     let replaying = true;
     const early: TranscriptEvent[] = [];
     const pending: string[] = [];
@@ -161,11 +164,13 @@ export function createStreamHandler(opts: StreamOptions) {
 
     const deliver = (ev: TranscriptEvent) => {
       if (ev.type === 'turn') {
-        if (ev.turn_number <= lastTurn) return;
-        lastTurn = ev.turn_number;
+        const fresh = ev.messages.filter((msg) => typeof msg.id === 'string' && !sentMessages.has(msg.id));
+        if (!fresh.length) return;
+        const ids = new Set(fresh.map((msg) => msg.id));
+        for (const mid of ids) sentMessages.add(mid);
         // Live turns go through the same views as replayed ones: every field present, unset ones null.
-        const messages = ev.messages.map((msg) => writeJson(ConversationMessageSchema, messageView(liveMessageRow(msg), opts.links)));
-        const toolCalls = ev.tool_calls.map((tc) => writeJson(ToolCallRecordSchema, toolCallView(liveToolCallRow(tc))));
+        const messages = fresh.map((msg) => writeJson(ConversationMessageSchema, messageView(liveMessageRow(msg), opts.links)));
+        const toolCalls = ev.tool_calls.filter((tc) => ids.has(String(tc.message_id))).map((tc) => writeJson(ToolCallRecordSchema, toolCallView(liveToolCallRow(tc))));
         send('turn', { conversation_id: id, turn_number: ev.turn_number, messages, tool_calls: toolCalls }, ev.turn_number);
       } else if (ev.type === 'end') {
         send('end', endPayload(id, ev));
@@ -173,13 +178,24 @@ export function createStreamHandler(opts: StreamOptions) {
       }
     };
 
-    /** Stored turns newer than the last one sent. */
+    /** A bus listener that throws would be an uncaught exception (the memory bus runs it on its own tick). */
+    const safeDeliver = (ev: TranscriptEvent) => {
+      try {
+        deliver(ev);
+      } catch (err) {
+        opts.logger.warn({ err, conversationId: id }, 'live transcript event could not be sent: closing the stream (the client replays on reconnect)');
+        finish(true);
+      }
+    };
+
+    /** Stored messages not sent yet, by turn (with their tool calls). */
     const replayStored = async () => {
       const [messages, toolCalls] = await Promise.all([listMessages(opts.sql, id), listToolCalls(opts.sql, id)]);
       const byTurn = new Map<number, { messages: unknown[]; tool_calls: unknown[] }>();
       const messageTurn = new Map<string, number>();
       for (const msg of messages) {
-        if (msg.turn_number <= lastTurn) continue;
+        if (sentMessages.has(msg.id)) continue;
+        sentMessages.add(msg.id);
         let t = byTurn.get(msg.turn_number);
         if (!t) byTurn.set(msg.turn_number, (t = { messages: [], tool_calls: [] }));
         t.messages.push(writeJson(ConversationMessageSchema, messageView(msg, opts.links)));
@@ -190,7 +206,6 @@ export function createStreamHandler(opts: StreamOptions) {
         if (turn !== undefined) byTurn.get(turn)!.tool_calls.push(writeJson(ToolCallRecordSchema, toolCallView(tc)));
       }
       for (const [turn, t] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
-        lastTurn = turn;
         send('turn', { conversation_id: id, turn_number: turn, ...t }, turn);
       }
     };
@@ -216,7 +231,7 @@ export function createStreamHandler(opts: StreamOptions) {
         if (early.length < maxBuffered) early.push(ev);
         return;
       }
-      deliver(ev);
+      safeDeliver(ev);
     });
     if (finished || signal.aborted) {
       finished = true;
@@ -231,7 +246,7 @@ export function createStreamHandler(opts: StreamOptions) {
     await replayStored();
     replaying = false;
     if (conv.status !== 'active') return endFromRow(conv);
-    for (const ev of early.splice(0)) if (!finished) deliver(ev);
+    for (const ev of early.splice(0)) if (!finished) safeDeliver(ev);
 
     heartbeat = opts.clock.setInterval(() => {
       write(': heartbeat\n\n');

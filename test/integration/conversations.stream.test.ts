@@ -162,14 +162,20 @@ describe('live transcript stream (SSE)', () => {
     const stored = await api(h, 'GET', `/api/v1/conversations/${rec.conversationId}/messages`, { token: alice.token });
     const storedKeys = Object.keys(stored.body.data[0]).sort();
     expect(Object.keys(t2.data.messages[1]).sort()).toEqual(storedKeys);
-    await s.next((e) => e.event === 'turn' && e.data.turn_number === 2);
+    // The agent's own prompts after a turn (an idle nudge, then the goodbye) come under that turn's
+    // number: each is sent once, live, though turn 2 was already sent.
+    for (const [kind, text] of [['nudge', 'Are you still there?'], ['goodbye', 'Goodbye!']] as const) {
+      rec.agentMessage!({ kind, turn: 2, text, interrupted: false, tts: { provider: 'sim' }, started_at_ms: t0 + 5000 });
+      const prompt = await s.next((e) => e.event === 'turn' && e.data.messages[0]?.content === text);
+      expect(prompt.data).toMatchObject({ turn_number: 2, messages: [{ role: 'assistant', content: text, metadata: { prompt: kind } }], tool_calls: [] });
+    }
     await until(() => s.comments.some((c) => c.startsWith(': heartbeat')));
 
     rec.end(endRecord(2, t0));
     const end = await s.next((e) => e.event === 'end');
     expect(end.data).toMatchObject({ conversation_id: rec.conversationId, status: 'completed', total_turns: 2 });
     await until(() => s.closed);
-    expect(s.events.filter((e) => e.event === 'turn').map((e) => e.data.turn_number)).toEqual([1, 2]);
+    expect(s.events.filter((e) => e.event === 'turn').map((e) => e.data.turn_number)).toEqual([1, 2, 2, 2]);
     await until(() => h.conversations.openStreams === 0);
   });
 
