@@ -314,6 +314,7 @@ export async function startFastifyPeer(o: PeerOptions): Promise<RunningPeer> {
       total_latency_ms: nonNegativeInt('total_latency_ms', b.total_latency_ms) ?? null,
       internal_overhead_ms: nonNegativeInt('internal_overhead_ms', b.internal_overhead_ms) ?? null,
       metadata,
+      billable: false,
       created_at: new Date(),
     };
     const [inserted] = await sql<Row[]>`insert into messages ${sql(row as never)} on conflict do nothing returning *`;

@@ -71,7 +71,7 @@ async function recordedUsage(tx: SqlOrTx, conversationId: string): Promise<(Reco
       coalesce(sum(m.tokens_input) filter (where m.billable), 0)::float8 as tokens_input,
       coalesce(sum(m.tokens_output) filter (where m.billable), 0)::float8 as tokens_output,
       coalesce(sum(char_length(m.content)) filter (where m.role = 'assistant' and m.billable), 0)::float8 as tts_characters,
-      (select count(*) from tool_calls t where t.conversation_id = c.id)::float8 as tool_calls
+      (select count(*) from tool_calls t where t.conversation_id = c.id and t.billable)::float8 as tool_calls
     from conversations c left join messages m on m.conversation_id = c.id
     where c.id = ${conversationId} and c.segment_kind = 'ai' and c.engine_node_id is not null
     group by c.id`;

@@ -268,6 +268,8 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         tts_provider: text('tts_provider', req.ttsProvider) ?? null,
         ...ints,
         metadata: (req.metadata ?? {}) as JsonObject,
+        // Written by the client's own systems, not our pipeline: never metered (migration 0026).
+        billable: false,
         created_at: new Date(deps.clock.now()),
       };
       const [inserted] = await sql<store.MessageRow[]>`insert into messages ${sql(row as never)} on conflict do nothing returning *`;
@@ -318,6 +320,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         status: text('status', req.status, { maxChars: 50 }) ?? 'success',
         latency_ms: nonNegativeInt('latency_ms', req.latencyMs) ?? 0,
         error_message: text('error_message', req.errorMessage, { maxChars: 4000 }) ?? null,
+        billable: false,
         created_at: new Date(deps.clock.now()),
       };
       const [inserted] = await sql<store.ToolCallRow[]>`insert into tool_calls ${sql(row as never)} on conflict do nothing returning *`;

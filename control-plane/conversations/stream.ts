@@ -333,6 +333,7 @@ function liveToolCallRow(c: Record<string, unknown>): ToolCallRow {
     status: String(c.status ?? ''),
     latency_ms: typeof c.latency_ms === 'number' ? c.latency_ms : 0,
     error_message: typeof c.error_message === 'string' ? c.error_message : null,
+    billable: c.billable === true,
     created_at: liveDate(c.created_at),
   };
 }

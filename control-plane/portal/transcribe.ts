@@ -174,6 +174,8 @@ export function createTranscriber(deps: TranscriberDeps) {
           asr_model: live.asrModel || null,
           asr_confidence: l.confidence ?? null,
           metadata: tx.json({ speaker: l.speaker, channel: l.channel, start_ms: l.startMs, end_ms: l.endMs, source: 'recording', recording_sid: row.recording_sid ?? '', ...(l.speaker === 'human_agent' ? { human_agent_id: row.human_agent_id } : {}) } as never),
+          // The human stint's words: not our pipeline's usage (migration 0026).
+          billable: false,
           created_at: new Date(base + l.startMs),
         };
       });

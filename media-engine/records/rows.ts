@@ -106,6 +106,7 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     status: c.status,
     latency_ms: Math.max(0, Math.round(c.latency_ms)),
     error_message: c.error_message ?? null,
+    billable: true,
     created_at: new Date(at + 1 + i),
   }));
   const user: MessageRow = {

@@ -67,7 +67,8 @@ export interface MessageRow {
   /**
    * Counted by usage metering (migration 0026): true on what our engine's pipeline produced for
    * the caller; false on platform notices (credit ran out, node shutdown) and on messages written
-   * over REST, which our LLM and TTS never made. Not in the API.
+   * over REST or by the human stint's transcription, which our LLM and TTS never made (those
+   * writers set it: the column defaults to true for engines of the previous release). Not in the API.
    */
   billable: boolean;
   created_at: Date;
@@ -83,6 +84,8 @@ export interface ToolCallRow {
   status: string;
   latency_ms: number;
   error_message: string | null;
+  /** Counted by usage metering: the engine's own tool calls only (migration 0026). Not in the API. */
+  billable: boolean;
   created_at: Date;
 }
 

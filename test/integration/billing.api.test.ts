@@ -243,12 +243,14 @@ describe('metering', () => {
     // or TTS, not metered.
     const added = await api(cp, 'POST', '/api/v1/conversations/messages', { token: alice.token, body: { conversation_id: rec.conversationId, role: 'assistant', content: 'x'.repeat(500), tokens_input: 9000, tokens_output: 9000 } });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
+    const tc = await api(cp, 'POST', '/api/v1/conversations/tool-calls', { token: alice.token, body: { conversation_id: rec.conversationId, message_id: added.body.data.id, tool_name: 'mine', status: 'success', latency_ms: 5 } });
+    expect(tc.status, JSON.stringify(tc.body)).toBe(201);
     rec.end(endRecord(1, t0));
     await writer.flush();
     await cp.postCall.drain();
     const [debit] = await infra.sql<any[]>`select * from billing_ledger where conversation_id = ${rec.conversationId}`;
     expect(debit.usage.quantities.audio_second).toBeGreaterThan(0);
-    expect(debit.usage.quantities).toMatchObject({ tts_character: turn.assistant_text.length, llm_input_token: turn.llm.tokens_input, llm_output_token: turn.llm.tokens_output });
+    expect(debit.usage.quantities).toMatchObject({ tts_character: turn.assistant_text.length, llm_input_token: turn.llm.tokens_input, llm_output_token: turn.llm.tokens_output, tool_call: turn.tool_calls.length });
 
     // Recorded by the customer's own system over REST: ended, not metered.
     const own = await api(cp, 'POST', '/api/v1/conversations', { token: alice.token, body: { session_id: `rest-${Date.now()}`, agent_id: agent } });

@@ -1,20 +1,21 @@
 /**
- * `messages.billable`: whether usage metering counts the message's tokens and characters
- * (control-plane/billing/store.ts). The engine's record writer sets it: true on what its pipeline
- * made for the caller, false on platform notices (the credit-exhausted goodbye, the drain notice),
- * which billed a workspace for being told its credit ran out. Every other writer (REST
- * `POST /conversations/messages`, the human stint's transcription) takes the default, false:
- * our LLM and TTS never made those, yet a client adding assistant messages to an engine-run
- * call had its characters and token counts billed.
+ * `messages.billable` and `tool_calls.billable`: whether usage metering counts a row's tokens,
+ * characters or tool call (control-plane/billing/store.ts). The engine's record writer marks what
+ * its pipeline made for the caller `true` and platform notices (the credit-exhausted goodbye, the
+ * drain notice) `false`: a workspace was billed for being told its credit ran out. Every other
+ * writer (REST `POST /conversations/messages` and `/tool-calls`, the human stint's transcription)
+ * writes `false` itself: our LLM and TTS never made those rows, yet a client adding assistant
+ * messages or tool calls to an engine-run call had them billed.
  *
- * Existing rows become true (Postgres stores the constant without rewriting the table), so a
- * call running across the upgrade is metered as before; the default then turns false.
+ * The default stays `true` (Postgres stores the constant without rewriting the tables), so an
+ * engine still on the previous release during a rolling upgrade, which does not write the column,
+ * is metered as before.
  */
 export const m0026_messages_billable = {
   version: 26,
   name: 'messages_billable',
   sql: /* sql */ `
 alter table messages add column billable boolean not null default true;
-alter table messages alter column billable set default false;
+alter table tool_calls add column billable boolean not null default true;
 `,
 };
