@@ -40,6 +40,10 @@ export function requireAgentScope(p: Principal, op: AgentOp): void {
  * agent" needs owner, admin or manager, and an API key needs `connectors:write` as well as
  * `agents:write` (the connectors route's own rule, so the agent routes are no way around it).
  */
+export function canBindConnectors(a: AgentAccess): boolean {
+  return ROLE_RANK[a.role] >= ROLE_RANK.manager && (a.principal.via !== 'api_key' || grants(a.principal.scopes, 'connectors:write'));
+}
+
 export function requireConnectorBinding(a: AgentAccess): void {
   if (ROLE_RANK[a.role] < ROLE_RANK.manager) throw forbidden('adding a connector to an agent requires the manager role or above');
   if (a.principal.via === 'api_key' && !grants(a.principal.scopes, 'connectors:write')) {

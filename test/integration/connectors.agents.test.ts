@@ -155,9 +155,13 @@ describe('who may add a connector to an agent (spec doc 1, Connectors: owner, ad
     expect(await api(s.cp, 'GET', tools, { token: s.owner.token }).then((r) => r.body.data)).toEqual([]);
     const both = await key(['agents:write', 'connectors:write']);
     expect((await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: both, body: { connectors: ['hubspot'] } })).status).toBe(200);
-    // Sending back the list the agent has (a read-modify-write of the whole agent) binds nothing new.
+    // Sending back the list the agent has (a read-modify-write of the whole agent) is accepted and
+    // binds nothing: a connector tool a manager switched off stays off.
+    const [hsTool] = (await api(s.cp, 'GET', tools, { token: s.owner.token })).body.data as any[];
+    expect((await api(s.cp, 'PUT', `${tools}/${hsTool.id}`, { token: s.owner.token, body: { is_active: false } })).status).toBe(200);
     const resend = await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.member.token, body: { connectors: ['hubspot'], name: 'Guarded 2' } });
     expect(resend.status, JSON.stringify(resend.body)).toBe(200);
+    expect((await api(s.cp, 'GET', tools, { token: s.owner.token })).body.data.map((t: any) => [t.name, t.is_active])).toEqual([['hubspot', false]]);
   });
 });
 

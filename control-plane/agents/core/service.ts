@@ -5,7 +5,7 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { AgentService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
 import { invalid, notFound } from '../../../shared/errors.js';
 import { newId } from '../../../shared/ids.js';
-import { requireAgentScope, requireConnectorBinding, type Access } from '../access.js';
+import { canBindConnectors, requireAgentScope, requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { listProviderRows } from '../agent-providers/store.js';
 import { listKbRows } from '../knowledge/store.js';
@@ -89,12 +89,15 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
       const patch = checkAgentFields(req, { create: false });
       const add = checkConnectors(req.connectors);
       // Only a connector the agent does not have yet (a client PUTting back the agent it read adds nothing).
+      // Binding (re-binding, re-activating) connector tools is a manager's (or connectors:write's):
+      // without it, only a list the agent already has may be sent back, and nothing is bound.
       const have = new Set(agent.connectors.map((c) => c.toLowerCase()));
-      if (add.some((c) => !have.has(c.toLowerCase()))) requireConnectorBinding(acc);
+      const mayBind = canBindConnectors(acc);
+      if (!mayBind && add.some((c) => !have.has(c.toLowerCase()))) requireConnectorBinding(acc);
       if (new Set([...agent.connectors, ...add]).size > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
       // Every entry must resolve (UNKNOWN_CONNECTOR / CONNECTOR_NOT_CONNECTED) before anything is written.
       const bound = [];
-      for (const c of deps.connectors ? add : []) bound.push(await deps.connectors!.bindingFor(agent.workspace_id, c));
+      for (const c of deps.connectors && mayBind ? add : []) bound.push(await deps.connectors!.bindingFor(agent.workspace_id, c));
       const row = await updateAgentRow(sql, agent.id, { ...patch, add_connectors: add }, ctx.signal);
       if (!row) throw notFound('agent');
       for (const b of bound) {
