@@ -88,7 +88,7 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
         select agent_id, day_of_week, shift_start, shift_end, timezone, created_at from human_agent_shifts where agent_id = any(${ids}) and deleted_at is null`;
       const inactive = await sql<(InactivePeriod & { agent_id: string })[]>`
         select agent_id, started_at, ended_at from human_agent_inactive_periods
-        where agent_id = any(${ids}) and started_at < ${to} and coalesce(ended_at, 'infinity') > ${new Date(fromMs - DAY_MS)} limit ${MAX_ATTENDANCE_ROWS + 1}`;
+        where agent_id = any(${ids}) and started_at < ${new Date(toMs + 3 * DAY_MS)} and coalesce(ended_at, 'infinity') > ${new Date(fromMs - DAY_MS)} limit ${MAX_ATTENDANCE_ROWS + 1}`;
       if (inactive.length > MAX_ATTENDANCE_ROWS) throw invalid('to', `the range holds more than ${MAX_ATTENDANCE_ROWS} deactivations: ask for fewer days or one agent_id`);
       const rows = computeAttendance({ agents, sessions, spans, shifts, inactive, fromMs, toMs, nowMs });
       return {

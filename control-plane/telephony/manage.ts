@@ -195,6 +195,12 @@ export async function dialClient(ctx: Ctx, callId: string, identity: string, bas
   try {
     await adapter.handoff!.dial(account, c.provider_call_sid, { address, callerId, actionUrl: `${base}/api/v1/telephony/calls/${c.call_id}/dial-complete`, callbackBase: `${base}/api/v1/telephony/calls/${c.call_id}` });
   } catch (err) {
+    // As for a cold transfer: a request that may have been carried out keeps the mark (never a
+    // second dial, never swept and hung up under the person it may have reached).
+    if (err instanceof CarrierError && err.outcomeUnknown) {
+      ctx.log.warn({ err, callId, carrier: adapter.id }, 'hand-off dial outcome unknown: the call stays marked transferred');
+      return undefined;
+    }
     await ctx.calls.patch(c.call_id, { transferred_to: '' });
     ctx.log.warn({ err, callId, carrier: adapter.id }, 'hand-off dial refused by the carrier');
     return undefined;

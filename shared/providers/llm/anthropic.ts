@@ -4,6 +4,7 @@
  * content_block_delta (text_delta | input_json_delta), content_block_stop -> message_delta
  * (stop_reason, cumulative output usage) -> message_stop; `ping` anywhere; `error` anywhere.
  */
+import { randomUUID } from 'node:crypto';
 import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
@@ -145,10 +146,14 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
           inputTokens = tokenCount(u.input_tokens) + tokenCount(u.cache_creation_input_tokens) + tokenCount(u.cache_read_input_tokens);
           outputTokens = typeof u.output_tokens === 'number' ? tokenCount(u.output_tokens) : undefined;
         } else if (type === 'content_block_start') {
-          const block = (msg.content_block ?? {}) as Record<string, unknown>;
+          const cb = msg.content_block;
+          const block = (typeof cb === 'object' && cb !== null ? cb : {}) as Record<string, unknown>;
           if (block.type === 'tool_use') {
             checkToolCallCount(label, toolBlocks.size + finished.length);
-            const t = { id: String(block.id ?? ''), name: String(block.name ?? ''), json: '', initial: block.input };
+            // A nameless call can never run, and sent back in the history it fails every later turn.
+            if (typeof block.name !== 'string' || !block.name) throw new ProviderError({ provider: label, code: 'MALFORMED_RESPONSE', message: `${label}: a tool_use block without a name` });
+            const id = typeof block.id === 'string' && block.id ? block.id : `toolu_${randomUUID().replaceAll('-', '')}`;
+            const t = { id, name: block.name, json: '', initial: block.input };
             checkToolCall(label, { name: t.name, arguments: '' });
             toolBlocks.set(Number(msg.index), t);
           }

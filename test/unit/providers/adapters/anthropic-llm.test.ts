@@ -189,3 +189,41 @@ describe('anthropic LLM adapter: a response beyond our bounds', () => {
     }
   });
 });
+
+describe('anthropic LLM adapter: tool_use blocks of the wrong shape', () => {
+  const ev = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify({ type, ...(data as object) })}\n\n`;
+  /** A server that streams `blocks` as one message, then ends it. */
+  async function once(blocks: string) {
+    const http = await import('node:http');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(ev('message_start', { message: { id: 'msg_1', usage: { input_tokens: 'many', output_tokens: 1 } } }) + blocks + ev('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 } }) + ev('message_stop', {}));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    return { provider: createAnthropicLlm({ apiKey: 'k', baseUrl: `http://127.0.0.1:${port}`, model: 'm' }), close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('a tool_use without a name is MALFORMED_RESPONSE; one without an id gets a made-up id; a usage count that is not a number is 0', async () => {
+    const nameless = await once(ev('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', input: {} } }) + ev('content_block_stop', { index: 0 }));
+    try {
+      const { error } = await settle(nameless.provider.stream({ messages: [{ role: 'user', content: 'x' }], tools, signal: new AbortController().signal }));
+      expect(error).toMatchObject({ code: 'MALFORMED_RESPONSE' });
+    } finally {
+      await nameless.close();
+    }
+    const idless = await once(ev('content_block_start', { index: 0, content_block: { type: 'tool_use', name: 'lookup_order', input: { id: 'A' } } }) + ev('content_block_stop', { index: 0 }));
+    try {
+      const events: LlmEvent[] = [];
+      for await (const e of idless.provider.stream({ messages: [{ role: 'user', content: 'x' }], tools, signal: new AbortController().signal })) events.push(e);
+      const calls = events.flatMap((e) => (e.type === 'tool_calls' ? e.calls : []));
+      expect(calls).toEqual([{ id: expect.stringMatching(/^toolu_[0-9a-f]{32}$/), name: 'lookup_order', arguments: '{"id":"A"}' }]);
+      expect(events.at(-1)).toMatchObject({ type: 'done', usage: { inputTokens: 0, outputTokens: 3 } });
+    } finally {
+      await idless.close();
+    }
+  });
+});
