@@ -14,7 +14,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { LlmProvider } from '../../shared/providers/types.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { CallHistory } from '../../shared/agent/history.js';
-import { runTurn, type AgentTool, type TurnMsg } from '../../shared/agent/turn-runner.js';
+import { runTurn, TOO_MANY_TOOL_STEPS, type AgentTool, type TurnMsg } from '../../shared/agent/turn-runner.js';
 import { withTtsRetry } from '../../shared/providers/retry.js';
 import { nextCallerTurn } from './caller.js';
 import { ProviderFailure } from './forced-call.js';
@@ -110,7 +110,9 @@ async function agentTurn(input: ConversationInput, messages: ReturnType<CallHist
       post: (m) => {
         if (m.kind === 'tts_audio') listener?.push(m.chunk);
         else if (m.kind === 'llm_step_done') tokens += m.inputTokens + m.outputTokens;
-        else if (m.kind === 'llm_error') llmError = m.message;
+        // The agent's model looping on tools is the agent's behaviour, judged like any answer (an
+        // empty one), not a provider failure that would discard the transcript.
+        else if (m.kind === 'llm_error' && m.code !== TOO_MANY_TOOL_STEPS) llmError = m.message;
         else if (m.kind === 'tool_result') {
           const text = `${m.call.name}(${m.call.arguments}) -> ${m.result.status === 'success' ? m.result.content : `error: ${m.result.error ?? m.result.content}`}`;
           transcript.push({ role: 'tool', content: text.slice(0, MAX_TOOL_TEXT_CHARS), turn });
