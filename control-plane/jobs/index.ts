@@ -57,8 +57,9 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   'system-health.collect': { retryLimit: 1, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 60 },
   // A tick that crashed is retried soon; its successor is already queued, so the chain never stops.
   // Short expiry: a tick killed mid-way holds the key (and its successor) until it expires, and a
-  // tick stops taking rules after 20 s (alerts/evaluator.ts TICK_BUDGET_MS).
-  'alerts.evaluate': { retryLimit: 2, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 30 },
+  // tick stops taking rules after 20 s (alerts/evaluator.ts TICK_BUDGET_MS; the rule it started
+  // and the live-node read before it get the rest).
+  'alerts.evaluate': { retryLimit: 2, retryDelaySeconds: 5, retryBackoff: false, expireInSeconds: 45 },
   // Five attempts over ~5 min (10 s doubling, jittered), then the notification is `dead`.
   'alerts.notify': { retryLimit: 4, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 60 },
   // Re-reads the current state each time, so a retry or a duplicate is harmless; a stale

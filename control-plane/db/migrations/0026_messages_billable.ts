@@ -15,6 +15,9 @@ export const m0026_messages_billable = {
   version: 26,
   name: 'messages_billable',
   sql: /* sql */ `
+-- Each ALTER needs a moment's exclusive lock: behind a long query on the table it would queue
+-- every message write after it. Give up instead (the start fails and says so; start again).
+set local lock_timeout = '15s';
 alter table messages add column billable boolean not null default true;
 alter table tool_calls add column billable boolean not null default true;
 `,
