@@ -32,7 +32,7 @@ import type { NodeReq, NodeRes } from '../http/rest.js';
 import type { AudioLinks } from './audio-links.js';
 import { rawHandlerContext, sendError } from './http-util.js';
 import { type ConversationRow, getConversation, listMessages, listToolCalls } from './store.js';
-import { pathId } from '../http/validate.js';
+import { isPlainObject, pathId } from '../http/validate.js';
 import { conversationView, messageView, toolCallView } from './views.js';
 import { rawRoute, requestUrl } from '../http/request-url.js';
 import { writeJson } from '../http/json-writer.js';
@@ -316,7 +316,7 @@ function liveMessageRow(m: TranscriptMessage): MessageRow {
     tts_latency_ms: num('tts_latency_ms'),
     total_latency_ms: num('total_latency_ms'),
     internal_overhead_ms: num('internal_overhead_ms'),
-    metadata: f.metadata && typeof f.metadata === 'object' && !Array.isArray(f.metadata) ? (f.metadata as Record<string, unknown>) : {},
+    metadata: isPlainObject(f.metadata) ? f.metadata : {},
     billable: f.billable === true,
     created_at: liveDate(f.created_at),
   };

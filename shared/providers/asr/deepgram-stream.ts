@@ -12,6 +12,7 @@ import { backoffDelayMs } from '../../backoff.js';
 import type { Clock, TimerHandle } from '../../clock.js';
 import { AsyncQueue } from '../async-queue.js';
 import type { ProviderError, ProviderErrorCode } from '../errors.js';
+import { parseJsonChunk } from '../sse.js';
 import type { AsrEvent, AsrStream, AsrStreamOptions } from '../types.js';
 import { AudioRing } from './audio-ring.js';
 import type { DeepgramAsrOptions } from './deepgram.js';
@@ -241,16 +242,14 @@ export class DeepgramStream implements AsrStream {
 
   private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (isBinary) return;
-    let parsed: unknown;
+    let msg: Record<string, unknown>;
     try {
-      parsed = JSON.parse(data.toString());
-    } catch {
-      parsed = undefined;
+      msg = parseJsonChunk('deepgram', data.toString());
+    } catch (err) {
+      // One bad message (not JSON, or JSON that is not an object: `null`, a number) does not poison
+      // the stream: report it and keep listening. The URL is a tenant's: anything may arrive.
+      return this.emitError('MALFORMED_RESPONSE', (err as Error).message, true);
     }
-    // One bad message (not JSON, or JSON that is not an object: `null`, a number) does not poison
-    // the stream: report it and keep listening. The URL is a tenant's: anything may arrive.
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return this.emitError('MALFORMED_RESPONSE', 'deepgram: unparseable message', true);
-    const msg = parsed as Record<string, unknown>;
     switch (msg.type) {
       case 'Results':
         // Transcription is flowing: the connection is demonstrably healthy. (Not on Metadata: a

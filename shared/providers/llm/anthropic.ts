@@ -10,6 +10,7 @@ import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULT
 import { parseJsonChunk, sseEvents } from '../sse.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 import { checkToolCall, checkToolCallCount, tokenCount } from './limits.js';
+import { isRecord } from '../../protocol/stream-frames.js';
 
 export interface AnthropicLlmOptions extends HttpAdapterOptions {
   apiKey: string;
@@ -139,15 +140,12 @@ export function createAnthropicLlm(opts: AnthropicLlmOptions): LlmProvider {
         const msg = parseJsonChunk(label, ev.data);
         const type = String(msg.type ?? ev.event);
         if (type === 'message_start') {
-          const m = msg.message;
-          const raw = typeof m === 'object' && m !== null ? (m as Record<string, unknown>).usage : undefined;
-          const u = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+          const u = isRecord(msg.message) && isRecord(msg.message.usage) ? msg.message.usage : {};
           // Cached prompt tokens are reported apart from input_tokens; the prompt cost is their sum.
           inputTokens = tokenCount(u.input_tokens) + tokenCount(u.cache_creation_input_tokens) + tokenCount(u.cache_read_input_tokens);
           outputTokens = typeof u.output_tokens === 'number' ? tokenCount(u.output_tokens) : undefined;
         } else if (type === 'content_block_start') {
-          const cb = msg.content_block;
-          const block = (typeof cb === 'object' && cb !== null ? cb : {}) as Record<string, unknown>;
+          const block = isRecord(msg.content_block) ? msg.content_block : {};
           if (block.type === 'tool_use') {
             checkToolCallCount(label, toolBlocks.size + finished.length);
             // A nameless call can never run, and sent back in the history it fails every later turn.

@@ -7,6 +7,7 @@ import { ProviderError } from '../errors.js';
 import { describeJsonError, httpStreamSettings, openHttpStream, LLM_HTTP_DEFAULTS, type HttpAdapterOptions } from '../http.js';
 import { parseJsonChunk, sseEvents } from '../sse.js';
 import { checkToolCall, checkToolCallCount, tokenCount } from './limits.js';
+import { isRecord } from '../../protocol/stream-frames.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../types.js';
 
 export interface OpenAiLlmOptions extends HttpAdapterOptions {
@@ -63,9 +64,9 @@ class ToolCallAssembler {
   add(fragments: unknown[]): void {
     fragments.forEach((raw, position) => {
       // The base URL may be anyone's: a fragment that is not an object carries nothing.
-      if (!isObject(raw)) return;
+      if (!isRecord(raw)) return;
       const f = raw as { index?: unknown; id?: unknown; function?: unknown };
-      const fn = (isObject(f.function) ? f.function : {}) as { name?: unknown; arguments?: unknown };
+      const fn = (isRecord(f.function) ? f.function : {}) as { name?: unknown; arguments?: unknown };
       // Some compatible servers send whole calls without `index`: their position stands in.
       const index = Number.isSafeInteger(f.index) && (f.index as number) >= 0 ? (f.index as number) : position;
       let call = this.calls.get(index);
@@ -148,9 +149,9 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
         // `choices: null` from some compatible servers is the same as `[]` (usage-only chunk).
         const choices = Array.isArray(chunk.choices) ? (chunk.choices as Array<Record<string, unknown>>) : [];
         for (const choice of choices) {
-          if (!isObject(choice)) continue; // `[null]` and the like: nothing in it
+          if (!isRecord(choice)) continue; // `[null]` and the like: nothing in it
           if (typeof choice.index === 'number' && choice.index !== 0) continue; // we never ask for n > 1
-          const delta = (isObject(choice.delta) ? choice.delta : {}) as { content?: unknown; tool_calls?: unknown };
+          const delta = (isRecord(choice.delta) ? choice.delta : {}) as { content?: unknown; tool_calls?: unknown };
           if (typeof delta.content === 'string' && delta.content !== '') yield { type: 'text', delta: delta.content };
           if (Array.isArray(delta.tool_calls)) calls.add(delta.tool_calls);
           if (typeof choice.finish_reason === 'string') {
@@ -160,7 +161,7 @@ export function createOpenAiLlm(opts: OpenAiLlmOptions): LlmProvider {
           }
         }
         const u = chunk.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
-        if (isObject(u)) usage = { inputTokens: tokenCount(u.prompt_tokens), outputTokens: tokenCount(u.completion_tokens) };
+        if (isRecord(u)) usage = { inputTokens: tokenCount(u.prompt_tokens), outputTokens: tokenCount(u.completion_tokens) };
       }
     } finally {
       // After the end marker, drain so the connection is reused; on `break` or error, never leave
@@ -203,8 +204,4 @@ function midStreamError(provider: string, raw: unknown): ProviderError {
     vendorCode: vendorCode ?? undefined,
     message: `${provider}: error mid-stream: ${e.message ?? 'unknown'}`,
   });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

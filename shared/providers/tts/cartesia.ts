@@ -11,6 +11,7 @@ import type WebSocket from 'ws';
 import { realClock, type Clock, type TimerHandle } from '../../clock.js';
 import { AsyncQueue } from '../async-queue.js';
 import { ProviderError, abortedError, isRetryableStatus } from '../errors.js';
+import { parseJsonChunk } from '../sse.js';
 import { connectWebSocket } from '../ws-connect.js';
 import type { OutboundClient } from '../../outbound/index.js';
 import type { PcmChunk, TtsProvider, TtsRequest } from '../types.js';
@@ -98,20 +99,16 @@ export function createCartesiaTts(opts: CartesiaTtsOptions): CartesiaTts {
 
   function onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (isBinary) return; // the protocol is JSON text only
-    let parsed: unknown;
+    let msg: Record<string, unknown>;
     try {
-      parsed = JSON.parse(data.toString());
-    } catch {
-      parsed = undefined;
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      msg = parseJsonChunk(label, data.toString());
+    } catch (err) {
       // A broken frame (not JSON, or JSON that is not an object) on a multiplexed socket cannot be
       // attributed to one context: fail them all and drop the socket, whose framing we no longer trust.
-      failAll(new ProviderError({ provider: label, code: 'MALFORMED_RESPONSE', message: `${label}: unparseable message` }));
+      failAll(err as ProviderError);
       socket?.terminate();
       return;
     }
-    const msg = parsed as Record<string, unknown>;
     const id = String(msg.context_id ?? '');
     const ctx = contexts.get(id);
     if (!ctx) return; // late messages for a cancelled or finished context
