@@ -159,6 +159,15 @@ export class LiveCalls {
     return recordOf(await this.registry.calls.patchCall(callId, fields, fields.provider_call_sid || undefined));
   }
 
+  /**
+   * Marks the call handed to `to` unless it already is (one step: of two concurrent transfers
+   * exactly one gets the call). 'taken': already transferred; undefined: the call is gone.
+   */
+  async claimTransfer(callId: string, to: string): Promise<CallRecord | 'taken' | undefined> {
+    const c = await this.registry.calls.patchCallIfEmpty(callId, 'transferred_to', { transferred_to: to, status: 'in_progress' });
+    return c === 'taken' ? c : recordOf(c);
+  }
+
   /** Removes the call; only the caller that removed it gets the record (so end effects run once). */
   async remove(callId: string): Promise<CallRecord | undefined> {
     return recordOf(await this.registry.calls.deleteCall(callId));

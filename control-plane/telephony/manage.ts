@@ -136,15 +136,18 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   if (!c) throw notFound('call');
   if (!c.provider_call_sid) throw new AppError('INVALID_REQUEST', 'the call has no carrier call sid yet: it cannot be transferred', { details: [{ field: 'call_id', problem: 'no carrier call sid yet' }] });
   // A second transfer would dial a second person from the same call.
-  if (c.transferred_to) throw new AppError('CONFLICT', 'the call was already transferred (or its transfer may have happened)', { details: [{ field: 'call_id', problem: `already transferred to ${c.transferred_to}` }] });
+  if (c.transferred_to) throw alreadyTransferred(c.transferred_to);
   const live = await ctx.deps.liveConfig(c.agent_id, hc.signal);
   const adapter = adapterOf(ctx, c.telephony_provider);
   const account = adapter ? await resolveAccount(ctx, live, adapter.id, hc.signal) : undefined;
   if (!adapter || !account) throw new AppError('SERVICE_UNAVAILABLE', 'no usable carrier credentials for this agent', { retryAfterS: 30 });
   const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
   const callbackBase = `${publicBase(ctx, hc)}/api/v1/telephony/calls/${c.call_id}`;
-  // Marked first: the stream stops as soon as the carrier swaps the TwiML, and a transferred call is not stale.
-  await ctx.calls.patch(c.call_id, { transferred_to: to, status: 'in_progress' });
+  // Marked first: the stream stops as soon as the carrier swaps the TwiML, and a transferred call
+  // is not stale. The mark is the claim: of two concurrent transfers only one dials.
+  const claim = await ctx.calls.claimTransfer(c.call_id, to);
+  if (!claim) throw notFound('call');
+  if (claim === 'taken') throw alreadyTransferred((await ctx.calls.get(c.call_id))?.transferred_to ?? 'another number');
   try {
     // No client abort: a half-applied transfer is worse than a slow answer (the carrier client has its own timeout).
     await adapter.transfer(account, c.provider_call_sid, { toNumber: to, callerId, actionUrl: `${callbackBase}/dial-complete`, callbackBase });
@@ -164,6 +167,10 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   if (saved) emit(ctx, { type: 'transferred', call: saved, detail: to });
   ctx.log.info({ callId: c.call_id }, 'call transferred to a human');
   return { call_id: c.call_id, transferred: true, to_number: to };
+}
+
+function alreadyTransferred(to: string): AppError {
+  return new AppError('CONFLICT', 'the call was already transferred (or its transfer may have happened)', { details: [{ field: 'call_id', problem: `already transferred to ${to}` }] });
 }
 
 /** Hangs the call up at its carrier (best effort: logged, never thrown). */
@@ -191,7 +198,8 @@ export async function dialClient(ctx: Ctx, callId: string, identity: string, bas
   if ('refusal' in target) return undefined;
   const { adapter, account, address, live } = target;
   const callerId = live.telephony?.carrier_phone_number || (c.direction === 'inbound' ? c.to_number : c.from_number);
-  await ctx.calls.patch(c.call_id, { transferred_to: address, status: 'in_progress' });
+  const claim = await ctx.calls.claimTransfer(c.call_id, address);
+  if (!claim || claim === 'taken') return undefined;
   try {
     await adapter.handoff!.dial(account, c.provider_call_sid, { address, callerId, actionUrl: `${base}/api/v1/telephony/calls/${c.call_id}/dial-complete`, callbackBase: `${base}/api/v1/telephony/calls/${c.call_id}` });
   } catch (err) {

@@ -118,6 +118,12 @@ export interface LiveCallStore {
   findCallBySid(providerCallSid: string): Promise<StoredCall | undefined>;
   /** Merges `data` into a live call (never recreates an ended one); `providerCallSid` adds the index. */
   patchCall(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined>;
+  /**
+   * `patchCall` only while the call's `field` is empty ('' or absent), in one step: of two
+   * concurrent claims (two transfers of one call) exactly one applies. 'taken': the field holds a
+   * value (nothing written); undefined: the call is gone.
+   */
+  patchCallIfEmpty(callId: string, field: string, data: Record<string, unknown>): Promise<StoredCall | 'taken' | undefined>;
   /** Removes a call and its index entries; returns it only to the caller that removed it. */
   deleteCall(callId: string): Promise<StoredCall | undefined>;
   /** Live calls of an owner (`userId`) or of a seat pool (`poolId`), oldest first. */

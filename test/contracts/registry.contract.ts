@@ -44,6 +44,22 @@ export function liveCallContract(make: () => Promise<Registry>): void {
     expect(await reg.calls.listCalls({ poolId: 'ws1' })).toEqual([]);
   });
 
+  it('patchCallIfEmpty: of concurrent claims exactly one applies; a gone call is undefined', async () => {
+    const reg = await make();
+    await reg.calls.putCall(call('t1', { data: { status: 'in_progress', transferred_to: '' } }));
+    const claims = await Promise.all(['+1', '+2', '+3'].map((to) => reg.calls.patchCallIfEmpty('t1', 'transferred_to', { transferred_to: to, status: 'x' })));
+    const won = claims.filter((c) => c !== 'taken');
+    expect(won).toHaveLength(1);
+    const winner = (won[0] as StoredCall).data.transferred_to;
+    expect((await reg.calls.getCall('t1'))?.data).toEqual({ status: 'x', transferred_to: winner });
+    // An absent field counts as empty; a null one too.
+    await reg.calls.putCall(call('t2'));
+    expect(await reg.calls.patchCallIfEmpty('t2', 'transferred_to', { transferred_to: '+9' })).toMatchObject({ data: { transferred_to: '+9' } });
+    await reg.calls.patchCall('t2', { transferred_to: null });
+    expect(await reg.calls.patchCallIfEmpty('t2', 'transferred_to', { transferred_to: '+8' })).toMatchObject({ data: { transferred_to: '+8' } });
+    expect(await reg.calls.patchCallIfEmpty('gone', 'transferred_to', { transferred_to: '+1' })).toBeUndefined();
+  });
+
   it('refuses a call when the pool is full, and frees the seat on delete', async () => {
     const reg = await make();
     expect(await reg.calls.putCall(call('s1', { poolId: 'small' }), { seatLimit: 2 })).toBe(true);

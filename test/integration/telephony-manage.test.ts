@@ -276,6 +276,21 @@ describe('cold transfer', () => {
     expect(await sim.ended).toBe('completed');
   });
 
+  it('two concurrent transfers of one call: one dials, the other is 409', { timeout: 30_000 }, async () => {
+    const { body, sim } = await liveCall();
+    const [a, b] = await Promise.all([
+      h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155557771' }),
+      h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155557772' }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const winner = (a.status === 200 ? a : b).body.to_number as string;
+    const loser = winner === '+14155557771' ? '+14155557772' : '+14155557771';
+    await until(() => sim.transferredTo === winner, 5000, 'dialled');
+    expect(sim.twiml.filter((t) => t.includes(loser))).toEqual([]);
+    expect((a.status === 409 ? a : b).body.error.details).toEqual([{ field: 'call_id', problem: `already transferred to ${winner}` }]);
+    expect(await sim.ended).toBe('completed');
+  });
+
   it('400 when the call has no carrier sid yet', async () => {
     const callId = newId();
     await h.app.telephony.calls.put(

@@ -57,6 +57,14 @@ export class MemoryLiveCallStore implements LiveCallStore, Sweepable {
     return structuredClone(c);
   }
 
+  async patchCallIfEmpty(callId: string, field: string, data: Record<string, unknown>): Promise<StoredCall | 'taken' | undefined> {
+    const c = this.liveCall(callId);
+    if (!c) return undefined;
+    const current = c.data[field];
+    if (current !== undefined && current !== null && current !== '') return 'taken';
+    return this.patchCall(callId, data);
+  }
+
   async deleteCall(callId: string): Promise<StoredCall | undefined> {
     const c = this.liveCall(callId);
     if (!c) return undefined;

@@ -44,6 +44,15 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return redis.call('HGETALL', KEYS[1])
 `;
 
+// patchCall while one field is empty (absent, JSON '' or null): 0 when it holds a value.
+const PATCH_IF_EMPTY_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and current ~= '""' and current ~= 'null' then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return redis.call('HGETALL', KEYS[1])
+`;
+
 type CallIndex = { userId: string } | { poolId: string };
 
 export class RedisLiveCallStore implements LiveCallStore {
@@ -193,16 +202,25 @@ export class RedisLiveCallStore implements LiveCallStore {
     return call;
   }
 
+  async patchCallIfEmpty(callId: string, field: string, data: Record<string, unknown>): Promise<StoredCall | 'taken' | undefined> {
+    const args = [`d:${field}`, ...dataArgs(data)];
+    const reply = (await this.conn.op(() => this.conn.client.eval(PATCH_IF_EMPTY_SCRIPT, { keys: [this.callKey(callId)], arguments: args }))) as string[] | number | null;
+    if (reply === 0) return 'taken';
+    const call = Array.isArray(reply) ? parseCall(hashOf(reply)) : undefined;
+    if (call) {
+      this.conn.journal.updateCall(call);
+      await this.announce('p', JSON.stringify(call));
+    }
+    return call;
+  }
+
   private async patchCallNow(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined> {
-    const args: string[] = [];
-    for (const [k, v] of Object.entries(data)) args.push(`d:${k}`, JSON.stringify(v ?? null));
+    const args = dataArgs(data);
     if (providerCallSid) args.push('sid', providerCallSid);
     if (args.length === 0) return this.getCall(callId);
     const flat = (await this.conn.client.eval(PATCH_SCRIPT, { keys: [this.callKey(callId)], arguments: args })) as string[] | null;
     if (!flat) return undefined;
-    const hash: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
-    const call = parseCall(hash);
+    const call = parseCall(hashOf(flat));
     if (call && providerCallSid) {
       await this.conn.client.set(this.callSidKey(providerCallSid), callId, { expiration: { type: 'PX', value: Math.max(1, call.expiresAtMs - this.conn.clock.now()) } });
     }
@@ -253,6 +271,20 @@ export class RedisLiveCallStore implements LiveCallStore {
     if (gone.length && 'userId' in by) await client.zRem(key, gone);
     return out.sort((a, b) => a.createdAtMs - b.createdAtMs);
   }
+}
+
+/** A record's fields as HSET arguments: `d:<field>`, JSON value. */
+function dataArgs(data: Record<string, unknown>): string[] {
+  const args: string[] = [];
+  for (const [k, v] of Object.entries(data)) args.push(`d:${k}`, JSON.stringify(v ?? null));
+  return args;
+}
+
+/** HGETALL's flat reply from a script, as an object. */
+function hashOf(flat: string[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+  return hash;
 }
 
 function parseCall(hash: Record<string, string> | undefined): StoredCall | undefined {
