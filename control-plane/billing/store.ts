@@ -3,13 +3,11 @@
  * transaction; duplicates (a re-relayed conversation, a retried top-up) are refused by the unique
  * indexes of migration 0012, so they change nothing.
  */
-import type postgres from 'postgres';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import { newId } from '../../shared/ids.js';
 import { invalid } from '../../shared/errors.js';
 import { FREE, MAX_BALANCE_MICROS, MAX_MICROS, costOf, quantitiesOf, type Prices, type Quantities, type RecordedUsage, type Unit } from './units.js';
 
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 export type LedgerKind = 'top_up' | 'usage_debit' | 'adjustment';
 

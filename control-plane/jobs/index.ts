@@ -15,13 +15,12 @@ import PgBoss from 'pg-boss';
 import type postgres from 'postgres';
 import { realClock, sleepOn } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import { type JobName, type JobPayloads } from './names.js';
 
 export type { JobName, JobPayloads } from './names.js';
 
 /** The pool, or a transaction of it (enqueue inside the caller's transaction). */
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 export interface QueueSettings {
   /** Retries after the first attempt. */

@@ -14,7 +14,7 @@
 import { pageMeta, pageOf } from '../http/pagination.js';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { Clock } from '../../shared/clock.js';
 import { alreadyExists, conflict, invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
@@ -191,24 +191,37 @@ export function createRosterService(deps: {
       const email = optionalEmail(req.email);
       const max = intInRange('max_concurrent_calls', req.maxConcurrentCalls, 1, 20);
       const sk = req.clearSkills ? [] : req.skills.length ? skills(req.skills) : undefined;
-      const a = await access.agent(ctx, req.agentId, 'admin');
+      const { id } = await access.agent(ctx, req.agentId, 'admin');
       const at = now();
-      const active = req.isActive ?? a.is_active;
-      const [row] = await write(
-        () => sql<AgentRow[]>`
-        update human_agents set display_name = ${displayName ?? a.display_name}, agent_code = ${code ?? a.agent_code},
-          email = ${email === undefined ? a.email : email}, max_concurrent_calls = ${max ?? a.max_concurrent_calls},
-          skills = ${sk ?? a.skills}, is_active = ${active}, updated_at = ${at}
-        where id = ${a.id} returning *`,
+      // On the locked row, in one transaction: a concurrent deactivation is neither undone by a
+      // stale `is_active` nor left with its inactive period open on an active agent.
+      const { row, deactivated } = await write(() =>
+        sql.begin(async (tx) => {
+          const [a] = await tx<AgentRow[]>`select * from human_agents where id = ${id} for update`;
+          if (!a) throw notFound('human agent');
+          const active = req.isActive ?? a.is_active;
+          const [row] = await tx<AgentRow[]>`
+            update human_agents set display_name = ${displayName ?? a.display_name}, agent_code = ${code ?? a.agent_code},
+              email = ${email === undefined ? a.email : email}, max_concurrent_calls = ${max ?? a.max_concurrent_calls},
+              skills = ${sk ?? a.skills}, is_active = ${active}, updated_at = ${at}
+            where id = ${id} returning *`;
+          if (!active && a.is_active) await markInactive(tx, id, at);
+          if (active && !a.is_active) await tx`update human_agent_inactive_periods set ended_at = ${at} where agent_id = ${id} and ended_at is null`;
+          return { row: row!, deactivated: !active && a.is_active };
+        }),
       );
-      if (!active && a.is_active) await deactivate(a.id, at);
-      if (active && !a.is_active) await sql`update human_agent_inactive_periods set ended_at = ${at} where agent_id = ${a.id} and ended_at is null`;
-      return agentView((await getAgent(sql, row.id))!);
+      if (deactivated) await logoutDeactivated(id, at);
+      return agentView(row);
     },
 
     async deactivateHumanAgent(req, ctx) {
       const a = await access.agent(ctx, req.agentId, 'admin');
-      await deactivate(a.id, now());
+      const at = now();
+      await sql.begin(async (tx) => {
+        await tx`select 1 from human_agents where id = ${a.id} for update`;
+        await markInactive(tx, a.id, at);
+      });
+      await logoutDeactivated(a.id, at);
       return agentView((await getAgent(sql, a.id))!);
     },
 
@@ -275,11 +288,16 @@ export function createRosterService(deps: {
   };
 
   /** Inactive: no login, no presence; open sessions end now, tokens are revoked. */
-  async function deactivate(agentId: string, at: Date): Promise<void> {
-    await sql`update human_agents set is_active = false, updated_at = ${at} where id = ${agentId}`;
+  /** Inside the caller's transaction, on the agent's locked row. */
+  async function markInactive(tx: SqlOrTx, agentId: string, at: Date): Promise<void> {
+    await tx`update human_agents set is_active = false, updated_at = ${at} where id = ${agentId}`;
     // Shift windows of the inactive period are not judged (attendance.ts judgedWindows).
-    await sql`insert into human_agent_inactive_periods (agent_id, started_at) values (${agentId}, ${at}) on conflict (agent_id) where ended_at is null do nothing`;
-    await sql`update human_agent_tokens set revoked_at = ${at} where agent_id = ${agentId} and revoked_at is null`;
+    await tx`insert into human_agent_inactive_periods (agent_id, started_at) values (${agentId}, ${at}) on conflict (agent_id) where ended_at is null do nothing`;
+    await tx`update human_agent_tokens set revoked_at = ${at} where agent_id = ${agentId} and revoked_at is null`;
+  }
+
+  /** After the deactivation committed: ends the agent's presence (a socket and the registry, not Postgres). */
+  async function logoutDeactivated(agentId: string, at: Date): Promise<void> {
     const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${agentId}`;
     if (a?.presence_session_id) await deps.presence.logout(agentId, a.presence_session_id, 'deactivated', 'admin', at.getTime());
   }

@@ -3,12 +3,10 @@
  * per conversation. Reads are fenced by the caller (service.ts checks the workspace first); the
  * job reads by id.
  */
-import type postgres from 'postgres';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { CriterionScore, QaCriterion } from './criteria.js';
 export { agentWorkspace, conversationWorkspace } from '../db/owners.js';
 
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 export interface RubricRow {
   id: string;

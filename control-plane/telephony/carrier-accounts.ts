@@ -8,12 +8,10 @@
  */
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
-import type postgres from 'postgres';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { SecretBox } from '../../shared/secrets.js';
 import type { CarrierAccount, CarrierAdapters, CarrierName, CredentialField } from './carriers/index.js';
 
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 const MAX_FIELD_CHARS = 512;
 /** A masked secret as answered on read: sending it back keeps the stored value. */

@@ -23,6 +23,8 @@ import { backoffDelayMs } from '../../shared/backoff.js';
 import { AppError, systemError } from '../../shared/errors.js';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
+/** A pool or a transaction: what a helper that may run inside `sql.begin` takes. */
+export type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 export interface SqlOptions {
   /** Pool size. Default 10. */

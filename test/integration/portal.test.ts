@@ -475,6 +475,26 @@ describe('deactivated agents', () => {
     now = Date.parse('2026-12-15T10:00:00Z');
     expect(await judged('2026-12-15')).toEqual([['2026-11-02', 0], ['2026-11-23', 0]]);
   });
+
+  it('concurrent deactivations, reactivations and edits leave is_active and the open inactive period in step', async () => {
+    const id = await newAgent();
+    const state = async () => {
+      const [row] = await infra.sql<{ is_active: boolean; open: number }[]>`
+        select is_active, (select count(*)::int from human_agent_inactive_periods where agent_id = ${id} and ended_at is null) as open
+        from human_agents where id = ${id}`;
+      return row!;
+    };
+    for (let round = 0; round < 8; round++) {
+      const answers = await Promise.all([
+        api(cp, 'DELETE', `${C}/${id}`, { token: owner.token }),
+        api(cp2, 'PATCH', `${C}/${id}`, { token: owner.token, body: { is_active: true } }),
+        api(cp, 'PATCH', `${C}/${id}`, { token: owner.token, body: { display_name: `Ana ${round}` } }),
+      ]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+      const s = await state();
+      expect(s.open, `round ${round}: is_active ${s.is_active}`).toBe(s.is_active ? 0 : 1);
+    }
+  });
 });
 
 describe('access and limits', () => {
