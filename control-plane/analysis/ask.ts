@@ -20,6 +20,8 @@ export const EXTRACT_PROMPT =
   'Use null for a value the call does not give; never guess.';
 /** Requests per extraction: the first and one retry carrying the validation errors. */
 export const MAX_REQUESTS = 2;
+/** Default bound of one request; with MAX_REQUESTS it bounds an ask (the jobs' expiry is above it). */
+export const ASK_REQUEST_TIMEOUT_MS = 60_000;
 /** Text of one answer kept; the rest is not read (the answer is JSON of a bounded schema, never this long). */
 export const MAX_ANSWER_TEXT_CHARS = 64 * 1024;
 

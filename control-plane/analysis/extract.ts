@@ -3,8 +3,10 @@
  * active schemas gets one result per schema, from the agent's PUBLISHED LLM (the same provider a
  * call runs, built by the shared provider registry through the outbound client, as summaries are).
  *
- * - Queued by the post-call relay inside its transaction, only when the call completed and its
- *   agent has an active schema at that moment (no job for everyone else).
+ * - Queued by the post-call relay inside its transaction, one job per schema active at that
+ *   moment (none for agents without one). A job is one ask (at most two LLM requests), so its
+ *   expiry, which bounds how late a crashed replica's job is picked up again, stays well inside
+ *   the `call.completed` hold whatever the number of schemas.
  * - Idempotent (at least once): schemas that already have a result are skipped, and the insert is
  *   `on conflict (conversation_id, schema_id) do nothing`, so a retried or duplicated job never
  *   adds a second result.
@@ -21,7 +23,7 @@ import type { Jobs, JobContext } from '../jobs/index.js';
 import type { Tx } from '../post-call/relay.js';
 import type { LiveConfigFn, LlmFactory } from '../conversations/summary.js';
 import { CannotAsk, prepareAsk } from './prepare.js';
-import { askForObject } from './ask.js';
+import { ASK_REQUEST_TIMEOUT_MS, askForObject } from './ask.js';
 import { jsonSchemaOf } from './fields.js';
 import * as store from './store.js';
 
@@ -49,7 +51,7 @@ export interface Analyzer {
 
 export async function createAnalyzer(opts: AnalyzerOptions): Promise<Analyzer> {
   const { sql, logger, clock, jobs } = opts;
-  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const timeoutMs = opts.timeoutMs ?? ASK_REQUEST_TIMEOUT_MS;
 
   async function run(job: JobContext<'analysis.extract'>): Promise<void> {
     const conversationId = job.data.conversation_id;
@@ -57,7 +59,8 @@ export async function createAnalyzer(opts: AnalyzerOptions): Promise<Analyzer> {
       select agent_id, workspace_id, status from conversations where id = ${conversationId}`;
     if (!conv || conv.status !== 'completed') return;
     const done = await store.doneSchemaIds(sql, conversationId);
-    const todo = (await store.listSchemas(sql, conv.agent_id, { activeOnly: true })).filter((s) => !done.has(s.id));
+    const wanted = job.data.schema_id;
+    const todo = (await store.listSchemas(sql, conv.agent_id, { activeOnly: true })).filter((s) => !done.has(s.id) && (wanted === undefined || s.id === wanted));
     if (todo.length === 0) return;
     const base = { conversation_id: conversationId, agent_id: conv.agent_id, workspace_id: conv.workspace_id };
     const save = (r: Omit<store.NewResult, 'id' | keyof typeof base>) => store.insertResult(sql, { id: newId(), ...base, ...r }, new Date(clock.now()));
@@ -103,8 +106,9 @@ export async function createAnalyzer(opts: AnalyzerOptions): Promise<Analyzer> {
   return {
     async onConversationEnded(ev, tx) {
       if (ev.status !== 'completed') return;
-      if (!(await store.hasActiveSchemas(tx, ev.conversation_id))) return;
-      await jobs.enqueue('analysis.extract', { conversation_id: ev.conversation_id }, { singletonKey: ev.conversation_id, tx });
+      for (const schemaId of await store.activeSchemaIds(tx, ev.conversation_id)) {
+        await jobs.enqueue('analysis.extract', { conversation_id: ev.conversation_id, schema_id: schemaId }, { singletonKey: `${ev.conversation_id}:${schemaId}`, tx });
+      }
     },
   };
 }

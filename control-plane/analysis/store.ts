@@ -83,12 +83,12 @@ export async function deleteSchema(sql: Sql, id: string): Promise<boolean> {
 }
 
 /** Whether the conversation's agent has an active schema (the post-call handler, in its transaction). */
-export async function hasActiveSchemas(tx: SqlOrTx, conversationId: string): Promise<boolean> {
-  const [row] = await tx<{ yes: boolean }[]>`
-    select exists (
-      select 1 from conversations c join analysis_schemas s on s.agent_id = c.agent_id and s.is_active
-      where c.id = ${conversationId}) as yes`;
-  return row?.yes ?? false;
+/** The active schemas of the conversation's agent (ids, oldest first). */
+export async function activeSchemaIds(tx: SqlOrTx, conversationId: string): Promise<string[]> {
+  const rows = await tx<{ id: string }[]>`
+    select s.id from conversations c join analysis_schemas s on s.agent_id = c.agent_id and s.is_active
+    where c.id = ${conversationId} order by s.created_at, s.id`;
+  return rows.map((r) => r.id);
 }
 
 /** Inserts a result unless one exists for the pair (a retried job): true when this call stored it. */

@@ -37,9 +37,11 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   // LLM outages are usually short: 3 retries over ~1.5 min, then `summary_status = failed`.
   'post-call.summary': { retryLimit: 3, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 120 },
   // Like summaries: provider outages retried twice (~30 s), then the results are stored `failed`.
-  'analysis.extract': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
-  // Like analysis: outages retried twice (~30 s), then the score is stored `failed`; well inside the webhook's 4-minute hold.
-  'qa.score': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 300 },
+  // A job is one ask (one schema: at most two LLM requests of 60 s): 150 s bounds it, and a job
+  // of a crashed replica runs again inside the webhook's 4-minute hold (post-call-timing test).
+  'analysis.extract': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 150 },
+  // Like analysis: one ask per conversation, outages retried twice (~30 s), then the score is stored `failed`.
+  'qa.score': { retryLimit: 2, retryDelaySeconds: 10, retryBackoff: true, expireInSeconds: 150 },
   // The delivery schedule (30 s, 2 min, ...) is ours, not pg-boss's: each attempt is its own job,
   // and pg-boss retries only cover a crash or a database error around the attempt.
   'webhook.deliver': { retryLimit: 5, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },

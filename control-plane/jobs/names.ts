@@ -6,8 +6,12 @@
 export interface JobPayloads {
   /** Post-call summary of one conversation (whether one is wanted is read from the row and the agent). */
   'post-call.summary': { conversation_id: string };
-  /** Post-call analysis of one completed conversation: a result per active schema of its agent (control-plane/analysis). */
-  'analysis.extract': { conversation_id: string };
+  /**
+   * Post-call analysis of one completed conversation against one active schema of its agent
+   * (control-plane/analysis): a job per schema, so one job is one bounded ask. Without
+   * `schema_id` (queued by an earlier release): every active schema.
+   */
+  'analysis.extract': { conversation_id: string; schema_id?: string };
   /** QA scoring of one completed conversation against its agent's active rubric (control-plane/qa; its `pending` row exists). */
   'qa.score': { conversation_id: string };
   /** One delivery attempt of a stored webhook delivery (the body lives on the row, built once). */

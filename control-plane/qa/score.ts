@@ -22,7 +22,7 @@ import type { Jobs, JobContext } from '../jobs/index.js';
 import type { Tx } from '../post-call/relay.js';
 import type { LiveConfigFn, LlmFactory } from '../conversations/summary.js';
 import { CannotAsk, prepareAsk } from '../analysis/prepare.js';
-import { askForObject } from '../analysis/ask.js';
+import { ASK_REQUEST_TIMEOUT_MS, askForObject } from '../analysis/ask.js';
 import { QA_TOOL, answerProblems, isFlagged, overallScore, scoresOf, scoringSchema, type QaCriterion, type ScoringAnswer } from './criteria.js';
 import * as store from './store.js';
 
@@ -61,7 +61,7 @@ export function rubricText(name: string, criteria: QaCriterion[]): string {
 
 export async function createScorer(opts: ScorerOptions): Promise<Scorer> {
   const { sql, logger, clock, jobs } = opts;
-  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const timeoutMs = opts.timeoutMs ?? ASK_REQUEST_TIMEOUT_MS;
 
   async function run(job: JobContext<'qa.score'>): Promise<void> {
     const conversationId = job.data.conversation_id;

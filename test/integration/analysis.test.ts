@@ -179,6 +179,20 @@ describe('extraction on completed calls (sim LLM)', () => {
     expect(stats).toMatchObject({ answered: 5, mean: 267.8, p50: 30, p95: 996.2 });
   });
 
+  it('a job per active schema, each one ask, so a crashed job stays short whatever the number of schemas', { timeout: 30_000 }, async () => {
+    const agent = await publishedAgent('Analysis two schemas');
+    const first = await createSchema(agent);
+    const second = await api(cp, 'POST', `${A}/schemas`, { token: alice.token, body: { agent_id: agent, name: 'Second', fields: [{ name: 'order_number', type: 'number' }] } });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    const id = await engineEndedCall(agent, 'My order 77 is late.', 'Order 77 ships today.');
+    await expect.poll(async () => (await resultsOf(id)).body.data?.length, { timeout: 15_000, interval: 200 }).toBe(2);
+    const results = (await resultsOf(id)).body.data as Array<{ schema_id: string; status: string }>;
+    expect(results.map((r) => [r.schema_id, r.status]).sort()).toEqual([[first.body.data.id, 'complete'], [second.body.data.id, 'complete']].sort());
+    const jobs = await infra.sql.unsafe(`select data->>'schema_id' as schema_id, singleton_key from "${cp.jobs.schema}".job where name = 'analysis.extract' and data->>'conversation_id' = $1`, [id]);
+    expect(jobs.map((j) => j.schema_id).sort()).toEqual([first.body.data.id, second.body.data.id].sort());
+    expect(jobs.map((j) => j.singleton_key).sort()).toEqual([`${id}:${first.body.data.id}`, `${id}:${second.body.data.id}`].sort());
+  });
+
   it('a failed call gets no analysis', { timeout: 15_000 }, async () => {
     const agent = await publishedAgent('Analysis failed call');
     expect((await createSchema(agent)).status).toBe(201);
@@ -186,7 +200,7 @@ describe('extraction on completed calls (sim LLM)', () => {
     const [conv] = await infra.sql`
       insert into conversations (id, session_id, agent_id, workspace_id, status) values (gen_random_uuid(), ${sc.session_id}, ${agent}, ${alice.workspaceId}, 'failed') returning id`;
     await cp.postCall.drain();
-    const jobs = await infra.sql.unsafe(`select count(*)::int as n from "${cp.jobs.schema}".job where name = 'analysis.extract' and singleton_key = $1`, [conv.id]);
+    const jobs = await infra.sql.unsafe(`select count(*)::int as n from "${cp.jobs.schema}".job where name = 'analysis.extract' and data->>'conversation_id' = $1`, [conv.id]);
     expect(jobs[0].n).toBe(0);
     expect((await resultsOf(conv.id)).body.meta.total).toBe(0);
   });
