@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { isUtf8 } from 'node:buffer';
 import { type DescMessage, type DescMethod, type DescService, fromJson, type JsonValue, ScalarType } from '@bufbuild/protobuf';
 import { createContextValues, type HandlerContext } from '@connectrpc/connect';
 import type { Logger } from '../../shared/logger.js';
@@ -283,7 +284,10 @@ function readBody(req: NodeReq, type: 'json' | 'form' | 'text', maxBytes: number
       req.off('close', onClose);
       if (err) return reject(err);
       try {
-        resolve(parseBody(Buffer.concat(chunks, size).toString('utf8'), type));
+        const body = Buffer.concat(chunks, size);
+        // JSON is UTF-8 (RFC 8259): decoding bad bytes as U+FFFD would store altered text.
+        if (type === 'json' && !isUtf8(body)) throw new AppError('INVALID_BODY', 'request body is not valid UTF-8');
+        resolve(parseBody(body.toString('utf8'), type));
       } catch (e) {
         reject(e as Error);
       }

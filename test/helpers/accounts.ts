@@ -39,7 +39,7 @@ export interface ApiOptions {
   token?: string;
   headers?: Record<string, string>;
   /** Raw body text (overrides `body`). */
-  rawBody?: string;
+  rawBody?: string | Buffer;
   /** Source address; default: a random 127.x.y.z when the target is 127.0.0.1. */
   localAddress?: string;
 }

@@ -102,6 +102,11 @@ describe('agent fields', () => {
     const raw = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: '{nope' });
     expectError(raw, 400, 'INVALID_BODY');
     expectError(await call('POST', '/agents', owner.token, [1, 2]), 400, 'INVALID_BODY');
+    // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
+    const notUtf8 = Buffer.concat([Buffer.from(`{"workspace_id":"${owner.workspaceId}","name":"bad`), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const bad = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: notUtf8 });
+    expectError(bad, 400, 'INVALID_BODY');
+    expect(bad.body.error.message).toBe('request body is not valid UTF-8');
     expectError(await call('GET', '/agents/not-a-uuid', owner.token), 404, 'NOT_FOUND');
     expectError(await call('GET', '/agents/0190a0a0-0000-7000-8000-000000000000', owner.token), 404, 'NOT_FOUND');
     expectError(await call('GET', '/agents', undefined), 401, 'UNAUTHORIZED');
