@@ -100,29 +100,35 @@ export function createProviderRegistryService(deps: AgentsDeps, access: Access):
       const agentId = req.agentId ? (await access.agent(ctx, req.agentId, 'edit')).agent.id : null;
       if (agentId && req.isDefault) throw invalid('is_default', 'only a configuration without agent_id can be the default');
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
-      const existing = await findUserConfigRow(sql, p.userId, def.id, agentId, ctx.signal);
-      // MAX_USER_CONFIGS is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
-      const apiKeyEnc =
-        req.apiKey === undefined ? (existing?.api_key_enc ?? null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
-      try {
-        const id = await saveUserConfigRow(sql, {
-          id: existing?.id ?? newId(),
-          user_id: p.userId,
-          agent_id: agentId,
-          provider_id: def.id,
-          provider_type: def.provider_type,
-          api_key_enc: apiKeyEnc,
-          model_name: optionalText('model_name', req.modelName, 200) ?? existing?.model_name ?? '',
-          config: req.config !== undefined ? checkObjectSize('config', req.config) : (existing?.config ?? {}),
-          is_default: req.isDefault ?? existing?.is_default ?? false,
-        });
-        const saved = await getUserConfigRow(sql, id, ctx.signal);
-        if (!saved) throw notFound('provider configuration');
-        return userConfigView(saved);
-      } catch (e) {
-        // two concurrent "make default" calls: one wins, the other retries
-        if (isUniqueViolation(e)) throw new AppError('CONFLICT', 'another configuration was saved concurrently; retry');
-        throw e;
+      const modelName = optionalText('model_name', req.modelName, 200);
+      const config = req.config !== undefined ? checkObjectSize('config', req.config) : undefined;
+      // Saving the same (provider, agent) replaces it in place. Two concurrent first saves both
+      // insert and one hits the unique index (as do two concurrent "make default" calls): it is
+      // saved again over the row that won, so both succeed (the last one's values stay).
+      for (let attempt = 1; ; attempt++) {
+        const existing = await findUserConfigRow(sql, p.userId, def.id, agentId, ctx.signal);
+        // MAX_USER_CONFIGS is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
+        const apiKeyEnc =
+          req.apiKey === undefined ? (existing?.api_key_enc ?? null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
+        try {
+          const id = await saveUserConfigRow(sql, {
+            id: existing?.id ?? newId(),
+            user_id: p.userId,
+            agent_id: agentId,
+            provider_id: def.id,
+            provider_type: def.provider_type,
+            api_key_enc: apiKeyEnc,
+            model_name: modelName ?? existing?.model_name ?? '',
+            config: config ?? existing?.config ?? {},
+            is_default: req.isDefault ?? existing?.is_default ?? false,
+          });
+          const saved = await getUserConfigRow(sql, id, ctx.signal);
+          if (!saved) throw notFound('provider configuration');
+          return userConfigView(saved);
+        } catch (e) {
+          if (!isUniqueViolation(e)) throw e;
+          if (attempt >= 3) throw new AppError('CONFLICT', 'another configuration was saved concurrently; retry');
+        }
       }
     },
 

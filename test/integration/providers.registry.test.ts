@@ -133,6 +133,16 @@ describe('user configurations and resolution', () => {
     await cfg('elevenlabs', 'tts', { is_default: true });
   });
 
+  it('concurrent saves of one (provider, agent) all succeed and leave one configuration', async () => {
+    const agent = (await call('POST', '/agents', user.token, { workspace_id: user.workspaceId, name: 'Concurrent config' })).body.data.id;
+    const provider = def('elevenlabs', 'tts').id;
+    const saves = await Promise.all([1, 2, 3, 4, 5].map((n) => call('POST', '/providers/user-config', user.token, { provider_id: provider, agent_id: agent, model_name: `m${n}` })));
+    expect(saves.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    expect(new Set(saves.map((r) => r.body.data.id)).size).toBe(1);
+    const mine = (await call('GET', '/providers/user-config?limit=100', user.token)).body.data.filter((c: { agent_id: string }) => c.agent_id === agent);
+    expect(mine).toHaveLength(1);
+  });
+
   it('publishing freezes the owner\'s configurations for missing types; the registry default never reaches a call', async () => {
     await call('POST', `/agents/${agentId}/versions/publish`, user.token);
     const live = await h.app.agents.liveConfig(agentId);
