@@ -26,14 +26,28 @@ export interface PipelineQuery {
 
 export function parsePipelineQuery(req: { agentId?: string; from?: string; to?: string }, nowMs: number): PipelineQuery {
   const agentId = uuidField('agent_id', req.agentId, true)!;
+  const { fromMs, toMs } = dateRange(req, nowMs);
+  return { agentId, from: iso(fromMs), to: iso(toMs), start: new Date(fromMs), end: new Date(toMs + DAY_MS) };
+}
+
+/**
+ * The inclusive UTC day range (midnights) of `from` / `to`: `to` defaults to today, `from` to 29
+ * days before `to`. Too long a range names `to`, or `from` when `to` was not sent (the client
+ * did not choose today).
+ */
+export function dateRange(req: { from?: string; to?: string }, nowMs: number): { fromMs: number; toMs: number } {
   // `from` is read first: when both are wrong, the error names the first of the pair.
   const fromGiven = req.from?.trim() ? dateMs('from', req.from) : undefined;
-  const toMs = req.to?.trim() ? dateMs('to', req.to) : Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const toGiven = req.to?.trim() ? dateMs('to', req.to) : undefined;
+  const toMs = toGiven ?? Math.floor(nowMs / DAY_MS) * DAY_MS;
   const fromMs = fromGiven ?? toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
   if (fromMs > toMs) throw invalid('from', 'must be on or before to');
   const days = (toMs - fromMs) / DAY_MS + 1;
-  if (days > MAX_RANGE_DAYS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days from from (inclusive); got ${days}`);
-  return { agentId, from: iso(fromMs), to: iso(toMs), start: new Date(fromMs), end: new Date(toMs + DAY_MS) };
+  if (days > MAX_RANGE_DAYS) {
+    if (toGiven === undefined) throw invalid('from', `must be at most ${MAX_RANGE_DAYS} days before to (inclusive; to defaults to today, ${iso(toMs)}); got ${days}`);
+    throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days from from (inclusive); got ${days}`);
+  }
+  return { fromMs, toMs };
 }
 
 /** A real calendar date `YYYY-MM-DD` (UTC midnight in ms); `2026-02-30` is refused, not rolled over. */

@@ -225,6 +225,8 @@ export function coerceQuery(input: DescMessage, q: Record<string, string | strin
   for (const [k, v] of Object.entries(q)) {
     const field = input.fields.find((f) => f.name === k || f.jsonName === k);
     if (!field) continue;
+    // Two values for one value: which one was meant is a guess (a filter, a limit).
+    if (Array.isArray(v) && field.fieldKind !== 'list') throw invalid(k, 'is given more than once');
     const one = Array.isArray(v) ? v[v.length - 1] : v;
     if (field.fieldKind === 'list') {
       out[field.name] = Array.isArray(v) ? v : v.split(',').filter(Boolean);
@@ -251,7 +253,7 @@ export function decodeInput(input: DescMessage, json: unknown): unknown {
     if (e instanceof RangeError || msg.includes('recursion depth')) throw invalid('body', `is nested more than ${MAX_INPUT_DEPTH} levels deep`);
     const m = /field ([\w.]+)\.(\w+) from JSON/.exec(msg) ?? /field (\w+)/.exec(msg);
     const field = m ? (m[2] ?? m[1]) : 'body';
-    throw invalid(field, 'has the wrong type');
+    throw invalid(field, msg.endsWith('out of range') ? 'is out of range' : 'has the wrong type');
   }
 }
 

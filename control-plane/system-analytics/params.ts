@@ -5,7 +5,7 @@
  * one of another route, is a 400 naming it: a misspelt filter must not silently widen the answer.
  */
 import { invalid } from '../../shared/errors.js';
-import { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS, dateMs } from '../analytics/params.js';
+import { dateRange } from '../analytics/params.js';
 import { text, uuidField } from '../http/validate.js';
 
 export type RecordRoute = 'latency' | 'usage' | 'tool-calls';
@@ -53,19 +53,21 @@ const FIELD_OF: Record<string, keyof RawQuery> = {
   to: 'to',
 };
 
-/** REST: every query key must be one of the route's. */
-export function assertKnownParams(route: RecordRoute, keys: Iterable<string>): void {
-  for (const k of keys) if (!ROUTE_PARAMS[route].includes(k)) throw invalid(k, `is not a parameter of /analytics/${route} (accepted: ${ROUTE_PARAMS[route].join(', ')})`);
+/**
+ * REST: every query key must be one of the route's, with a value: `agent_id=` (an unset template
+ * variable) would otherwise read as no filter and answer for the whole tenant.
+ */
+export function assertKnownParams(route: RecordRoute, query: Record<string, string | string[]>): void {
+  for (const [k, v] of Object.entries(query)) {
+    if (!ROUTE_PARAMS[route].includes(k)) throw invalid(k, `is not a parameter of /analytics/${route} (accepted: ${ROUTE_PARAMS[route].join(', ')})`);
+    if (typeof v === 'string' && v.trim() === '') throw invalid(k, 'must not be empty (leave the parameter out for no filter)');
+  }
 }
 
 export function parseQuery(route: RecordRoute, req: RawQuery, nowMs: number): AnalyticsQuery {
   // gRPC / Connect callers set message fields, not query keys: the same rule on set fields.
   for (const [name, key] of Object.entries(FIELD_OF)) if (req[key]?.trim() && !ROUTE_PARAMS[route].includes(name)) throw invalid(name, `is not a parameter of /analytics/${route}`);
-  const toMs = req.to?.trim() ? dateMs('to', req.to) : Math.floor(nowMs / DAY_MS) * DAY_MS;
-  const fromMs = req.from?.trim() ? dateMs('from', req.from) : toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
-  if (fromMs > toMs) throw invalid('from', 'must be on or before to');
-  const days = (toMs - fromMs) / DAY_MS + 1;
-  if (days > MAX_RANGE_DAYS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days from from (inclusive); got ${days}`);
+  const { fromMs, toMs } = dateRange(req, nowMs);
   return {
     sessionId: text('session_id', req.sessionId, { maxChars: MAX_ID_CHARS }),
     agentId: uuidField('agent_id', req.agentId),

@@ -15,7 +15,7 @@ const RPC: Record<RecordRoute, string> = { latency: 'getLatencyMetrics', usage: 
 function strictQuery(route: RecordRoute) {
   const input = S.methods.find((m) => m.localName === RPC[route])!.input;
   return (parts: RestRequestParts) => {
-    assertKnownParams(route, Object.keys(parts.query));
+    assertKnownParams(route, parts.query);
     return coerceQuery(input, parts.query);
   };
 }

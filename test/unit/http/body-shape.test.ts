@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeInput, defaultRequest } from '../../../control-plane/http/rest.js';
-import { CreateToolRequestSchema, PutFlowRequestSchema, UpdateAgentRequestSchema } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
+import { coerceQuery, decodeInput, defaultRequest } from '../../../control-plane/http/rest.js';
+import { CreateToolRequestSchema, ListAgentsRequestSchema, PutFlowRequestSchema, UpdateAgentRequestSchema } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
 import { CreateApiKeyRequestSchema, CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import type { DescMessage } from '@bufbuild/protobuf';
 import type { AppError } from '../../../shared/errors.js';
@@ -69,5 +69,17 @@ describe('the REST body shape check (defaultRequest)', () => {
   it('non-object bodies are INVALID_BODY', () => {
     expect(failure(() => tool([1]))?.[0]).toBe('INVALID_BODY');
     expect(failure(() => tool('x'))?.[0]).toBe('INVALID_BODY');
+  });
+});
+
+describe('query strings (coerceQuery)', () => {
+  it('a value parameter given twice is 400 naming it (which one was meant is a guess)', () => {
+    expect(failure(() => coerceQuery(ListAgentsRequestSchema, { limit: ['2', '3'] }))).toEqual(['INVALID_REQUEST', 'limit', 'is given more than once']);
+    expect(coerceQuery(ListAgentsRequestSchema, { limit: '2' })).toEqual({ limit: 2 });
+  });
+
+  it('an integer past its type is out of range, not of the wrong type', () => {
+    expect(failure(() => decodeInput(ListAgentsRequestSchema, coerceQuery(ListAgentsRequestSchema, { offset: '2147483648' })))).toEqual(['INVALID_REQUEST', 'offset', 'is out of range']);
+    expect(failure(() => decodeInput(ListAgentsRequestSchema, { offset: 'x' }))).toEqual(['INVALID_REQUEST', 'offset', 'has the wrong type']);
   });
 });

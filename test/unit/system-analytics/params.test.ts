@@ -52,8 +52,14 @@ describe('parseQuery', () => {
 
 describe('assertKnownParams', () => {
   it('names the first unknown key', () => {
-    expect(fieldOf(() => assertKnownParams('latency', ['agent_id', 'agnt_id']))).toBe('agnt_id');
-    expect(fieldOf(() => assertKnownParams('usage', ['user_id', 'from', 'to', 'workspace_id', 'agent_id']))).toBeUndefined();
+    const q = (...keys: string[]) => Object.fromEntries(keys.map((k) => [k, 'x']));
+    expect(fieldOf(() => assertKnownParams('latency', q('agent_id', 'agnt_id')))).toBe('agnt_id');
+    expect(fieldOf(() => assertKnownParams('usage', q('user_id', 'from', 'to', 'workspace_id', 'agent_id')))).toBeUndefined();
+  });
+
+  it('names a key sent without a value (it would read as no filter)', () => {
+    expect(fieldOf(() => assertKnownParams('usage', { from: '2026-11-01', agent_id: '' }))).toBe('agent_id');
+    expect(fieldOf(() => assertKnownParams('latency', { session_id: '  ' }))).toBe('session_id');
   });
 });
 
