@@ -131,7 +131,8 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
         return { scores: rows.map(scoreView), meta: pageMeta(page, total) };
       }
       const workspaceId = uuidField('workspace_id', req.workspaceId);
-      if (!workspaceId) throw invalid('conversation_id', 'or workspace_id (with agent_id) is required');
+      // With agent_id the cohort form was meant: its missing piece is workspace_id.
+      if (!workspaceId) throw req.agentId ? invalid('workspace_id', 'is required with agent_id') : invalid('conversation_id', 'or workspace_id (with agent_id) is required');
       const agentId = uuidField('agent_id', req.agentId);
       await allow(ctx, workspaceId, 'workspace', 'member');
       // The cohort's agent must be one of this workspace's: another owner's agent is not found.

@@ -10,6 +10,7 @@
  * The control plane runs on a clock two hours behind real time (as in webhooks.delivery.test.ts),
  * so jobs scheduled from it are due at once and the hold can be ended by moving it forward.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
@@ -316,6 +317,8 @@ describe('rubrics: routes, validation, roles, fencing', () => {
     expectInvalid(await api(cp, 'GET', `${Q}/scores`, { token: alice.token }), 'conversation_id');
     expectInvalid(await api(cp, 'GET', `${Q}/scores?workspace_id=${alice.workspaceId}&agent_id=x`, { token: alice.token }), 'agent_id');
     expectInvalid(await api(cp, 'GET', `${Q}/scores?workspace_id=${alice.workspaceId}&limit=0`, { token: alice.token }), 'limit');
+    expectInvalid(await api(cp, 'GET', `${Q}/scores`, { token: alice.token }), 'conversation_id');
+    expectInvalid(await api(cp, 'GET', `${Q}/scores?agent_id=${randomUUID()}`, { token: alice.token }), 'workspace_id');
   });
 
   it('other workspaces get 404 on every route; cohort filters cannot reach other owners\' agents; a member reads but may not write', { timeout: 30_000 }, async () => {
