@@ -187,6 +187,19 @@ const COUNTED_STATES = ['created', 'retry', 'active', 'failed'] as const;
 /** How long `close()` waits for running handlers before it aborts them. */
 const STOP_TIMEOUT_MS = 10_000;
 
+/** How long `close()` waits for handlers it aborted to return (they stop at their next await). */
+const ABORTED_HANDLER_WAIT_MS = 3_000;
+
+const noop = (): void => {};
+
+/** Resolves when every promise of `set` has settled, or after `ms`. */
+async function settledWithin(set: Set<Promise<void>>, ms: number): Promise<void> {
+  if (set.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all([...set]), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 /**
  * How long a job's end that could not be written (the database restarting) is retried in the
  * background. Without it the job stays active until it expires (60 s and more), and a `stately`
@@ -218,6 +231,9 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   const schema = opts.schema ?? (await defaultSchema(sql));
   // Statements pg-boss sent and may not await: close() lets them finish before the pool ends.
   const inFlight = new Set<Promise<unknown>>();
+  // Handlers running now. pg-boss's graceful stop waits only for workers still registered, and
+  // stopFetching has already taken ours off: close() waits for these itself.
+  const running = new Set<Promise<void>>();
   const closing = new AbortController();
   // Every job's signal and every completion retry listen on it. Not 0 ("unlimited"): Node 20's
   // getMaxListeners then throws for an AbortSignal, and undici's fetch calls it on the signal of
@@ -298,8 +314,12 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
             slot.busy = true;
             completionDeadlines.set(job.id, Date.now() + expireMs - EXPIRY_MARGIN_MS);
             if (completionDeadlines.size > MAX_TRACKED_COMPLETIONS) completionDeadlines.delete(completionDeadlines.keys().next().value!);
+            const done = Promise.resolve().then(() => handler(ctx));
+            const tracked = done.then(noop, noop);
+            running.add(tracked);
+            void tracked.then(() => running.delete(tracked));
             try {
-              await handler(ctx);
+              await done;
             } catch (err) {
               logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, err }, 'job failed');
               failedAttempts.set(name, (failedAttempts.get(name) ?? 0) + 1);
@@ -351,11 +371,13 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       for (const t of chainKicks) clearInterval(t);
       const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
       await boss.stop({ graceful: true, wait: false, timeout: STOP_TIMEOUT_MS, close: false });
-      // Handlers still running past the timeout are told to give up; their jobs expire and retry.
+      // Running handlers get STOP_TIMEOUT_MS to finish; the rest are told to give up (their jobs
+      // expire and retry elsewhere) and get a moment to write that (a test run marked failed).
       const t = setTimeout(() => closing.abort(new Error('job queue closed')), STOP_TIMEOUT_MS);
-      await stopped;
+      await Promise.all([stopped, settledWithin(running, STOP_TIMEOUT_MS)]);
       clearTimeout(t);
       closing.abort(new Error('job queue closed'));
+      await settledWithin(running, ABORTED_HANDLER_WAIT_MS);
       // The last handlers' completions (sent after 'stopped') reach the database before the pool closes.
       await Promise.allSettled([...inFlight]);
     },

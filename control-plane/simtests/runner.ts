@@ -32,6 +32,9 @@ import { buildSimTools } from './tools.js';
 import { sessionConfigFor } from './tested-config.js';
 import * as store from './store.js';
 
+/** Why a run the server was playing when it shut down ended (start it again: it is not resumed). */
+export const SHUTDOWN_REASON = 'the server shut down while the run was playing; start the run again';
+
 export type LlmFactory = (settings: ProviderSettings) => LlmProvider | Promise<LlmProvider>;
 
 export interface RunnerOptions {
@@ -113,8 +116,16 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
       beat.stop();
       job.signal.removeEventListener('abort', onQueueClose);
     }
-    // Queue closing (shutdown): the run stays `running` without heartbeats; the watchdog fails it.
-    if (job.signal.aborted) return;
+    if (job.signal.aborted) {
+      // A clean stop (the queue closing) ends its own run now: waiting for the watchdog left it
+      // `running` until some replica ran again. A process that dies without one is the watchdog's.
+      const failed = await store.failRun(sql, runId, SHUTDOWN_REASON).catch((err: unknown) => logger.warn({ err, runId }, 'test run not failed at shutdown: the watchdog will'));
+      if (failed) {
+        logger.info({ runId }, 'test run failed: the server shut down');
+        changed(runId);
+      }
+      return;
+    }
     const done = await store.completeRun(sql, runId);
     if (done) logger.info({ runId, passed: done.passed, failed: done.failed, errored: done.errored }, 'test run completed');
     changed(runId);

@@ -238,6 +238,29 @@ describe('job queue throughput', () => {
     const done = await closing.state('qa.score', (await infra.sql.unsafe(`select id from "${closing.schema}".job where singleton_key = $1`, [first]))[0]!.id as string).catch(() => null);
     expect(done?.state ?? 'completed').toBe('completed');
   });
+
+  it('close() lets a running handler finish, and one it must abort write its last word', { timeout: 30_000 }, async () => {
+    const j = await slowPolling(0.5);
+    const steps: string[] = [];
+    const started = collector<string>();
+    await j.work('qa.score', async (job) => {
+      started.push(job.data.conversation_id);
+      if (job.data.conversation_id.endsWith('quick')) {
+        await new Promise((r) => setTimeout(r, 500));
+        steps.push('quick finished');
+        return;
+      }
+      // Runs past the stop timeout: aborted, then records that before returning.
+      await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => resolve(), { once: true }));
+      await new Promise((r) => setTimeout(r, 200));
+      steps.push('long wrote its end');
+    }, { concurrency: 2 });
+    for (const id of [`${newId()}-quick`, `${newId()}-long`]) await j.enqueue('qa.score', { conversation_id: id }, { singletonKey: id });
+    await started.until(2);
+    await j.stopFetching();
+    await j.close();
+    expect(steps).toEqual(['quick finished', 'long wrote its end']);
+  });
 });
 
 describe('pg-boss adapter', () => {

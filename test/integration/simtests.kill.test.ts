@@ -4,7 +4,8 @@
  * Control plane A runs in a child process and claims the run; its one case calls a tool endpoint
  * that never answers, so A is mid-case when it is SIGKILLed. Control plane B (same database, this
  * process) works the run's watchdog job, which A had queued: once A's heartbeat is older than
- * `staleSeconds`, the run is finished `failed` and its unfinished case `errored`.
+ * `staleSeconds`, the run is finished `failed` and its unfinished case `errored`. A replica that
+ * stops cleanly (SIGTERM: its job queue closes) fails its own run at once instead.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ import { buildChild } from '../helpers/child-build.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startReplica } from '../helpers/control-plane-replica.js';
 import { simAgent, startToolServer, waitForRun } from '../helpers/simtests.js';
+import { SHUTDOWN_REASON } from '../../control-plane/simtests/runner.js';
 
 const JOBS = { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 };
 const SIMTESTS = { runner: { heartbeatMs: 300, staleSeconds: 2 } };
@@ -70,5 +72,27 @@ describe('a test run whose worker is killed', () => {
     const results = (await api(b, 'GET', `/api/v1/agents/test-runs/${runId}/results`, { token: user.token })).body.data;
     expect(results[0]).toMatchObject({ status: 'errored' });
     expect(results[0].error_message).toContain('heartbeats');
+  });
+});
+
+describe('a test run whose replica shuts down cleanly', () => {
+  it('is failed by that replica as it stops, not left running for a watchdog', { timeout: 60_000 }, async () => {
+    // Heartbeats stay fresh and the watchdog is far away: only the stop itself can end the run.
+    const c = await startControlPlane({ ...infra }, { port: 0, host: '127.0.0.1', jobs: JOBS, simTests: { runner: { heartbeatMs: 300, staleSeconds: 600 } } });
+    const user = await createTestUser(c);
+    const agentId = await simAgent(c, user);
+    const tool = { name: 'get_weather', description: 'Weather', function_schema: { type: 'object', properties: { city: { type: 'string' } } }, endpoint_url: `${tools.url}/weather`, http_method: 'GET', timeout_ms: 60_000 };
+    expect((await api(c, 'POST', `/api/v1/agents/${agentId}/tools`, { token: user.token, body: tool })).status).toBe(201);
+    expect((await api(c, 'POST', `/api/v1/agents/${agentId}/test-cases`, { token: user.token, body: { name: 'Hangs', goal: 'Ask "the weather in Rome"', assertions: ['The agent says "Rome"'] } })).status).toBe(201);
+    const held = tools.seen.length;
+    const run = await api(c, 'POST', `/api/v1/agents/${agentId}/test-runs`, { token: user.token, body: { agent_version: 0 } });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const runId = run.body.data.id as string;
+    await tools.until(held + 1);
+    await c.close();
+    const [ended] = await infra.sql<{ status: string; error_message: string }[]>`select status, error_message from test_runs where id = ${runId}`;
+    expect(ended).toEqual({ status: 'failed', error_message: SHUTDOWN_REASON });
+    const [result] = await infra.sql<{ status: string }[]>`select status from test_results where test_run_id = ${runId}`;
+    expect(result!.status).toBe('errored');
   });
 });
