@@ -26,6 +26,7 @@ import { CarrierError, type CarrierAccount, type CarrierAdapter, type HoldRound,
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount, verifyWebhook } from './context.js';
 import { scheduleStepDeadline } from './inbound-deadline.js';
 import { newCallRecord } from './live-calls.js';
+import { dropIfStale } from './stale.js';
 
 export const MESSAGES = {
   notInService: 'Sorry, the number you have called is not in service. Goodbye.',
@@ -201,15 +202,7 @@ export function seatLimit(agent: LiveAgentConfig): number {
 export async function takeSeat(ctx: Ctx, rec: Parameters<Ctx['calls']['put']>[0], limit: number): Promise<boolean> {
   if (await ctx.calls.put(rec, limit)) return true;
   let freed = 0;
-  for (const c of await ctx.calls.list({ poolId: rec.workspace_id })) {
-    if (await ctx.calls.isStale(c)) {
-      const gone = await ctx.calls.remove(c.call_id);
-      if (gone) {
-        freed++;
-        emit(ctx, { type: 'ended', call: gone, detail: 'session_ended' });
-      }
-    }
-  }
+  for (const c of await ctx.calls.list({ poolId: rec.workspace_id })) if (await dropIfStale(ctx, c)) freed++;
   return freed > 0 && ctx.calls.put(rec, limit);
 }
 

@@ -178,11 +178,12 @@ export class LiveCalls {
   }
 
   /**
-   * A connected call whose voice session is gone (the engine ended it, or died) and that was not
-   * handed to a human is over, whether or not a carrier callback said so.
+   * A call whose voice session is gone and that was not handed to a human is over, whether or not
+   * a carrier callback said so: connected, its engine ended it (or died); not yet answered, the
+   * session's answer window (ring timeout + 30 s for outbound) passed with no final status.
    */
   async isStale(rec: CallRecord): Promise<boolean> {
-    if (rec.status !== 'in_progress' || rec.transferred_to || !rec.session_id) return false;
+    if (rec.transferred_to || !rec.session_id) return false;
     if (await this.registry.sessions.sessionOwner(rec.session_id)) return false;
     return (await this.registry.sessions.getSession(rec.session_id)) === undefined;
   }

@@ -14,6 +14,7 @@ import type { CallRecord } from './live-calls.js';
 import { carrierFailure } from './outbound.js';
 import { pageMeta, type Page } from '../http/pagination.js';
 import { purgeUnclaimed } from '../voice/purge.js';
+import { carrierHangup, dropIfStale } from './stale.js';
 
 export interface LiveCallView {
   call_id: string;
@@ -68,13 +69,6 @@ async function ownCall(ctx: Ctx, p: Principal, callId: string): Promise<CallReco
   if (!(await ctx.deps.auth.workspaceIds(p)).includes(c.workspace_id)) return undefined;
   if (await dropIfStale(ctx, c)) return undefined;
   return c;
-}
-
-async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
-  if (!(await ctx.calls.isStale(c))) return false;
-  const gone = await ctx.calls.remove(c.call_id);
-  if (gone) emit(ctx, { type: 'ended', call: gone, detail: 'session_ended' });
-  return true;
 }
 
 /** The caller's live calls, one page of them; `count` is all of them (the spec's field), `meta` the page. */
@@ -171,16 +165,6 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
 
 function alreadyTransferred(to: string): AppError {
   return new AppError('CONFLICT', 'the call was already transferred (or its transfer may have happened)', { details: [{ field: 'call_id', problem: `already transferred to ${to}` }] });
-}
-
-/** Hangs the call up at its carrier (best effort: logged, never thrown). */
-async function carrierHangup(ctx: Ctx, c: CallRecord, failure: string): Promise<void> {
-  if (!c.provider_call_sid) return;
-  const adapter = adapterOf(ctx, c.telephony_provider);
-  if (!adapter) return;
-  const account = await resolveAccount(ctx, await ctx.deps.liveConfig(c.agent_id).catch(() => undefined), adapter.id as CarrierName).catch(() => undefined);
-  if (!account) return;
-  await adapter.hangup(account, c.provider_call_sid).catch((err: unknown) => ctx.log.warn({ callId: c.call_id, err, carrier: adapter.id }, failure));
 }
 
 /**
