@@ -28,8 +28,10 @@ export async function handleCommand(ctx: EngineContext, cmd: NodeCommand): Promi
     return { status: 'injected' };
   }
   if (cmd.kind === 'end') {
-    // A transfer hands the caller to a human: the AI drops off with that reason on the record.
-    const reason = (cmd.payload as { reason?: unknown } | undefined)?.reason === 'transferred' ? 'transferred' : 'ended_by_api';
+    // A transfer hands the caller to a human, a carrier's final status (the callee hung up, its
+    // callback ahead of the stream's stop) ends the call: each with its reason on the record.
+    const asked = (cmd.payload as { reason?: unknown } | undefined)?.reason;
+    const reason = asked === 'transferred' || asked === 'carrier_ended' ? asked : 'ended_by_api';
     if (actor) actor.endCall(reason);
     else {
       // Never connected (its call ended first): what was pre-warmed for it goes now, not when the

@@ -231,7 +231,8 @@ export function createDialer(deps: DialerDeps): Dialer {
       } catch (err) {
         const e = toAppError(err);
         const carrier = e.options.cause instanceof CarrierError ? e.options.cause : undefined;
-        if (e.code === 'SERVICE_UNAVAILABLE') {
+        const carrierBusy = carrier !== undefined && (carrier.status === 429 || carrier.status >= 500);
+        if (e.code === 'SERVICE_UNAVAILABLE' && !carrierBusy) {
           // No capacity or no credentials: not an attempt and no dial (dialed_at restored); the
           // whole campaign waits the Retry-After.
           const waitMs = (e.options.retryAfterS ?? 5) * 1000;

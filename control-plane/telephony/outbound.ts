@@ -185,7 +185,8 @@ async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: numb
 }
 
 /**
- * Carrier refusals are 502 (with the carrier's code); an unreachable carrier is 503 (retry). A
+ * Carrier refusals are 502 (with the carrier's code); an unreachable carrier, or one answering 429
+ * or 503, is 503 with `Retry-After` (retry with backoff). A
  * create the carrier may have carried out without telling us (no answer in time) is a 502 that
  * says so: retrying it could ring the callee twice.
  */
@@ -193,6 +194,8 @@ export function carrierFailure(err: unknown, unknownOutcome = 'the carrier may h
   if (err instanceof CarrierError) {
     if (err.status === 0 && err.outcomeUnknown) return new AppError('BAD_GATEWAY', `${err.message}: ${unknownOutcome}, so it is not retried automatically`, { cause: err });
     if (err.status === 0) return new AppError('SERVICE_UNAVAILABLE', err.message, { retryAfterS: 5, cause: err });
+    // Rate limited or unavailable: the carrier did nothing and says to come back (not a refusal).
+    if (err.status === 429 || err.status === 503) return new AppError('SERVICE_UNAVAILABLE', `the carrier is busy (HTTP ${err.status}): ${err.message}`, { retryAfterS: 5, cause: err });
     const code = err.carrierCode ? ` (carrier error ${err.carrierCode})` : '';
     return new AppError('BAD_GATEWAY', `the carrier rejected the request: ${err.message}${code}`, { cause: err });
   }

@@ -137,6 +137,15 @@ describe('outbound errors', () => {
     expect((await h.call('GET', '/telephony/calls')).body.count).toBe(0);
   });
 
+  it.each([429, 503])('503 with Retry-After when the carrier answers %i (busy: retry later, not a refusal)', async (status) => {
+    h.sim.failNextCreate = { status, code: 20429, message: 'Too Many Requests' };
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: '+14155550600' });
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    expect(res.headers['retry-after']).toBe('5');
+    expect((await h.call('GET', '/telephony/calls')).body.count).toBe(0);
+  });
+
   it('propagates the voice pipeline 4xx: an agent without providers', async () => {
     const created = await h.call('POST', '/agents', { workspace_id: h.user.workspaceId, name: 'no providers' });
     const id = created.body.data.id;
@@ -291,6 +300,24 @@ describe('cold transfer', () => {
     expect(await sim.ended).toBe('completed');
   });
 
+  it('a ringing call whose session is gone and that the carrier never ends frees its seat: ended no-answer and hung up', { timeout: 30_000 }, async () => {
+    const to = callee();
+    // Rings far longer than the test: only our side can end it.
+    h.callees.set(to, { ringMs: 60_000 });
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to });
+    expect(res.status).toBe(200);
+    const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
+    await until(() => sim.status === 'ringing', 5000, 'ringing');
+    // Its session's answer window passed (purged as the registry does): nothing will connect to it.
+    await h.infra.registry.sessions.deleteSession(res.body.session_id);
+    const list = await h.call('GET', '/telephony/calls');
+    expect(list.body.calls.map((c: { call_id: string }) => c.call_id)).not.toContain(res.body.call_id);
+    expect((await h.call('GET', `/telephony/calls/${res.body.call_id}`)).status).toBe(404);
+    // Hung up before it was answered: the phone stops ringing.
+    expect(await sim.ended).toBe('completed');
+    expect(sim.answeredAtMs).toBeFalsy();
+  });
+
   it('400 when the call has no carrier sid yet', async () => {
     const callId = newId();
     await h.app.telephony.calls.put(
@@ -345,6 +372,9 @@ describe('carrier callbacks naming another call', () => {
     expect(own).toEqual({ status: 200, body: { received: true } });
     expect((await h.call('GET', `/telephony/calls/${body.call_id}`)).status).toBe(404);
     await until(() => !h.engine.calls.has(body.session_id), 5000, 'engine call ended');
+    // The carrier said the call is over (the callee hung up, its callback ahead of the stream's stop): not an API end.
+    await until(() => h.captured.get(body.session_id)?.end !== undefined, 5000, 'record ended');
+    expect(h.captured.get(body.session_id)!.end!.reason).toBe('carrier_ended');
     media.hangup();
     await sim.ended;
   });
