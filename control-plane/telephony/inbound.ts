@@ -129,7 +129,8 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
         user_id: agent.user_id,
         call_id: callId,
         call_direction: 'inbound',
-        connection_type: 'twilio',
+        // The transport hint names the carrier's media stream (its wire protocol).
+        connection_type: adapter.id,
         telephony_provider: adapter.id,
         session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid, ...callerNameOf(call) },
         from_number: rec.from_number,

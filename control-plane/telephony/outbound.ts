@@ -123,7 +123,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
       user_id: as.userId,
       call_id: callId,
       call_direction: 'outbound',
-      connection_type: 'twilio',
+      connection_type: provider,
       telephony_provider: provider,
       dynamic_variables: req.dynamic_variables,
       context: req.context,

@@ -116,6 +116,10 @@ export function defineStreamCarrierSuite(wire: StreamWireName, caps: { amd: bool
       expect(stats.dtmf).toBe(1);
       expect(stats.invalidFrames).toBe(0);
       expect(cap.turns.reduce((n, t) => n + (t.metadata as { transport: { clears: number } }).transport.clears, 0)).toBeGreaterThanOrEqual(1);
+      // The record names this carrier, as the transport hint and as the provider.
+      await until(async () => (await h.call('GET', `/conversations/by-session/${sessionId}`)).status === 200, 5000, 'conversation recorded');
+      const conv = (await h.call('GET', `/conversations/by-session/${sessionId}`)).body.data;
+      expect((conv.conversation ?? conv).metadata).toMatchObject({ connection_type: wire, telephony_provider: wire, call_direction: 'inbound' });
     });
 
     it('refuses a forged voice webhook (403) and never streams', { timeout: 20_000 }, async () => {

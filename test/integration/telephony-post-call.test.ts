@@ -113,7 +113,7 @@ describe('post-call pipeline after a real engine call', () => {
     expect(ev.data).toMatchObject({ conversation_id: conversationId, status: 'completed', analysis_status: 'complete' });
     // The voice webhook's CallerName is the event's caller_name.
     expect(ev.data.caller_name).toBe('Ada Tester');
-    // The record names the carrier (connection_type is the socket protocol family carriers share).
+    // The record names the carrier (connection_type: its media stream's protocol).
     const conv = (await h.call('GET', `/conversations/${conversationId}`)).body.data;
     expect((conv.conversation ?? conv).metadata).toMatchObject({ connection_type: 'twilio', telephony_provider: 'twilio', call_direction: 'inbound' });
     expect(ev.data.summary).toBeTruthy();
