@@ -61,6 +61,8 @@ export class AppError extends Error {
       exists?: boolean;
       /** Extra top-level fields of a `{detail}`-family error body (NEEDS_SCOPE's `reconnect_products`). */
       body?: Record<string, unknown>;
+      /** An INTERNAL the contract prescribes for a deployment's configuration, not a bug: logged as a warning, without a stack. */
+      configured?: boolean;
     } = {},
   ) {
     super(message, { cause: options.cause });

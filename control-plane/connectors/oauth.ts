@@ -64,7 +64,8 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
   async function start(entry: ProviderEntry, workspaceId: string, userId: string, requested: readonly string[]): Promise<string> {
     const client = deps.clients.get(entry.id);
     // The spec's answer for a provider this deployment has no OAuth client for.
-    if (!client) throw new AppError('INTERNAL', `no OAuth client is registered for ${entry.id} in this deployment`);
+    // The spec's 500; the catalog already said `oauth_available: false`, so it is no bug of ours.
+    if (!client) throw new AppError('INTERNAL', `no OAuth client is registered for ${entry.id} in this deployment`, { configured: true });
     const products = productsOf(entry, requested);
     const d = client.descriptor;
     const pkce = d.pkce ? pkcePair() : undefined;

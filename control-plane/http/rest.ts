@@ -148,7 +148,8 @@ export function createRestRouter(opts: RestRouterOptions) {
       // stream's body can end early before its response closes, so the signal may not say so yet.)
       if (signal.aborted || err instanceof ClientGone) return;
       const appErr = toAppError(err);
-      if (appErr.code === 'INTERNAL') opts.logger.error({ err, requestId }, 'request failed');
+      if (appErr.code === 'INTERNAL' && appErr.options.configured) opts.logger.warn({ requestId, reason: appErr.message }, 'request refused by the deployment configuration');
+      else if (appErr.code === 'INTERNAL') opts.logger.error({ err, requestId }, 'request failed');
       const h = new Headers();
       if (appErr.options.retryAfterS !== undefined) h.set('retry-after', String(appErr.options.retryAfterS));
       send(res, appErr.status, JSON.stringify(errorBody(route?.family ?? family, appErr)), 'application/json', h);

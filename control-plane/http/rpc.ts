@@ -17,7 +17,8 @@ export function toConnectError(err: unknown, logger: Logger, ctx: HandlerContext
   // The client left (its signal aborted): not a server error, and nobody reads the answer.
   if (ctx.signal.aborted) return new ConnectError('request cancelled by the client', Code.Canceled);
   const app = toAppError(err);
-  if (app.code === 'INTERNAL') logger.error({ err, requestId: requestIdOf(ctx) }, 'rpc failed');
+  if (app.code === 'INTERNAL' && app.options.configured) logger.warn({ requestId: requestIdOf(ctx), reason: app.message }, 'rpc refused by the deployment configuration');
+  else if (app.code === 'INTERNAL') logger.error({ err, requestId: requestIdOf(ctx) }, 'rpc failed');
   const detail = create(ErrorDetailSchema, { code: app.code, details: app.details ?? [] });
   // Retry-After travels as response metadata (gRPC trailers / Connect headers), as on REST.
   const meta = app.options.retryAfterS !== undefined ? { 'retry-after': String(app.options.retryAfterS) } : undefined;

@@ -119,6 +119,9 @@ describe('catalog and start', () => {
     const noClient = await api(cp, 'POST', `${ws()}/connect/calcom`, { token: owner.token });
     expect(noClient.status).toBe(500);
     expect(noClient.body.detail).toMatch(/no OAuth client/);
+    // The spec's 500 for a deployment without that client, not a bug: a warning without a stack.
+    const logged = infra.logLines.map((l) => JSON.parse(l) as { level: number; msg: string; reason?: string }).filter((l) => /no OAuth client/.test(l.reason ?? '') || (l.level >= 50 && /request failed/.test(l.msg)));
+    expect(logged.map((l) => [l.level, l.msg])).toEqual([[40, 'request refused by the deployment configuration']]);
     const bad = await api(cp, 'POST', `${ws()}/connect/google_workspace`, { token: owner.token, body: { products: ['calendar', 'drive'] } });
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toMatch(/^products: unknown product drive/);
