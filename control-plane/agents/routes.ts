@@ -3,8 +3,9 @@
  * (and pagination in `meta`); creates answer 201. Object fields that proto JSON omits when unset
  * (`telephony` of the detail, a tool's `connector_binding`) are written as null.
  */
-import { AgentConfigService, AgentService } from '../../shared/gen/voiceplane/v1/agents_pb.js';
-import type { RestRoute } from '../http/rest.js';
+import { AgentConfigService, AgentService, CreateAgentRequestSchema } from '../../shared/gen/voiceplane/v1/agents_pb.js';
+import { defaultRequest, type RestRequestParts, type RestRoute } from '../http/rest.js';
+import { invalid } from '../../shared/errors.js';
 
 const AG = '/api/v1/agents';
 
@@ -28,7 +29,7 @@ function rollbackRequest(parts: { params: Record<string, string> }): unknown {
 }
 
 export const agentRoutes: RestRoute[] = [
-  { method: 'POST', path: AG, service: AgentService, rpc: 'createAgent', status: 201 },
+  { method: 'POST', path: AG, service: AgentService, rpc: 'createAgent', status: 201, request: createAgentRequest },
   { method: 'GET', path: AG, service: AgentService, rpc: 'listAgents', response: list('agents') },
   { method: 'GET', path: `${AG}/lookup/phone`, service: AgentService, rpc: 'lookupAgentByPhone' },
   { method: 'GET', path: `${AG}/:id`, service: AgentService, rpc: 'getAgent', response: detail },
@@ -63,3 +64,17 @@ export const agentRoutes: RestRoute[] = [
   { method: 'POST', path: `${AG}/:agent_id/versions/:n/rollback`, service: AgentConfigService, rpc: 'rollbackAgent', bodyType: 'none', request: rollbackRequest },
   { method: 'GET', path: `${AG}/:agent_id/versions`, service: AgentConfigService, rpc: 'listAgentVersions', response: list('versions') },
 ];
+
+/**
+ * The spec accepts `connectors` on update only (binding needs the agent, and connector rules):
+ * on create the key would be dropped as unknown and the agent made without them, so a non-empty
+ * list is refused instead.
+ */
+function createAgentRequest(parts: RestRequestParts): unknown {
+  const body = parts.body as Record<string, unknown> | undefined;
+  const connectors = body && typeof body === 'object' && !Array.isArray(body) ? body.connectors : undefined;
+  if (Array.isArray(connectors) ? connectors.length > 0 : connectors !== undefined && connectors !== null) {
+    throw invalid('connectors', 'is accepted on update only: create the agent, then PUT /agents/{id} with connectors');
+  }
+  return defaultRequest(CreateAgentRequestSchema, parts);
+}

@@ -102,6 +102,9 @@ describe('agent fields', () => {
     const raw = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: '{nope' });
     expectError(raw, 400, 'INVALID_BODY');
     expectError(await call('POST', '/agents', owner.token, [1, 2]), 400, 'INVALID_BODY');
+    // connectors are bound on update only: on create they would be dropped.
+    expectInvalid(await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'C', connectors: ['hubspot'] }), 'connectors');
+    expect((await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'C', connectors: [] })).status).toBe(201);
     // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
     const notUtf8 = Buffer.concat([Buffer.from(`{"workspace_id":"${owner.workspaceId}","name":"bad`), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
     const bad = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: notUtf8 });
