@@ -109,7 +109,7 @@ export interface ControlPlaneOptions {
   /** Builds the QA scoring LLM from an agent's published settings (tests inject failures). Default: as analysis. */
   qaLlmFor?: LlmFactory;
   /** Simulation tests: runner tuning, gate wait, stream poll, and the LLM factory (tests inject failures). */
-  simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'llmFor'>>;
+  simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'streamMaxPerUser' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
   /** Directory of the built web console (console/build.mjs). Default dist/console. */
@@ -139,6 +139,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     runner: opts.simTests?.runner,
     gate: opts.simTests?.gate,
     streamPollMs: opts.simTests?.streamPollMs,
+    streamMaxPerUser: opts.simTests?.streamMaxPerUser,
   });
   const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder, publishGate: simTests.publishGate });
   const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections });

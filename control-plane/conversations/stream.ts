@@ -23,14 +23,14 @@ import type { ServerResponse } from 'node:http';
 import type { MessageRow, ToolCallRow } from '../../shared/records/rows.js';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { AppError, notFound } from '../../shared/errors.js';
+import { notFound } from '../../shared/errors.js';
 import { ConversationMessageSchema, ConversationSchema, ConversationService, ToolCallRecordSchema } from '../../shared/gen/voiceplane/v1/conversations_pb.js';
 import type { TranscriptBus, TranscriptEvent, TranscriptMessage } from '../../shared/records/bus.js';
 import type { Auth } from '../http/auth.js';
 import type { Sql } from '../../shared/db/client.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
 import type { AudioLinks } from './audio-links.js';
-import { rawHandlerContext, sendError } from './http-util.js';
+import { rawHandlerContext, sendError, streamAdmission } from './http-util.js';
 import { type ConversationRow, getConversation, listMessages, listToolCalls } from './store.js';
 import { isPlainObject, pathId } from '../http/validate.js';
 import { conversationView, messageView, toolCallView } from './views.js';
@@ -63,27 +63,7 @@ export function createStreamHandler(opts: StreamOptions) {
   const getMethod = ConversationService.method.getConversation;
   const maxPerUser = opts.maxStreamsPerUser ?? 100;
   const open = new Set<() => void>();
-  /** Streams admitted (being set up or open), in all and per user: taken before the first await after auth. */
-  let admitted = 0;
-  const perUser = new Map<string, number>();
-
-  /** Admits one stream of `userId` or throws; the returned release is idempotent. */
-  function admit(userId: string): () => void {
-    if (admitted >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many transcript streams', { retryAfterS: 5 });
-    const mine = perUser.get(userId) ?? 0;
-    if (mine >= maxPerUser) throw new AppError('RATE_LIMITED', `at most ${maxPerUser} transcript streams per user at once`, { retryAfterS: 5 });
-    admitted++;
-    perUser.set(userId, mine + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      admitted--;
-      const left = (perUser.get(userId) ?? 1) - 1;
-      if (left > 0) perUser.set(userId, left);
-      else perUser.delete(userId);
-    };
-  }
+  const admission = streamAdmission('transcript', maxStreams, maxPerUser);
 
   const handler = rawRoute((req, url) => req.method === 'GET' && STREAM_PATH.test(url.pathname), async (req, res) => {
     const m = STREAM_PATH.exec(requestUrl(req).pathname)!;
@@ -94,7 +74,7 @@ export function createStreamHandler(opts: StreamOptions) {
       const ctx = rawHandlerContext(req, ConversationService, getMethod, ac.signal);
       const p = await opts.auth.principal(ctx);
       // Counted before the next await: a burst of requests cannot all pass the check together.
-      release = admit(p.userId);
+      release = admission.admit(p.userId);
       const ws = await opts.auth.workspaceIds(p);
       const conv = await getConversation(opts.sql, ws, pathId('conversation', m[1]));
       if (!conv) throw notFound('conversation');

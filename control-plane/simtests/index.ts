@@ -28,6 +28,8 @@ export type SimTestsDeps = Pick<ControlPlaneDeps, 'sql' | 'logger' | 'clock' | '
   gate?: GateOptions;
   /** Progress stream poll interval. Default 2000 ms (the spec's). */
   streamPollMs?: number;
+  /** Open test-run streams per user (default 20). */
+  streamMaxPerUser?: number;
 };
 
 export interface SimTestsDomain extends Domain {
@@ -43,7 +45,16 @@ export async function createSimTestsDomain(deps: SimTestsDeps): Promise<SimTests
   const runs = createRunCreator({ sql, secrets: deps.secrets, clock, runner });
   const access = createAccess({ sql, auth: deps.auth });
   const impl = createSimTestService({ sql, access, runs, onChange: (id) => changes.emit(id) });
-  const stream = createRunStream({ sql, clock, logger, changes, pollMs: deps.streamPollMs, getRun: async (runId, ctx) => impl.getTestRun({ runId } as never, ctx) });
+  const stream = createRunStream({
+    sql,
+    clock,
+    logger,
+    changes,
+    pollMs: deps.streamPollMs,
+    maxStreamsPerUser: deps.streamMaxPerUser,
+    principalId: async (ctx) => (await deps.auth.principal(ctx)).userId,
+    getRun: async (runId, ctx) => impl.getTestRun({ runId } as never, ctx),
+  });
   return {
     services: [{ service: SimTestService, impl }] as ServiceBinding[],
     routes: simTestRoutes,

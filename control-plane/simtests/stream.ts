@@ -5,7 +5,8 @@
  * per poll (every `pollMs`, default 2 s) and one as soon as this process's runner changes the run;
  * after the event that shows `completed`, `failed` or `cancelled` the server closes the stream.
  *
- * Bounds: `maxStreams` open streams per process (beyond: 503); a client that does not read is
+ * Bounds: `maxStreams` open streams per process (beyond: 503), `maxStreamsPerUser` per user
+ * (beyond: 429), both with `Retry-After`; a client that does not read is
  * never buffered for: while the socket is blocked, ticks are skipped (the next event carries the
  * whole state anyway).
  */
@@ -13,11 +14,10 @@ import type { ServerResponse } from 'node:http';
 import { create, toJson } from '@bufbuild/protobuf';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { AppError } from '../../shared/errors.js';
 import type { Sql } from '../../shared/db/client.js';
 import { SimTestService, TestResultSchema, TestRunSchema } from '../../shared/gen/voiceplane/v1/simtests_pb.js';
 import type { NodeReq, NodeRes } from '../http/rest.js';
-import { rawHandlerContext, sendError } from '../conversations/http-util.js';
+import { rawHandlerContext, sendError, streamAdmission } from '../conversations/http-util.js';
 import type { RunChanges } from './changes.js';
 import * as store from './store.js';
 import { resultView, runView } from './views.js';
@@ -37,29 +37,36 @@ export interface RunStreamOptions {
   pollMs?: number;
   /** Default 200. */
   maxStreams?: number;
+  /** Default 20: one user (or one leaking dashboard) cannot take every slot. */
+  maxStreamsPerUser?: number;
+  /** Who is asking (their streams are counted per user). */
+  principalId: (ctx: ReturnType<typeof rawHandlerContext>) => Promise<string>;
 }
 
 export function createRunStream(opts: RunStreamOptions) {
   const pollMs = opts.pollMs ?? 2000;
-  const maxStreams = opts.maxStreams ?? 200;
+  const admission = streamAdmission('test-run', opts.maxStreams ?? 200, opts.maxStreamsPerUser ?? 20);
   const open = new Set<() => void>();
 
   const handler = rawRoute((req, url) => req.method === 'GET' && STREAM_PATH.test(url.pathname), async (req, anyRes) => {
     const m = STREAM_PATH.exec(requestUrl(req).pathname)!;
     const ac = new AbortController();
     anyRes.once('close', () => ac.abort());
+    let release: (() => void) | undefined;
     try {
       const ctx = rawHandlerContext(req, SimTestService, SimTestService.method.getTestRun, ac.signal);
+      // Counted before the next await: a burst of requests cannot all pass the check together.
+      release = admission.admit(await opts.principalId(ctx));
       await opts.getRun(m[1]!, ctx);
-      if (open.size >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', 'too many test-run streams', { retryAfterS: 5 });
-      serve(req, anyRes as ServerResponse, m[1]!.toLowerCase(), ac.signal);
+      serve(req, anyRes as ServerResponse, m[1]!.toLowerCase(), ac.signal, release);
     } catch (err) {
+      release?.();
       sendError(anyRes, err, opts.logger);
     }
     return true;
   });
 
-  function serve(req: NodeReq, res: ServerResponse, runId: string, signal: AbortSignal): void {
+  function serve(req: NodeReq, res: ServerResponse, runId: string, signal: AbortSignal, release: () => void): void {
     const headers: Record<string, string> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' };
     if (req.httpVersionMajor === 1) headers.connection = 'keep-alive';
     res.writeHead(200, headers);
@@ -73,6 +80,7 @@ export function createRunStream(opts: RunStreamOptions) {
       if (finished) return;
       finished = true;
       open.delete(finish);
+      release();
       opts.clock.clearInterval(timer);
       unsubscribe();
       res.end();

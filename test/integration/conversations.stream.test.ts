@@ -223,8 +223,10 @@ describe('transcript stream bounds', () => {
       };
       const [pc, pd] = [await conv(carol), await conv(dave)];
       const get = (path: string, token: string) =>
-        new Promise<{ status: number; req: http.ClientRequest }>((resolve, reject) => {
-          const req = http.get({ host: '127.0.0.1', port: small.port, path, headers: { authorization: `Bearer ${token}` } }, (res) => resolve({ status: res.statusCode ?? 0, req }));
+        new Promise<{ status: number; retryAfter?: string; req: http.ClientRequest }>((resolve, reject) => {
+          const req = http.get({ host: '127.0.0.1', port: small.port, path, headers: { authorization: `Bearer ${token}` } }, (res) =>
+            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, req }),
+          );
           req.on('error', reject);
         });
       // Carol: three at once, two admitted (per user), one 429.
@@ -233,6 +235,8 @@ describe('transcript stream bounds', () => {
       // Dave: four at once against the one slot left: exactly one gets in, the others 503.
       const daves = await Promise.all([get(pd, dave.token), get(pd, dave.token), get(pd, dave.token), get(pd, dave.token)]);
       expect(daves.map((r) => r.status).sort()).toEqual([200, 503, 503, 503]);
+      // Both refusals say when to come back.
+      expect([...carols, ...daves].filter((r) => r.status !== 200).map((r) => r.retryAfter)).toEqual(['5', '5', '5', '5']);
       // Closing streams gives their slots back.
       for (const r of [...carols, ...daves]) r.req.destroy();
       await until(() => small.conversations.openStreams === 0);

@@ -5,6 +5,7 @@
  * mocked tool; testing the draft; cancel; a publish blocked by a failing `gate` case and allowed
  * once the draft is fixed. Real Postgres, the real job queue, real sockets.
  */
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
@@ -33,7 +34,7 @@ beforeAll(async () => {
     port: 0,
     host: '127.0.0.1',
     jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 },
-    simTests: { streamPollMs: 300, runner: { heartbeatMs: 300, staleSeconds: 5 }, gate: { pollMs: 100 } },
+    simTests: { streamPollMs: 300, streamMaxPerUser: 2, runner: { heartbeatMs: 300, staleSeconds: 5 }, gate: { pollMs: 100 } },
   });
   alice = await createTestUser(cp);
   bob = await createTestUser(cp);
@@ -271,6 +272,39 @@ describe('cancel', () => {
     expect((await api(cp, 'POST', `${A}/test-runs/${runId}/cancel`, { token: alice.token })).status).toBe(409);
     const after = await api(cp, 'GET', `${A}/test-runs/${runId}`, { token: alice.token });
     expect(after.body.data.status).toBe('cancelled');
+    await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: alice.token });
+  });
+});
+
+describe('stream bounds', () => {
+  it('a user holds at most streamMaxPerUser test-run streams: 429 with Retry-After beyond, the slot back on close', { timeout: 60_000 }, async () => {
+    const id = await addCase({ name: 'Oslo streams', goal: 'Ask "the weather in Oslo"', assertions: ['The agent says "Oslo"'] });
+    const created = await api(cp, 'POST', `${A}/${agentId}/test-runs`, { token: alice.token, body: { case_ids: [id] } });
+    const runId = created.body.data.id as string;
+    const before = tools.seen.length;
+    await tools.until(before + 1);
+    const open = () =>
+      new Promise<{ status: number; retryAfter?: string; req: http.ClientRequest }>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: cp.port, path: `${A}/test-runs/${runId}/stream`, headers: { authorization: `Bearer ${alice.token}` } }, (res) =>
+          resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, req }),
+        );
+        req.on('error', reject);
+      });
+    const three = await Promise.all([open(), open(), open()]);
+    expect(three.map((r) => r.status).sort()).toEqual([200, 200, 429]);
+    expect(three.find((r) => r.status === 429)!.retryAfter).toBe('5');
+    for (const r of three) r.req.destroy();
+    // Closed streams give their slots back.
+    const deadline = Date.now() + 10_000;
+    let again = await open();
+    while (again.status !== 200 && Date.now() < deadline) {
+      again.req.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      again = await open();
+    }
+    expect(again.status).toBe(200);
+    again.req.destroy();
+    expect((await api(cp, 'POST', `${A}/test-runs/${runId}/cancel`, { token: alice.token })).status).toBe(200);
     await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: alice.token });
   });
 });
