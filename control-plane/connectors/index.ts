@@ -22,6 +22,7 @@ import type { ConnectorBinder } from '../agents/deps.js';
 import { createConnectorService } from './service.js';
 import { liveConnections } from './live-connections.js';
 import type { LiveConnections } from '../voice/agent-view.js';
+import { connectorFinishPage } from './finish-page.js';
 
 export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets' | 'jwtKey'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
   auth: Auth;
@@ -61,5 +62,6 @@ export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
     liveConnections: (workspaceId, ids, signal) => liveConnections(deps.sql, workspaceId, ids, signal),
     services: [{ service: ConnectorService, impl }] as ServiceBinding[],
     routes: connectorRoutes,
+    rawHandlers: [connectorFinishPage],
   };
 }

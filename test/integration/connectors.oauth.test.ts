@@ -129,6 +129,20 @@ describe('catalog and start', () => {
     expect((await api(cp, 'POST', `${ws()}/connect/google_workspace`, { token: stranger.token })).status).toBe(403);
   });
 
+  it('the default finish page says how the connection ended, with every value escaped', async () => {
+    const page = async (q: string) => {
+      const res = await fetch(`http://127.0.0.1:${cp.port}/dashboard/connectors${q}`);
+      return { status: res.status, type: res.headers.get('content-type'), csp: res.headers.get('content-security-policy'), text: await res.text() };
+    };
+    const ok = await page('?connected=hubspot');
+    expect(ok).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', csp: "default-src 'none'" });
+    expect(ok.text).toContain('<p>hubspot is connected. You can close this window.</p>');
+    const failed = await page(`?error=access_denied&provider=slack&reason=${encodeURIComponent('<script>alert(1)</script>')}`);
+    expect(failed.text).toContain('Connecting slack failed (access_denied): &lt;script&gt;alert(1)&lt;/script&gt;.');
+    expect(failed.text).not.toContain('<script>');
+    expect((await page('')).text).toContain('No connection was finished here');
+  });
+
   it('builds the consent URL: signed state, PKCE S256 for Google, offline access and incremental consent, none of it for HubSpot PKCE', async () => {
     const res = await api(cp, 'POST', `${ws()}/connect/Google Workspace`, { token: owner.token, body: { products: ['mail'] } });
     const q = new URL(res.body.auth_url).searchParams;

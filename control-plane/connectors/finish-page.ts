@@ -1,0 +1,50 @@
+/**
+ * `GET /dashboard/connectors`: where the OAuth callback sends the browser by default
+ * (`CONNECTORS_DASHBOARD_URL`, docs/connectors.md) when no dashboard of the customer's takes it.
+ * A small HTML page that says how the connection ended (`?connected=<provider>` or
+ * `?error=<code>&reason=<text>[&provider=<id>]`) instead of a JSON 404. Every value shown is
+ * escaped and bounded; the page loads nothing (a CSP of `default-src 'none'`).
+ */
+import type { ServerResponse } from 'node:http';
+import { rawRoute, requestUrl } from '../http/request-url.js';
+
+export const FINISH_PATH = '/dashboard/connectors';
+const MAX_SHOWN_CHARS = 300;
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+function shown(value: string | null): string {
+  return (value ?? '').slice(0, MAX_SHOWN_CHARS).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/** The page's title and sentence for the callback's query. */
+export function finishMessage(q: URLSearchParams): { title: string; text: string } {
+  const connected = q.get('connected');
+  if (connected) return { title: 'Connected', text: `${shown(connected)} is connected. You can close this window.` };
+  const error = q.get('error');
+  if (error) {
+    const provider = q.get('provider');
+    const what = provider ? `Connecting ${shown(provider)} failed` : 'The connection failed';
+    const reason = q.get('reason');
+    return { title: 'Connection failed', text: `${what} (${shown(error)})${reason ? `: ${shown(reason)}` : ''}. Start the connection again from your dashboard.` };
+  }
+  return { title: 'Connectors', text: 'No connection was finished here. Start a connection from your dashboard.' };
+}
+
+export const connectorFinishPage = rawRoute(
+  (req, url) => (req.method === 'GET' || req.method === 'HEAD') && url.pathname.replace(/\/+$/, '') === FINISH_PATH,
+  async (req, anyRes) => {
+    const res = anyRes as ServerResponse;
+    const { title, text } = finishMessage(requestUrl(req).searchParams);
+    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': "default-src 'none'",
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+    });
+    res.end(req.method === 'HEAD' ? undefined : html);
+    return true;
+  },
+);
