@@ -39,10 +39,17 @@ export function createConnectorBinder(sql: Sql, catalog: Catalog): ConnectorBind
       // An action of another provider, or one the catalog does not have, could never run (the
       // engine drops it at call time): refused here, where the author can see why.
       const entry = catalog.find(row.provider_id);
+      const granted = entry ? connectionView(row, entry).actions : [];
       actionNames.forEach((name, i) => {
         const [provider, action] = name.split('__', 2);
         if (provider !== row.provider_id || !entry?.actions.some((a) => a.name === action)) {
           throw invalid(`connector_binding.actions[${i}].name`, `is not an action of this ${entry?.name ?? row.provider_id} connection (${row.provider_id}__<action>; GET /api/v1/connectors/connectors lists them)`);
+        }
+        // Outside what the connection grants (a product not enabled, a scope not consented): every
+        // call would answer needs_scope, so it is refused here with the product to reconnect with.
+        const view = granted.find((a) => a.name === action);
+        if (view && !view.enabled) {
+          throw invalid(`connector_binding.actions[${i}].name`, `is not granted by this connection: reconnect it with the ${view.product} product`);
         }
       });
     },

@@ -246,6 +246,17 @@ describe('Google Workspace', () => {
     expect(list.status).toBe(403);
     expect(list.body).toMatchObject({ needs_scope: true, reconnect_products: ['sheets'] });
     expect(google.requests.length).toBe(before);
+    // A hand-written binding is held to the same grant: an uncovered action is refused when bound.
+    const agent = await api(cp, 'POST', '/api/v1/agents', { token: owner.token, body: { workspace_id: owner.workspaceId, name: 'Grant check' } });
+    const bind = (action: string) =>
+      api(cp, 'POST', `/api/v1/agents/${agent.body.data.id}/tools`, {
+        token: owner.token,
+        body: { name: `t_${action}`, connector_binding: { connection_id: id, actions: [{ name: `google_workspace__${action}`, description: 'd', parameters: { type: 'object' } }] } },
+      });
+    const refused = await bind('send_email');
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details).toEqual([{ field: 'connector_binding.actions[0].name', problem: 'is not granted by this connection: reconnect it with the mail product' }]);
+    expect((await bind('create_event')).status).toBe(201);
   });
 
   it('runs the calendar actions against the Calendar API', async () => {
