@@ -88,7 +88,12 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
     calls.set(sc.session_id, actor);
     // The live call's record is written back by this node too after Redis comes back empty, while
     // it carries the call: the control plane that placed it may have been replaced since (issue 23).
-    if (carrierCallId) void registry.calls.adoptCall(carrierCallId).catch((err: Error) => logger.warn({ err, session: maskSessionId(sc.session_id) }, 'live call record not adopted'));
+    if (carrierCallId) {
+      void registry.calls.adoptCall(carrierCallId).catch((err: Error) => logger.warn({ err, session: maskSessionId(sc.session_id) }, 'live call record not adopted'));
+      // The media reached us: the call was answered, whatever becomes of the carrier's own
+      // "answered" callback (a stale record is then ended as connected, not as no-answer).
+      void registry.calls.patchCall(carrierCallId, { media_connected_at_ms: clock.now() }).catch((err: Error) => logger.warn({ err, session: maskSessionId(sc.session_id) }, 'live call record not marked connected'));
+    }
     logger.info(
       { session: maskSessionId(sc.session_id), agent: sc.agent_id, transport: setup.kind, providers: { asr: providers.asr.label, llm: providers.llm.label, tts: providers.tts.label } },
       'call socket connected',

@@ -54,7 +54,7 @@ export interface DialerDeps {
   jobs: Jobs;
   clock: Clock;
   logger: Logger;
-  telephony: Pick<TelephonyDomain, 'dial' | 'calls'>;
+  telephony: Pick<TelephonyDomain, 'dial' | 'calls' | 'endIfStale'>;
   /** Base URL the carrier's callbacks reach (known once the server listens). */
   publicBase: () => string;
   options?: DialerOptions;
@@ -146,6 +146,9 @@ export function createDialer(deps: DialerDeps): Dialer {
           await settleEnded(a.call_id, { carrierStatus: 'completed', answered: true, amdVerdict: a.amd_verdict ?? '', durationS: ended.durationS });
           continue;
         }
+        // Never connected and its session's answer window is over with no final callback (lost):
+        // ended now (no-answer), its outcome arriving through the call-event hook like any end.
+        if (await telephony.endIfStale(a.call_id)) continue;
         if (a.status === 'dialing') await ds.markPlaced(sql, a.id, a.call_id, live.session_id);
         continue;
       }

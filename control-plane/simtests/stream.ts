@@ -87,6 +87,8 @@ export function createRunStream(opts: RunStreamOptions) {
     };
     open.add(finish);
     signal.addEventListener('abort', finish, { once: true });
+    // The client left while it was being admitted: the abort already fired, nothing will call finish.
+    if (signal.aborted) return finish();
 
     const tick = async (): Promise<void> => {
       if (finished || blocked) return;

@@ -18,6 +18,7 @@ import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } fr
 import { dialClient, endLostCall, handOffRefusal } from './manage.js';
 import { fetchRecording, type RecordingRef } from './recordings.js';
 import { runStepDeadline, type StepDeadline } from './inbound-deadline.js';
+import { endIfStale } from './stale.js';
 
 export type { LateRecordings, TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CarrierName, CarrierRecording } from './carriers/index.js';
@@ -30,6 +31,8 @@ export interface TelephonyDomain extends Domain {
   calls: LiveCalls;
   /** The outbound dial path of `POST /telephony/calls/outbound`, for callers without a request (campaigns). */
   dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
+  /** Ends a live call whose voice session is gone and that nobody ended (stale.ts `dropIfStale`); false: not stale or not live. */
+  endIfStale(callId: string): Promise<boolean>;
   /** Ends a live call whose engine node is gone (carrier hangup, seat freed, `ended` event once); false: not live. */
   endLostCall(callId: string, reason: string): Promise<boolean>;
   /**
@@ -53,6 +56,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     routes: telephonyRoutes,
     calls: ctx.calls,
     dial: (req, as) => dialOutbound(ctx, req, as),
+    endIfStale: (callId) => endIfStale(ctx, callId),
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
     dialClient: (callId, identity, base) => dialClient(ctx, callId, identity, base),
     fetchRecording: (ref, signal) => fetchRecording(ctx, ref, signal),

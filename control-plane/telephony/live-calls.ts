@@ -32,6 +32,11 @@ export interface CallRecord {
   created_at_ms: number;
   /** When the callee answered (duration counts from here); 0 before. */
   answered_at_ms: number;
+  /**
+   * When the call's media stream reached an engine (the engine stamps it); 0 before. Proof of an
+   * answer that does not depend on the carrier's "answered" callback arriving.
+   */
+  media_connected_at_ms: number;
   transferred_to: string;
   recording_url: string;
   recording_sid: string;
@@ -86,6 +91,7 @@ export function newCallRecord(fields: Partial<CallRecord> & Pick<CallRecord, 'ca
     answered_by: '',
     created_at_ms: 0,
     answered_at_ms: 0,
+    media_connected_at_ms: 0,
     transferred_to: '',
     recording_url: '',
     recording_sid: '',

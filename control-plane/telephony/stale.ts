@@ -19,20 +19,31 @@ export async function carrierHangup(ctx: Ctx, c: CallRecord, failure: string): P
 
 /**
  * Removes a stale call (its seat and campaign slot free) and tells the `ended` hooks once. A
- * connected call's session ended (`session_ended`). A call never reported answered outlived its
- * session's answer window (ring timeout + 30 s) with no final carrier status (a lost or refused
- * callback): it is ended `no-answer` and hung up at the carrier, so a late answer cannot ring
+ * connected call (answered, or its media reached an engine) whose session ended: `session_ended`,
+ * with the answer time the media gave when the carrier's "answered" callback was lost. A call
+ * never connected outlived its session's answer window (ring timeout + 30 s) with no final
+ * carrier status (a lost or refused callback): `no-answer`, and hung up at the carrier in the
+ * background (a read or a seat check never waits on the carrier), so a late answer cannot ring
  * into a call with no agent. True when the call was stale.
  */
 export async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
   if (!(await ctx.calls.isStale(c))) return false;
   const gone = await ctx.calls.remove(c.call_id);
   if (!gone) return true;
-  const answered = gone.status === 'in_progress';
-  if (!answered) {
-    ctx.log.warn({ callId: gone.call_id, status: gone.status, carrier: gone.telephony_provider }, 'call never reported answered or ended by its carrier: ended as no-answer after its answer window');
-    await carrierHangup(ctx, gone, 'carrier hangup of an unreported call failed');
+  const mediaAtMs = gone.media_connected_at_ms ?? 0;
+  if (gone.status === 'in_progress' || mediaAtMs > 0) {
+    const call = gone.answered_at_ms ? gone : { ...gone, status: 'in_progress' as const, answered_at_ms: mediaAtMs };
+    emit(ctx, { type: 'ended', call, detail: 'session_ended' });
+    return true;
   }
-  emit(ctx, { type: 'ended', call: gone, detail: answered ? 'session_ended' : 'no-answer' });
+  ctx.log.warn({ callId: gone.call_id, status: gone.status, carrier: gone.telephony_provider }, 'call never reported answered or ended by its carrier: ended as no-answer after its answer window');
+  void carrierHangup(ctx, gone, 'carrier hangup of an unreported call failed');
+  emit(ctx, { type: 'ended', call: gone, detail: 'no-answer' });
   return true;
+}
+
+/** dropIfStale by id (the campaign dialer's recovery): true when the call was stale and is gone now. */
+export async function endIfStale(ctx: Ctx, callId: string): Promise<boolean> {
+  const c = await ctx.calls.get(callId);
+  return c ? dropIfStale(ctx, c) : false;
 }

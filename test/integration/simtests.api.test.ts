@@ -290,6 +290,13 @@ describe('stream bounds', () => {
         );
         req.on('error', reject);
       });
+    // Clients that leave while being admitted (mid authentication) do not keep their slots.
+    for (const delayMs of [0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20]) {
+      const req = http.get({ host: '127.0.0.1', port: cp.port, path: `${A}/test-runs/${runId}/stream`, headers: { authorization: `Bearer ${alice.token}` } });
+      req.on('error', () => {});
+      req.on('socket', (sock) => sock.once('connect', () => setTimeout(() => req.destroy(), delayMs)));
+    }
+    await new Promise((r) => setTimeout(r, 500));
     const three = await Promise.all([open(), open(), open()]);
     expect(three.map((r) => r.status).sort()).toEqual([200, 200, 429]);
     expect(three.find((r) => r.status === 429)!.retryAfter).toBe('5');

@@ -301,21 +301,42 @@ describe('cold transfer', () => {
   });
 
   it('a ringing call whose session is gone and that the carrier never ends frees its seat: ended no-answer and hung up', { timeout: 30_000 }, async () => {
+    const oneSeat = await h.createAgent({ number: `+1415555${String(7000 + Math.floor(Math.random() * 2999))}`, metadata: { max_concurrent_calls: 1 } });
     const to = callee();
     // Rings far longer than the test: only our side can end it.
     h.callees.set(to, { ringMs: 60_000 });
-    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to });
+    const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: oneSeat, to_number: to });
     expect(res.status).toBe(200);
     const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
     await until(() => sim.status === 'ringing', 5000, 'ringing');
+    // Inside its answer window the ringing call is live and holds the one seat.
+    const second = callee();
+    h.callees.set(second, { ringMs: 60_000 });
+    expect((await h.call('POST', '/telephony/calls/outbound', { agent_id: oneSeat, to_number: second })).status).toBe(503);
+    expect((await h.call('GET', `/telephony/calls/${res.body.call_id}`)).body.status).toBe('ringing');
+    expect(sim.isFinal).toBe(false);
     // Its session's answer window passed (purged as the registry does): nothing will connect to it.
     await h.infra.registry.sessions.deleteSession(res.body.session_id);
-    const list = await h.call('GET', '/telephony/calls');
-    expect(list.body.calls.map((c: { call_id: string }) => c.call_id)).not.toContain(res.body.call_id);
+    // The seat check sweeps it: the next call gets the seat.
+    const next = await h.call('POST', '/telephony/calls/outbound', { agent_id: oneSeat, to_number: second });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
     expect((await h.call('GET', `/telephony/calls/${res.body.call_id}`)).status).toBe(404);
     // Hung up before it was answered: the phone stops ringing.
     expect(await sim.ended).toBe('completed');
     expect(sim.answeredAtMs).toBeFalsy();
+    expect((await h.call('POST', `/telephony/calls/${next.body.call_id}/end`)).status).toBe(200);
+  });
+
+  it('a connected call whose "answered" callback was lost is ended as connected when its session goes, not as no-answer', { timeout: 30_000 }, async () => {
+    const { body, sim } = await liveCall();
+    // As if the carrier's in-progress callback never came: the record still says ringing.
+    await h.app.telephony.calls.patch(body.call_id, { status: 'ringing', answered_at_ms: 0 });
+    expect((await h.app.telephony.calls.get(body.call_id))!.media_connected_at_ms).toBeGreaterThan(0);
+    await h.infra.registry.sessions.deleteSession(body.session_id);
+    expect((await h.call('GET', `/telephony/calls/${body.call_id}`)).status).toBe(404);
+    // Not hung up by us (the engine's own end closes the stream), and recorded as a session end.
+    await until(async () => (await h.call('GET', `/conversations/by-session/${body.session_id}`)).body.data?.metadata?.call_status === 'session_ended', 10_000, 'annotated');
+    expect(sim.isFinal).toBe(false);
   });
 
   it('400 when the call has no carrier sid yet', async () => {
