@@ -81,7 +81,12 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
         closeProviders(providers);
         calls.delete(sc.session_id);
         void registry.sessions.deleteSession(sc.session_id).catch(() => {});
-        if (carrierCallId) registry.calls.releaseCall(carrierCallId);
+        if (carrierCallId) {
+          registry.calls.releaseCall(carrierCallId);
+          // When the media ended: a record dropped as stale before the carrier's final callback
+          // (which names the duration) still gets the call's length from it.
+          void registry.calls.patchCall(carrierCallId, { media_ended_at_ms: clock.now() }).catch(() => {});
+        }
       },
     });
     setup.bind(actor);

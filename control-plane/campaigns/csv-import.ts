@@ -13,7 +13,7 @@
  * - Every other column is a dynamic variable (`{{column}}`, renamed through `column_map`).
  */
 import { pipeline, Readable } from 'node:stream';
-import { parse } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import { AppError, invalid } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { toE164 } from '../agents/telephony/phone.js';
@@ -95,7 +95,8 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
   // The file is read in full first: a transaction open while a slow client trickles 10 MB would
   // hold a pooled connection (and the campaign's lock) for as long as the client likes.
   const file = await readUpload(bytes);
-  const parser = parse({ bom: true, relax_column_count: true, skip_empty_lines: true, skip_records_with_empty_values: true });
+  // relax_quotes: a quote inside an unquoted field (`5" screen`, `O"Brien`) is text, as spreadsheets write it.
+  const parser = parse({ bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, skip_records_with_empty_values: true });
   const source = Readable.from(utf8(file));
   // pipeline destroys both streams on an error in either; the records loop below rethrows it.
   pipeline(source, parser, () => {});
@@ -168,6 +169,6 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
 function csvError(err: unknown): unknown {
   if (err instanceof AppError) return err;
   const code = (err as { code?: string }).code;
-  if (typeof code === 'string' && code.startsWith('CSV_')) return invalid('file', `is not valid CSV: ${(err as Error).message}`);
+  if (err instanceof CsvError || (typeof code === 'string' && code.startsWith('CSV_'))) return invalid('file', `is not valid CSV: ${(err as Error).message}`);
   return err;
 }

@@ -30,6 +30,10 @@ import { failIfMediaNeverConnected } from './media-check.js';
 import type { CampaignRow, ContactRow } from './store.js';
 import { nextOpenMs, windowOf } from './window.js';
 
+
+/** Carrier failures in a row carried to the next slice at most: the hold is capped at maxHoldMs long before. */
+const MAX_CARRIED_FAILURES = 16;
+
 export interface DialerOptions {
   /** Length of one dial job's loop. Default 20 000 ms (the queue expires a job after 60 s). */
   sliceMs?: number;
@@ -92,9 +96,10 @@ export function createDialer(deps: DialerDeps): Dialer {
   const closing = new AbortController();
 
   /** Relative delays (never absolute times): the queue compares with the database's clock, ours is injected. */
-  async function enqueue(campaignId: string, delayMs: number): Promise<void> {
+  async function enqueue(campaignId: string, delayMs: number, carrierFailures = 0): Promise<void> {
     const delaySeconds = Math.min(maxHoldMs, Math.max(0, delayMs)) / 1000;
-    await jobs.enqueue('campaign.dial', { campaign_id: campaignId }, { singletonKey: campaignId, ...(delaySeconds >= 0.5 ? { delaySeconds } : {}) });
+    const data = carrierFailures > 0 ? { campaign_id: campaignId, carrier_failures: carrierFailures } : { campaign_id: campaignId };
+    await jobs.enqueue('campaign.dial', data, { singletonKey: campaignId, ...(delaySeconds >= 0.5 ? { delaySeconds } : {}) });
   }
 
   async function settleEnded(callId: string, end: Parameters<Dialer['settleEnded']>[1]): Promise<void> {
@@ -205,8 +210,12 @@ export function createDialer(deps: DialerDeps): Dialer {
     const sliceLeftMs = () => sliceEndMono - clock.monotonicMs();
     const inFlight = new Set<Promise<void>>();
     let holdUntil = 0;
-    /** Carrier failures in a row in this slice (see dialOne): each doubles the campaign's hold. */
-    let carrierFailures = 0;
+    /**
+     * Carrier failures in a row (see dialOne): each doubles the campaign's hold. Carried from the
+     * slice before (its job's payload, bounded here), so an outage longer than a slice keeps
+     * backing off instead of starting again at 5 s.
+     */
+    let carrierFailures = Math.min(MAX_CARRIED_FAILURES, Math.max(0, Math.floor(Number(job.data.carrier_failures) || 0)));
     let wakeAt: number | undefined;
     let stop = false;
     const signal = AbortSignal.any([job.signal, closing.signal]);
@@ -234,7 +243,9 @@ export function createDialer(deps: DialerDeps): Dialer {
       } catch (err) {
         const e = toAppError(err);
         const carrier = e.options.cause instanceof CarrierError ? e.options.cause : undefined;
-        const carrierBusy = carrier !== undefined && (carrier.status === 429 || carrier.status >= 500);
+        // A carrier 429 or 503 is still an attempt here (retried by the contact's policy with the
+        // campaign's growing hold), as its other 5xx are: it may be an outage, not a moment.
+        const carrierBusy = carrier !== undefined && (carrier.status === 429 || carrier.status === 503);
         if (e.code === 'SERVICE_UNAVAILABLE' && !carrierBusy) {
           // No capacity or no credentials: not an attempt and no dial (dialed_at restored); the
           // whole campaign waits the Retry-After.
@@ -334,7 +345,9 @@ export function createDialer(deps: DialerDeps): Dialer {
       // Read in the same statement as the release: a start or resume that landed meanwhile (and
       // whose kick saw our lease) is not missed.
       if (status === 'running' || status === 'scheduled') {
-        await enqueue(id, wakeAt === undefined ? 0 : wakeAt - clock.now()).catch((err: Error) =>
+        // A hold that outlasts the slice delays the next one too.
+        const next = Math.max(wakeAt ?? 0, holdUntil);
+        await enqueue(id, next === 0 ? 0 : next - clock.now(), carrierFailures).catch((err: Error) =>
           log.warn({ campaignId: id, err: err.message }, 'next dial slice not queued; the sweep will queue it'),
         );
       }

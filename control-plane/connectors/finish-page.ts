@@ -17,13 +17,20 @@ function shown(value: string | null): string {
   return (value ?? '').slice(0, MAX_SHOWN_CHARS).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
+/** Provider ids and error codes are identifiers; anything else in their place is not shown. */
+const IDENTIFIER = /^[a-z][a-z0-9_]{0,63}$/;
+
+function identifier(value: string | null): string | null {
+  return value && IDENTIFIER.test(value) ? value : null;
+}
+
 /** The page's title and sentence for the callback's query. */
 export function finishMessage(q: URLSearchParams): { title: string; text: string } {
-  const connected = q.get('connected');
+  const connected = identifier(q.get('connected'));
   if (connected) return { title: 'Connected', text: `${shown(connected)} is connected. You can close this window.` };
-  const error = q.get('error');
+  const error = identifier(q.get('error'));
   if (error) {
-    const provider = q.get('provider');
+    const provider = identifier(q.get('provider'));
     const what = provider ? `Connecting ${shown(provider)} failed` : 'The connection failed';
     const reason = q.get('reason');
     return { title: 'Connection failed', text: `${what} (${shown(error)})${reason ? `: ${shown(reason)}` : ''}. Start the connection again from your dashboard.` };
@@ -39,7 +46,7 @@ export const connectorFinishPage = rawRoute(
     const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
     res.writeHead(200, {
       'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': "default-src 'none'",
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
       'x-content-type-options': 'nosniff',
       'cache-control': 'no-store',
       'referrer-policy': 'no-referrer',

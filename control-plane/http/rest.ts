@@ -226,8 +226,9 @@ export function coerceQuery(input: DescMessage, q: Record<string, string | strin
   for (const [k, v] of Object.entries(q)) {
     const field = input.fields.find((f) => f.name === k || f.jsonName === k);
     if (!field) continue;
-    // Two values for one value: which one was meant is a guess (a filter, a limit).
-    if (Array.isArray(v) && field.fieldKind !== 'list') throw invalid(k, 'is given more than once');
+    // Two values for one value (also under its two spellings, agent_id and agentId): which one
+    // was meant is a guess (a filter, a limit).
+    if ((Array.isArray(v) || field.name in out) && field.fieldKind !== 'list') throw invalid(k, 'is given more than once');
     const one = Array.isArray(v) ? v[v.length - 1] : v;
     if (field.fieldKind === 'list') {
       out[field.name] = Array.isArray(v) ? v : v.split(',').filter(Boolean);

@@ -40,7 +40,11 @@ export interface JobPayloads {
    * The dial loop of one campaign for a slice of time (control-plane/campaigns/dialer.ts); it
    * queues its own successor while the campaign can still dial.
    */
-  'campaign.dial': { campaign_id: string };
+  'campaign.dial': {
+    campaign_id: string;
+    /** Carrier failures in a row when the previous slice ended: the backoff goes on across slices. */
+    carrier_failures?: number;
+  };
   /**
    * Whether an answered campaign call reached an engine, once its conversation would be recorded
    * (control-plane/campaigns/media-check.ts): a `completed` contact without one becomes `failed`.

@@ -192,13 +192,14 @@ export function createRosterService(deps: {
       const max = intInRange('max_concurrent_calls', req.maxConcurrentCalls, 1, 20);
       const sk = req.clearSkills ? [] : req.skills.length ? skills(req.skills) : undefined;
       const { id } = await access.agent(ctx, req.agentId, 'admin');
-      const at = now();
       // On the locked row, in one transaction: a concurrent deactivation is neither undone by a
-      // stale `is_active` nor left with its inactive period open on an active agent.
-      const { row, deactivated } = await write(() =>
+      // stale `is_active` nor left with its inactive period open on an active agent. The time is
+      // read once the lock is held, so inactive periods follow the order the writes took.
+      const { row, deactivated, at } = await write(() =>
         sql.begin(async (tx) => {
           const [a] = await tx<AgentRow[]>`select * from human_agents where id = ${id} for update`;
           if (!a) throw notFound('human agent');
+          const at = now();
           const active = req.isActive ?? a.is_active;
           const [row] = await tx<AgentRow[]>`
             update human_agents set display_name = ${displayName ?? a.display_name}, agent_code = ${code ?? a.agent_code},
@@ -207,19 +208,22 @@ export function createRosterService(deps: {
             where id = ${id} returning *`;
           if (!active && a.is_active) await markInactive(tx, id, at);
           if (active && !a.is_active) await tx`update human_agent_inactive_periods set ended_at = ${at} where agent_id = ${id} and ended_at is null`;
-          return { row: row!, deactivated: !active && a.is_active };
+          return { row: row!, deactivated: !active && a.is_active, at };
         }),
       );
-      if (deactivated) await logoutDeactivated(id, at);
-      return agentView(row);
+      if (!deactivated) return agentView(row);
+      // The logout changes the presence the answer shows (offline): read after it.
+      await logoutDeactivated(id, at);
+      return agentView((await getAgent(sql, id))!);
     },
 
     async deactivateHumanAgent(req, ctx) {
       const a = await access.agent(ctx, req.agentId, 'admin');
-      const at = now();
-      await sql.begin(async (tx) => {
+      const at = await sql.begin(async (tx) => {
         await tx`select 1 from human_agents where id = ${a.id} for update`;
+        const at = now();
         await markInactive(tx, a.id, at);
+        return at;
       });
       await logoutDeactivated(a.id, at);
       return agentView((await getAgent(sql, a.id))!);

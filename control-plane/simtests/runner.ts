@@ -103,6 +103,8 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     const stop = new AbortController();
     const onQueueClose = () => stop.abort(new Error('job queue closed'));
     job.signal.addEventListener('abort', onQueueClose, { once: true });
+    // The queue closed while the run was being claimed: the listener above will never fire.
+    if (job.signal.aborted) onQueueClose();
     const beat = startHeartbeat(runId, stop);
     try {
       await playCases(run, stop.signal);
@@ -119,6 +121,12 @@ export async function startRunner(deps: RunnerDeps): Promise<Runner> {
     if (job.signal.aborted) {
       // A clean stop (the queue closing) ends its own run now: waiting for the watchdog left it
       // `running` until some replica ran again. A process that dies without one is the watchdog's.
+      // A run whose last case finished as the stop came is complete, not failed.
+      const complete = await store.completeRun(sql, runId).catch(() => undefined);
+      if (complete) {
+        changed(runId);
+        return;
+      }
       const failed = await store.failRun(sql, runId, SHUTDOWN_REASON).catch((err: unknown) => logger.warn({ err, runId }, 'test run not failed at shutdown: the watchdog will'));
       if (failed) {
         logger.info({ runId }, 'test run failed: the server shut down');

@@ -37,6 +37,8 @@ export interface CallRecord {
    * answer that does not depend on the carrier's "answered" callback arriving.
    */
   media_connected_at_ms: number;
+  /** When that stream ended (the engine stamps it); 0 while it runs or when the engine died. */
+  media_ended_at_ms: number;
   transferred_to: string;
   recording_url: string;
   recording_sid: string;
@@ -92,6 +94,7 @@ export function newCallRecord(fields: Partial<CallRecord> & Pick<CallRecord, 'ca
     created_at_ms: 0,
     answered_at_ms: 0,
     media_connected_at_ms: 0,
+    media_ended_at_ms: 0,
     transferred_to: '',
     recording_url: '',
     recording_sid: '',

@@ -141,7 +141,7 @@ export async function transferCall(ctx: Ctx, hc: HandlerContext, callId: string,
   // is not stale. The mark is the claim: of two concurrent transfers only one dials.
   const claim = await ctx.calls.claimTransfer(c.call_id, to);
   if (!claim) throw notFound('call');
-  if (claim === 'taken') throw alreadyTransferred((await ctx.calls.get(c.call_id))?.transferred_to ?? 'another number');
+  if (claim === 'taken') throw alreadyTransferred((await ctx.calls.get(c.call_id))?.transferred_to || 'another number');
   try {
     // No client abort: a half-applied transfer is worse than a slow answer (the carrier client has its own timeout).
     await adapter.transfer(account, c.provider_call_sid, { toNumber: to, callerId, actionUrl: `${callbackBase}/dial-complete`, callbackBase });

@@ -33,7 +33,11 @@ export async function dropIfStale(ctx: Ctx, c: CallRecord): Promise<boolean> {
   const mediaAtMs = gone.media_connected_at_ms ?? 0;
   if (gone.status === 'in_progress' || mediaAtMs > 0) {
     const call = gone.answered_at_ms ? gone : { ...gone, status: 'in_progress' as const, answered_at_ms: mediaAtMs };
-    emit(ctx, { type: 'ended', call, detail: 'session_ended' });
+    // The carrier's final callback (with its duration) comes after this, to a record that is gone:
+    // the length is ours, from the answer to the end of the media (or now).
+    const endMs = gone.media_ended_at_ms || ctx.deps.clock.now();
+    const durationS = call.answered_at_ms ? Math.max(0, Math.round((endMs - call.answered_at_ms) / 1000)) : 0;
+    emit(ctx, { type: 'ended', call, detail: 'session_ended', durationS });
     return true;
   }
   ctx.log.warn({ callId: gone.call_id, status: gone.status, carrier: gone.telephony_provider }, 'call never reported answered or ended by its carrier: ended as no-answer after its answer window');

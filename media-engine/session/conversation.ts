@@ -47,7 +47,7 @@ export class Conversation {
       user_id: c.user_id,
       workspace_id: c.workspace_id,
       call_id: c.call_id,
-      // `connection_type` names the socket protocol family (carriers share `twilio`); `telephony_provider` the carrier itself.
+      // `connection_type` names the media stream's protocol (the carrier's name for carrier calls); `telephony_provider` the carrier itself.
       metadata: { ...c.session_metadata, call_direction: c.call_direction, connection_type: c.connection_type, ...(c.telephony_provider ? { telephony_provider: c.telephony_provider } : {}), agent_version: c.agent_version },
       started_at_ms: this.startedAtMs,
     });

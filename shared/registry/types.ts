@@ -119,7 +119,7 @@ export interface LiveCallStore {
   /** Merges `data` into a live call (never recreates an ended one); `providerCallSid` adds the index. */
   patchCall(callId: string, data: Record<string, unknown>, providerCallSid?: string): Promise<StoredCall | undefined>;
   /**
-   * `patchCall` only while the call's `field` is empty ('' or absent), in one step: of two
+   * `patchCall` only while the call's `field` is empty ('', null or absent), in one step: of two
    * concurrent claims (two transfers of one call) exactly one applies. 'taken': the field holds a
    * value (nothing written); undefined: the call is gone.
    */

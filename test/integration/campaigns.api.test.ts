@@ -327,6 +327,14 @@ describe('CSV upload, calls list, export', () => {
     expect(ex.text).toBe('phone,status,attempts,duration_seconds,dialed_at,completed_at,error_message\r\n');
   });
 
+  it('a quote inside an unquoted field is text (5" screen, O"Brien), as spreadsheets write it', async () => {
+    const id = await created();
+    const res = await upload(id, 'phone,size,name\n+14155550902,5" screen,O"Brien\n');
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const calls = await h.call('GET', `/campaigns/${id}/calls`);
+    expect(calls.body.data.calls[0].dynamic_variables).toEqual({ size: '5" screen', name: 'O"Brien' });
+  });
+
   it('refuses a file without a phone column, non-UTF-8 bytes, a missing field and 10 MB + 1 byte, adding nothing', async () => {
     const id = await created();
     const none = await upload(id, 'name,city\nAnn,Paris\n');
@@ -338,6 +346,9 @@ describe('CSV upload, calls list, export', () => {
     const nul = await upload(id, 'phone,name\n+14155550106,Ann\u0000Lee\n');
     expect(nul.status).toBe(400);
     expect(nul.body.error.details?.[0]?.field).toBe('file');
+    const unclosed = await upload(id, 'phone,name\n+14155550107,"Ann\n');
+    expect(unclosed.status).toBe(400);
+    expect(unclosed.body.error.message).toContain('not valid CSV');
     const wrongField = await uploadCsv(h.app.port, h.user.token, id, 'phone\n+14155550104\n', 'contacts');
     expect(wrongField.status).toBe(400);
     expect(wrongField.body.error.message).toContain('file');

@@ -207,6 +207,27 @@ describe('pause, resume, 503', () => {
     expect(simCallsTo(new Set([n]))).toHaveLength(1);
   });
 
+  it('carrier failures in a row carry over to the next dial slice (the backoff goes on, it does not restart)', { timeout: 30_000 }, async () => {
+    const numbers = Array.from({ length: 40 }, (_, i) => `+1415555${String(8300 + i)}`);
+    for (const n of numbers) h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });
+    // Every create fails while the test runs: an outage.
+    const outage = setInterval(() => (h.sim.failNextCreate = { status: 500, code: 20500, message: 'Internal Server Error' }), 5);
+    try {
+      h.sim.failNextCreate = { status: 500, code: 20500, message: 'Internal Server Error' };
+      const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 0 }, numbers);
+      await h.call('POST', `/campaigns/${id}/start`);
+      // The first slice ends (5 s here) and queues its successor with the failures so far.
+      const carried = async () =>
+        (await h.infra.sql.unsafe(`select (data->>'carrier_failures')::int as n from "${h.app.jobs.schema}".job where name = 'campaign.dial' and data->>'campaign_id' = $1 and state = 'created'`, [id]))[0]?.n as number | undefined;
+      await until(async () => ((await carried()) ?? 0) > 0, 15_000, 'successor carries the failures');
+      expect(await carried()).toBeGreaterThanOrEqual(2);
+      expect((await h.call('POST', `/campaigns/${id}/cancel`)).status).toBe(200);
+    } finally {
+      clearInterval(outage);
+      h.sim.failNextCreate = undefined;
+    }
+  });
+
   it('a create the carrier carried out without answering is an attempt: never dialed again past max_retries', { timeout: 30_000 }, async () => {
     const n = '+14155558102';
     h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });

@@ -135,12 +135,14 @@ describe('catalog and start', () => {
       return { status: res.status, type: res.headers.get('content-type'), csp: res.headers.get('content-security-policy'), text: await res.text() };
     };
     const ok = await page('?connected=hubspot');
-    expect(ok).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', csp: "default-src 'none'" });
+    expect(ok).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', csp: "default-src 'none'; frame-ancestors 'none'" });
     expect(ok.text).toContain('<p>hubspot is connected. You can close this window.</p>');
     const failed = await page(`?error=access_denied&provider=slack&reason=${encodeURIComponent('<script>alert(1)</script>')}`);
     expect(failed.text).toContain('Connecting slack failed (access_denied): &lt;script&gt;alert(1)&lt;/script&gt;.');
     expect(failed.text).not.toContain('<script>');
     expect((await page('')).text).toContain('No connection was finished here');
+    // Only identifiers are shown as provider and code: other text there is not echoed.
+    expect((await page(`?connected=${encodeURIComponent('Your account is locked, call +1 555')}`)).text).toContain('No connection was finished here');
   });
 
   it('builds the consent URL: signed state, PKCE S256 for Google, offline access and incremental consent, none of it for HubSpot PKCE', async () => {

@@ -337,6 +337,9 @@ describe('cold transfer', () => {
     // Not hung up by us (the engine's own end closes the stream), and recorded as a session end.
     await until(async () => (await h.call('GET', `/conversations/by-session/${body.session_id}`)).body.data?.metadata?.call_status === 'session_ended', 10_000, 'annotated');
     expect(sim.isFinal).toBe(false);
+    // The carrier's final callback (its duration) will find no record: the length is measured here.
+    const meta = (await h.call('GET', `/conversations/by-session/${body.session_id}`)).body.data.metadata;
+    expect(typeof meta.carrier_duration_seconds).toBe('number');
   });
 
   it('400 when the call has no carrier sid yet', async () => {

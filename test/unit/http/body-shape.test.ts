@@ -76,6 +76,7 @@ describe('query strings (coerceQuery)', () => {
   it('a value parameter given twice is 400 naming it (which one was meant is a guess)', () => {
     expect(failure(() => coerceQuery(ListAgentsRequestSchema, { limit: ['2', '3'] }))).toEqual(['INVALID_REQUEST', 'limit', 'is given more than once']);
     expect(coerceQuery(ListAgentsRequestSchema, { limit: '2' })).toEqual({ limit: 2 });
+    expect(failure(() => coerceQuery(ListAgentsRequestSchema, { workspace_id: 'a', workspaceId: 'b' }))?.slice(1)).toEqual(['workspaceId', 'is given more than once']);
   });
 
   it('an integer past its type is out of range, not of the wrong type', () => {
