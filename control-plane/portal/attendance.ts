@@ -80,19 +80,26 @@ export interface Window {
   end: number;
 }
 
-/** Scheduled windows of an agent's shifts on UTC calendar date `dayMs` (overnight shifts end the next day). */
+/**
+ * Scheduled windows of an agent's shifts that start on UTC calendar date `dayMs` (overnight shifts
+ * end the next day). `day_of_week` and the times are the shift's own, in its time zone: a Tuesday
+ * 08:00 shift in Tokyo starts on Monday UTC, a Monday 20:00 shift in Los Angeles on Tuesday UTC.
+ * So the local dates either side of the UTC date are looked at too, and a window belongs to the
+ * UTC date it starts on (the attendance row, the sweep and the login check all ask by UTC date).
+ */
 export function shiftWindows(shifts: ShiftTimes[], dayMs: number): Window[] {
-  const weekday = new Date(dayMs).getUTCDay();
-  return shifts
-    .filter((s) => s.day_of_week === weekday)
-    .map((s) => {
-      const startMin = parseTime('shift_start', s.shift_start);
-      const endMin = parseTime('shift_end', s.shift_end);
-      const start = zonedToUtc(dayMs, startMin, s.timezone);
-      const end = zonedToUtc(endMin > startMin ? dayMs : dayMs + DAY_MS, endMin, s.timezone);
-      return { start, end };
-    })
-    .sort((a, b) => a.start - b.start);
+  const out: Window[] = [];
+  for (const s of shifts) {
+    const startMin = parseTime('shift_start', s.shift_start);
+    const endMin = parseTime('shift_end', s.shift_end);
+    for (const local of [dayMs - DAY_MS, dayMs, dayMs + DAY_MS]) {
+      if (new Date(local).getUTCDay() !== s.day_of_week) continue;
+      const start = zonedToUtc(local, startMin, s.timezone);
+      if (start < dayMs || start >= dayMs + DAY_MS) continue;
+      out.push({ start, end: zonedToUtc(endMin > startMin ? local : local + DAY_MS, endMin, s.timezone) });
+    }
+  }
+  return out.sort((a, b) => a.start - b.start);
 }
 
 /**

@@ -37,6 +37,8 @@ export interface CredentialsDeps {
   /** PORTAL_EMAIL_ENABLED: false answers 503 SMTP_DISABLED wherever mail would be sent. */
   mailEnabled: boolean;
   publicBaseUrl: string;
+  /** After a new password revoked the agent's logins: ends the presence session still open on them. */
+  onLoginsRevoked?: (agentId: string, at: Date) => Promise<void>;
 }
 
 /**
@@ -61,6 +63,8 @@ export function createCredentials(deps: CredentialsDeps) {
     await sql`update human_agents set password_hash = ${hash}, password_set_at = ${at}, updated_at = ${at} where id = ${agentId}`;
     await sql`update human_agent_reset_tokens set revoked_at = ${at} where agent_id = ${agentId} and used_at is null and revoked_at is null`;
     await sql`update human_agent_tokens set revoked_at = ${at} where agent_id = ${agentId} and revoked_at is null`;
+    // An open presence socket authenticated with a revoked login ends too (deactivation does the same).
+    await deps.onLoginsRevoked?.(agentId, at).catch((err: unknown) => deps.logger.warn({ err, agentId }, 'presence session not ended after a password change'));
   }
 
   async function send(to: string, subject: string, text: string): Promise<void> {

@@ -85,8 +85,19 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   const { config, logger, sql, jobs } = deps;
   const clock = opts.clock ?? deps.clock;
   const buckets = new TokenBuckets(deps.clock, { ...PORTAL_RATE, ...opts.rate });
-  const credentials = createCredentials({ sql, clock, logger, mailer: deps.mailer, mailEnabled: config.portalEmailEnabled, publicBaseUrl: config.publicBaseUrl });
   const presence = createPresence({ sql, clock, lateGraceMin: config.portalLateGraceMin });
+  const credentials = createCredentials({
+    sql,
+    clock,
+    logger,
+    mailer: deps.mailer,
+    mailEnabled: config.portalEmailEnabled,
+    publicBaseUrl: config.publicBaseUrl,
+    async onLoginsRevoked(agentId, at) {
+      const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${agentId}`;
+      if (a?.presence_session_id) await presence.logout(agentId, a.presence_session_id, 'password_changed', 'admin', at.getTime());
+    },
+  });
   const access = createAccess({ sql, auth: deps.auth, buckets });
   const handoff = createHandoff({
     sql,

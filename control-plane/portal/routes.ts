@@ -3,8 +3,9 @@
  * family). Listings answer the array itself as `data`, as the spec's "Returns" column says.
  */
 import { HealthService } from '../../shared/gen/voiceplane/v1/health_pb.js';
-import { PortalService } from '../../shared/gen/voiceplane/v1/portal_pb.js';
-import type { RestRoute } from '../http/rest.js';
+import { PortalService, ShiftRequestSchema } from '../../shared/gen/voiceplane/v1/portal_pb.js';
+import { defaultRequest, type RestRequestParts, type RestRoute } from '../http/rest.js';
+import { invalid } from '../../shared/errors.js';
 
 const S = PortalService;
 const P = '/api/v1/agent-portal';
@@ -28,7 +29,7 @@ export const portalRoutes: RestRoute[] = [
   { method: 'GET', path: `${A}/presence/timeline/:agent_id`, service: S, rpc: 'timeline', response: list('events') },
   { method: 'GET', path: `${A}/presence/alerts`, service: S, rpc: 'presenceAlerts', response: list('alerts') },
   { method: 'POST', path: `${A}/presence/alerts/:alert_id/acknowledge`, service: S, rpc: 'acknowledgeAlert' },
-  { method: 'POST', path: `${A}/presence/shifts`, service: S, rpc: 'upsertShift', status: 201 },
+  { method: 'POST', path: `${A}/presence/shifts`, service: S, rpc: 'upsertShift', status: 201, request: shiftRequest },
   { method: 'GET', path: `${A}/presence/shifts/:agent_id`, service: S, rpc: 'agentShifts', response: list('shifts') },
   { method: 'DELETE', path: `${A}/presence/shifts/:shift_id`, service: S, rpc: 'deleteShift' },
   { method: 'POST', path: '/api/v1/call-center/calls/:call_id/handoff', service: S, rpc: 'requestHandoff' },
@@ -44,3 +45,15 @@ export const portalRoutes: RestRoute[] = [
   { method: 'GET', path: `${P}/ready`, service: HealthService, rpc: 'ready', family: 'raw' },
   { method: 'GET', path: '/api/v1/sessions/active', service: S, rpc: 'activeSessions', response: list('sessions') },
 ];
+
+/**
+ * `day_of_week` is required (spec): over JSON a missing one would read as 0 and make a Sunday
+ * shift. gRPC cannot tell 0 from absent, so there 0 is Sunday, as the field says.
+ */
+function shiftRequest(parts: RestRequestParts): unknown {
+  const body = parts.body as Record<string, unknown> | undefined;
+  if (body && typeof body === 'object' && !Array.isArray(body) && (body.day_of_week ?? body.dayOfWeek) == null) {
+    throw invalid('day_of_week', 'is required: 0 (Sunday) to 6 (Saturday)');
+  }
+  return defaultRequest(ShiftRequestSchema, parts);
+}

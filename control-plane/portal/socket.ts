@@ -185,7 +185,7 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
     function replaced(): Promise<void> {
       const sid = sessionId;
       sessionId = '';
-      fail('SESSION_ENDED', 'this presence session ended (a newer login, a timeout or deactivation)');
+      fail('SESSION_ENDED', 'this presence session ended (a newer login, a timeout, a password change or deactivation)');
       if (local.get(agentId)?.sessionId === sid) local.delete(agentId);
       return end('replaced', 4009, 'session ended');
     }

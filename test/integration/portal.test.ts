@@ -215,6 +215,17 @@ describe('presence socket', () => {
     }
   });
 
+  it('a new password ends the presence session open on the old login (like a deactivation)', async () => {
+    now = Date.parse('2026-11-25T09:00:00Z');
+    const { id, c } = await presenceLoggedIn(cp.port);
+    expect((await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'another-pass-1' } })).status).toBe(200);
+    c.send({ type: 'heartbeat' });
+    expect((await c.next()).code).toBe('SESSION_ENDED');
+    expect(await c.closed).toBe(4009);
+    const rt = (await api(cp, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data as Array<{ id: string; status: string }>;
+    expect(rt.find((r) => r.id === id)?.status).toBe('offline');
+  });
+
   it('a socket without heartbeat goes offline by the sweep job, and its next message learns the session ended', async () => {
     now = Date.parse('2026-11-25T12:00:00Z');
     const { id, c } = await presenceLoggedIn(cp.port);
@@ -354,6 +365,10 @@ describe('alerts and shifts', () => {
   it('shifts upsert on agent+day+start, soft delete, and revive on re-post', async () => {
     const id = await newAgent();
     const body = { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '16:00', timezone: 'Europe/Berlin' };
+    // day_of_week is required: missing, it is not taken as 0 (a Sunday shift nobody asked for).
+    const { day_of_week: _, ...noDay } = body;
+    const missing = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: noDay });
+    expect([missing.status, missing.body.error?.details?.[0]?.field]).toEqual([400, 'day_of_week']);
     const first = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body });
     expect(first.body.data).toMatchObject({ status: 'shift_created' });
     const list = async () => (await api(cp, 'GET', `${A}/presence/shifts/${id}`, { token: owner.token })).body.data;

@@ -36,6 +36,19 @@ describe('shift adherence', () => {
     expect(shiftWindows([shift], D('2026-11-25T00:00:00Z'))).toEqual([]);
   });
 
+  it('a shift whose local weekday is another UTC day belongs to the UTC day it starts on', () => {
+    // Tuesday 08:00 in Tokyo (UTC+9) is Monday 23:00 UTC; Tuesday 03:37 at UTC+14 is Monday 13:37 UTC.
+    const tokyo = { agent_id: 'a', day_of_week: 2, shift_start: '08:00', shift_end: '17:00', timezone: 'Asia/Tokyo' };
+    expect(shiftWindows([tokyo], D('2026-11-23T00:00:00Z'))).toEqual([{ start: D('2026-11-23T23:00:00Z'), end: D('2026-11-24T08:00:00Z') }]);
+    expect(shiftWindows([tokyo], D('2026-11-24T00:00:00Z'))).toEqual([]);
+    const kiritimati = { ...tokyo, shift_start: '03:37', shift_end: '03:38', timezone: 'Pacific/Kiritimati' };
+    expect(shiftWindows([kiritimati], D('2026-11-23T00:00:00Z'))).toEqual([{ start: D('2026-11-23T13:37:00Z'), end: D('2026-11-23T13:38:00Z') }]);
+    // Monday 20:00 in Los Angeles (UTC-8) is Tuesday 04:00 UTC.
+    const la = { agent_id: 'a', day_of_week: 1, shift_start: '20:00', shift_end: '23:00', timezone: 'America/Los_Angeles' };
+    expect(shiftWindows([la], D('2026-11-23T00:00:00Z'))).toEqual([]);
+    expect(shiftWindows([la], D('2026-11-24T00:00:00Z'))).toEqual([{ start: D('2026-11-24T04:00:00Z'), end: D('2026-11-24T07:00:00Z') }]);
+  });
+
   it('already online at the start: not late; online at the end: not early', () => {
     const win = { start: D('2026-11-24T08:00:00Z'), end: D('2026-11-24T16:00:00Z') };
     const a = adherence(win, [{ start: D('2026-11-24T07:50:00Z'), end: D('2026-11-24T16:10:00Z') }], D('2026-11-24T20:00:00Z'));
