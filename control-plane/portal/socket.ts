@@ -182,6 +182,14 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
       }
     }
 
+    function binary(): void {
+      if (!sessionId) {
+        fail('UNAUTHORIZED', 'send {"type":"login","token":...} first (a text frame)');
+        return void end('login_required', 4001, 'unauthorized');
+      }
+      fail('INVALID_BODY', 'text frames only');
+    }
+
     function replaced(): Promise<void> {
       const sid = sessionId;
       sessionId = '';
@@ -198,8 +206,9 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
         inWindow = 0;
       }
       if (++inWindow > MAX_MESSAGES_PER_S) return void end('disconnect', 1008, 'too many messages');
-      if (isBinary) return fail('INVALID_BODY', 'text frames only');
-      chain = chain.then(() => handle(String(data))).catch((err: Error) => {
+      // A binary frame is no login: before one it closes the socket (4001) as any other frame
+      // would; after, it is refused and the session goes on. In order with the frames before it.
+      chain = chain.then(() => (isBinary ? binary() : handle(String(data)))).catch((err: Error) => {
         logger.warn({ err, agentId }, 'presence socket message failed');
         fail('INTERNAL', 'the message could not be handled');
       });

@@ -635,13 +635,13 @@ describe('audit fixes: passwords, health aliases, check order, socket, reset tok
   });
 
   it('a presence socket that sends anything but login first gets UNAUTHORIZED and is closed 4001 at once', async () => {
-    for (const first of [{ type: 'heartbeat' }, { type: 'status', status: 'busy' }, { type: 'logout' }, 'not json']) {
+    for (const first of [{ type: 'heartbeat' }, { type: 'status', status: 'busy' }, { type: 'logout' }, 'not json', Buffer.from('{"type":"login"}')]) {
       const c = presenceClient(cp.port);
       await c.open();
       const t0 = Date.now();
-      if (typeof first === 'string') c.ws.send(first);
+      if (typeof first === 'string' || Buffer.isBuffer(first)) c.ws.send(first);
       else c.send(first);
-      const what = typeof first === 'string' ? first : first.type;
+      const what = typeof first === 'string' ? first : Buffer.isBuffer(first) ? 'a binary frame' : first.type;
       expect(await c.next(), what).toMatchObject({ type: 'error', code: 'UNAUTHORIZED' });
       expect(await c.closed, what).toBe(4001);
       // Not the 10 s login timeout (4008).
