@@ -37,6 +37,8 @@ export interface ImportSummary {
   total: number;
   valid: number;
   invalid: number;
+  /** Valid rows not added: their number is in the campaign already (or earlier in the file). */
+  duplicates: number;
   phone_column: string;
   headers: string[];
   preview: Array<Record<string, string>>;
@@ -106,7 +108,7 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
     // on the campaign row (the foreign key), and addVariableNames's FOR UPDATE at the end upgraded
     // it, so two concurrent uploads deadlocked (40P01, a 500).
     await lockCampaign(tx, campaign.id);
-    const summary: ImportSummary = { total: 0, valid: 0, invalid: 0, phone_column: '', headers: [], preview: [] };
+    const summary: ImportSummary = { total: 0, valid: 0, invalid: 0, duplicates: 0, phone_column: '', headers: [], preview: [] };
     let phoneIdx = -1;
     let names: string[] = [];
     let batch: NewContact[] = [];
@@ -149,7 +151,7 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
         if (summary.preview.length < PREVIEW_ROWS) summary.preview.push({ [summary.phone_column]: phone, ...vars });
         batch.push({ id: newId(), to_number: phone, dynamic_variables: vars });
         if (batch.length >= BATCH_ROWS) {
-          await insertContacts(tx, campaign.id, batch, now);
+          summary.duplicates += await insertContacts(tx, campaign.id, batch, now);
           batch = [];
         }
       }
@@ -158,7 +160,7 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
       throw csvError(err);
     }
     if (summary.headers.length === 0) throw invalid('file', 'is empty: expected a header row and one row per contact');
-    await insertContacts(tx, campaign.id, batch, now);
+    summary.duplicates += await insertContacts(tx, campaign.id, batch, now);
     if (!(await addVariableNames(tx, campaign.id, names.filter((_, i) => i !== phoneIdx), MAX_CAMPAIGN_VARIABLES)))
       throw invalid('file', `the campaign would have more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names over its uploads`);
     return summary;

@@ -115,7 +115,7 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       assertUploadable(row);
       const s = await importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
       // The summary is snake_case (the REST body); the message's fields are camelCase.
-      return { total: s.total, valid: s.valid, invalid: s.invalid, phoneColumn: s.phone_column, headers: s.headers, preview: s.preview };
+      return { total: s.total, valid: s.valid, invalid: s.invalid, duplicates: s.duplicates, phoneColumn: s.phone_column, headers: s.headers, preview: s.preview };
     },
 
     async startCampaign(req, ctx) {

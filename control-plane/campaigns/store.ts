@@ -178,10 +178,25 @@ export interface NewContact {
   dynamic_variables: Record<string, string>;
 }
 
-export async function insertContacts(sql: Tx, campaignId: string, rows: readonly NewContact[], now: Date): Promise<void> {
-  if (rows.length === 0) return;
-  const values = rows.map((r) => ({ id: r.id, campaign_id: campaignId, to_number: r.to_number, dynamic_variables: sql.json(r.dynamic_variables), status: 'queued', scheduled_at: now }));
-  await sql`insert into campaign_contacts ${sql(values as never)}`;
+/**
+ * Inserts the contacts whose number the campaign does not have yet (nor an earlier row of `rows`):
+ * one campaign calls a number once. Returns how many were skipped as duplicates.
+ */
+export async function insertContacts(sql: Tx, campaignId: string, rows: readonly NewContact[], now: Date): Promise<number> {
+  if (rows.length === 0) return 0;
+  const numbers = [...new Set(rows.map((r) => r.to_number))];
+  const had = new Set((await sql<{ to_number: string }[]>`select to_number from campaign_contacts where campaign_id = ${campaignId} and to_number = any(${numbers})`).map((r) => r.to_number));
+  const fresh: NewContact[] = [];
+  for (const r of rows) {
+    if (had.has(r.to_number)) continue;
+    had.add(r.to_number);
+    fresh.push(r);
+  }
+  if (fresh.length > 0) {
+    const values = fresh.map((r) => ({ id: r.id, campaign_id: campaignId, to_number: r.to_number, dynamic_variables: sql.json(r.dynamic_variables), status: 'queued', scheduled_at: now }));
+    await sql`insert into campaign_contacts ${sql(values as never)}`;
+  }
+  return rows.length - fresh.length;
 }
 
 const CONTACT_COLS = sqlCols();

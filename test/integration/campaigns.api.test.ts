@@ -236,6 +236,7 @@ describe('CSV upload, calls list, export', () => {
       total: 3,
       valid: 2,
       invalid: 1,
+      duplicates: 0,
       phone_column: 'Mobile Number',
       headers: ['Name', 'Mobile Number', 'Note'],
       preview: [
@@ -243,8 +244,9 @@ describe('CSV upload, calls list, export', () => {
         { 'Mobile Number': '+14155550102', Name: 'Bob', Note: '' },
       ],
     });
-    const second = await upload(id, 'phone,city\n+442071838750,London\n');
-    expect(second.body.data).toMatchObject({ total: 1, valid: 1, phone_column: 'phone' });
+    // A number the campaign has (from this upload or an earlier one, in any spelling) is not added again.
+    const second = await upload(id, 'phone,city\n+442071838750,London\n(+1) 415-555-0101,again\n+44 20 7183 8750,twice\n');
+    expect(second.body.data).toMatchObject({ total: 3, valid: 3, duplicates: 2, phone_column: 'phone' });
     expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(3);
 
     const calls = await h.call('GET', `/campaigns/${id}/calls?per_page=2`);
