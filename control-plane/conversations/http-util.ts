@@ -52,6 +52,10 @@ export function streamAdmission(what: string, maxStreams: number, maxPerUser: nu
   let admitted = 0;
   const perUser = new Map<string, number>();
   return {
+    /** Streams admitted: being set up or open. */
+    get admitted(): number {
+      return admitted;
+    },
     admit(userId: string): () => void {
       if (admitted >= maxStreams) throw new AppError('SERVICE_UNAVAILABLE', `too many ${what} streams`, { retryAfterS: 5 });
       const mine = perUser.get(userId) ?? 0;

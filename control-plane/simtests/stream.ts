@@ -128,8 +128,9 @@ export function createRunStream(opts: RunStreamOptions) {
 
   return {
     handler,
+    /** Streams admitted (being set up or open). */
     get openStreams() {
-      return open.size;
+      return admission.admitted;
     },
     closeAll() {
       for (const f of [...open]) f();

@@ -291,12 +291,22 @@ describe('stream bounds', () => {
         req.on('error', reject);
       });
     // Clients that leave while being admitted (mid authentication) do not keep their slots.
+    const left: Array<Promise<void>> = [];
     for (const delayMs of [0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20]) {
       const req = http.get({ host: '127.0.0.1', port: cp.port, path: `${A}/test-runs/${runId}/stream`, headers: { authorization: `Bearer ${alice.token}` } });
       req.on('error', () => {});
       req.on('socket', (sock) => sock.once('connect', () => setTimeout(() => req.destroy(), delayMs)));
+      left.push(new Promise((resolve) => req.once('close', () => resolve())));
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await Promise.all(left);
+    // Every one of them has been seen and let go by the server (none still counted) for a while.
+    const settled = Date.now() + 10_000;
+    let quietSince = Date.now();
+    while (Date.now() < settled && (cp.simTests.openStreams > 0 || Date.now() - quietSince < 500)) {
+      if (cp.simTests.openStreams > 0) quietSince = Date.now();
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(cp.simTests.openStreams).toBe(0);
     const three = await Promise.all([open(), open(), open()]);
     expect(three.map((r) => r.status).sort()).toEqual([200, 200, 429]);
     expect(three.find((r) => r.status === 429)!.retryAfter).toBe('5');
