@@ -2,12 +2,9 @@
  * SQL of the analysis domain: schemas per agent and one result per (conversation, schema). Reads
  * are fenced by the caller (service.ts checks the workspace first); the job reads by id.
  */
-import type postgres from 'postgres';
-import type { Sql } from '../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { AnalysisField } from './fields.js';
 export { agentWorkspace, conversationWorkspace } from '../db/owners.js';
-
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
 
 export interface SchemaRow {
   id: string;

@@ -8,7 +8,6 @@ import { newId } from '../../shared/ids.js';
 import { invalid } from '../../shared/errors.js';
 import { FREE, MAX_BALANCE_MICROS, MAX_MICROS, costOf, quantitiesOf, type Prices, type Quantities, type RecordedUsage, type Unit } from './units.js';
 
-
 export type LedgerKind = 'top_up' | 'usage_debit' | 'adjustment';
 
 export interface LedgerRow {

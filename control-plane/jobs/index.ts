@@ -20,8 +20,6 @@ import { type JobName, type JobPayloads } from './names.js';
 
 export type { JobName, JobPayloads } from './names.js';
 
-/** The pool, or a transaction of it (enqueue inside the caller's transaction). */
-
 export interface QueueSettings {
   /** Retries after the first attempt. */
   retryLimit: number;

@@ -7,7 +7,6 @@ import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { CriterionScore, QaCriterion } from './criteria.js';
 export { agentWorkspace, conversationWorkspace } from '../db/owners.js';
 
-
 export interface RubricRow {
   id: string;
   workspace_id: string;

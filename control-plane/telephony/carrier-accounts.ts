@@ -12,7 +12,6 @@ import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import type { SecretBox } from '../../shared/secrets.js';
 import type { CarrierAccount, CarrierAdapters, CarrierName, CredentialField } from './carriers/index.js';
 
-
 const MAX_FIELD_CHARS = 512;
 /** A masked secret as answered on read: sending it back keeps the stored value. */
 const MASK = '••••';

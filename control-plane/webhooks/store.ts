@@ -2,10 +2,7 @@
  * SQL of the webhooks domain: settings per workspace, deliveries (one per event, body stored once)
  * and their attempts. Every read is fenced by workspace by the caller.
  */
-import type postgres from 'postgres';
-import type { Sql } from '../../shared/db/client.js';
-
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 
 export const DELIVERY_STATUSES = ['pending', 'in_flight', 'delivered', 'dead', 'skipped'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];

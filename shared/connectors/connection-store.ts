@@ -3,10 +3,7 @@
  * engine (connector tools on calls). Listing queries never select `secret_enc`; only `secretOf`
  * does, for the one call that needs the credential.
  */
-import type postgres from 'postgres';
-import type { Sql } from '../db/client.js';
-
-type SqlOrTx = Sql | postgres.TransactionSql<Record<string, unknown>>;
+import type { Sql, SqlOrTx } from '../db/client.js';
 
 export type HealthStatus = 'ok' | 'reconnect_needed' | 'error';
 
@@ -50,7 +47,6 @@ export async function setHealth(sql: SqlOrTx, id: string, status: HealthStatus, 
     update connector_connections set health_status = ${status}, health_detail = ${detail}, health_checked_at = ${now}, updated_at = ${now}
     where id = ${id} and is_active`;
 }
-
 
 /** The sealed credential with its access-token expiry (OAuth connections refresh from it). */
 export async function credentialOf(sql: Sql, id: string): Promise<{ secret_enc: string; token_expires_at: Date | null } | undefined> {
