@@ -213,7 +213,7 @@ export function createStreamHandler(opts: StreamOptions) {
       }
       safeDeliver(ev);
     });
-    if (finished || signal.aborted) {
+    if (finished || signal.aborted || res.destroyed) {
       finished = true;
       release();
       return void unsubscribe().catch(() => {});

@@ -87,11 +87,15 @@ export function createRunStream(opts: RunStreamOptions) {
     };
     open.add(finish);
     signal.addEventListener('abort', finish, { once: true });
-    // The client left while it was being admitted: the abort already fired, nothing will call finish.
-    if (signal.aborted) return finish();
+    // The client left while it was being admitted: the abort already fired (or its socket closed
+    // before the handler could listen for it), so nothing else would ever call finish.
+    if (signal.aborted || res.destroyed) return finish();
 
     const tick = async (): Promise<void> => {
-      if (finished || blocked) return;
+      if (finished) return;
+      // A socket gone without a close event reaching us: a blocked stream would wait for ever.
+      if (res.destroyed) return finish();
+      if (blocked) return;
       // One read at a time; a change notice during a read triggers one more right after.
       if (busy) {
         again = true;

@@ -321,7 +321,8 @@ describe('stream bounds', () => {
     }
     expect(again.status).toBe(200);
     again.req.destroy();
-    expect((await api(cp, 'POST', `${A}/test-runs/${runId}/cancel`, { token: alice.token })).status).toBe(200);
+    // Done with the run (on a slow host its held tool call may have timed out and the run ended).
+    expect([200, 409]).toContain((await api(cp, 'POST', `${A}/test-runs/${runId}/cancel`, { token: alice.token })).status);
     await api(cp, 'DELETE', `${A}/${agentId}/test-cases/${id}`, { token: alice.token });
   });
 });

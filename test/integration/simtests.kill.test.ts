@@ -77,6 +77,9 @@ describe('a test run whose worker is killed', () => {
 
 describe('a test run whose replica shuts down cleanly', () => {
   it('is failed by that replica as it stops, not left running for a watchdog', { timeout: 60_000 }, async () => {
+    // The other test's replica must not take this run: only C works the queue.
+    await b?.close();
+    b = undefined;
     // Heartbeats stay fresh and the watchdog is far away: only the stop itself can end the run.
     const c = await startControlPlane({ ...infra }, { port: 0, host: '127.0.0.1', jobs: JOBS, simTests: { runner: { heartbeatMs: 300, staleSeconds: 600 } } });
     const user = await createTestUser(c);
