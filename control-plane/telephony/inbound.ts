@@ -132,7 +132,7 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
         // The transport hint names the carrier's media stream (its wire protocol).
         connection_type: adapter.id,
         telephony_provider: adapter.id,
-        session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid, ...callerNameOf(call) },
+        session_metadata: { from_number: rec.from_number, to_number: rec.to_number, provider_call_sid: callSid, call_started_at: new Date(rec.created_at_ms).toISOString(), ...callerNameOf(call) },
         from_number: rec.from_number,
         to_number: rec.to_number,
       },

@@ -131,7 +131,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
       call_details: req.call_details,
       system_message_override: req.system_message_override,
       welcome_message_override: req.welcome_message_override,
-      session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from },
+      session_metadata: { ...(req.session_metadata ?? {}), to_number: to, from_number: from, call_started_at: new Date(now).toISOString() },
       from_number: from,
       to_number: to,
     } satisfies StartRequest,

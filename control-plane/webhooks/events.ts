@@ -272,7 +272,11 @@ export function callCompletedBody(eventId: string, createdAt: Date, stints: Stin
   const meta = first.metadata ?? {};
   const session = (meta.session_metadata ?? {}) as Record<string, unknown>;
   const str = (...vals: unknown[]) => (vals.find((v) => typeof v === 'string' && v) as string | undefined) ?? '';
-  const startedAt = first.started_at;
+  // The call began when telephony placed or took it (`call_started_at`, stamped at session start):
+  // ringing is part of `duration_ms`; the conversation itself starts when the media connected.
+  const answeredAt = first.started_at;
+  const placedMs = Date.parse(str(meta.call_started_at, session.call_started_at));
+  const startedAt = Number.isFinite(placedMs) && placedMs <= answeredAt.getTime() ? new Date(placedMs) : answeredAt;
   const endedAt = stints.reduce<Date | null>((max, s) => (s.ended_at && (!max || s.ended_at > max) ? s.ended_at : max), null);
   // A conversation row exists only once the carrier connected the call to the engine: `completed`,
   // unless a sweeper closed it without a recorded end (`abandoned`, `node_lost`: status `abandoned`).
@@ -296,7 +300,7 @@ export function callCompletedBody(eventId: string, createdAt: Date, stints: Stin
       callee_number: str(session.to_number, meta.to_number),
       caller_name: str(session.caller_name, meta.caller_name),
       started_at: startedAt.toISOString(),
-      answered_at: startedAt.toISOString(),
+      answered_at: answeredAt.toISOString(),
       ended_at: endedAt?.toISOString() ?? null,
       duration_ms: endedAt ? Math.max(0, endedAt.getTime() - startedAt.getTime()) : 0,
       talk_duration_ms: stints.reduce((a, s) => a + Number(s.total_duration_ms || 0), 0),

@@ -111,6 +111,9 @@ describe('inbound calls', () => {
     expect(conv).toMatchObject({ status: 'completed', call_id: stream.parameters.call_id, agent_id: agentId, total_turns: 3 });
     expect((conv!.metadata as Record<string, unknown>).call_direction).toBe('inbound');
     expect((conv!.metadata as Record<string, unknown>).end_reason).toBe('stream_stopped');
+    // When telephony took the call (call.completed's started_at): before the media connected.
+    const placed = Date.parse(String((conv!.metadata as Record<string, unknown>).call_started_at));
+    expect(placed).toBeLessThanOrEqual(new Date(conv!.started_at as Date).getTime());
     const msgs = await h.infra.sql`select turn_number, role, content from messages where conversation_id = ${conv!.id} order by turn_number, created_at`;
     expect(msgs.map((m) => `${m.turn_number}:${m.role}:${m.content}`)).toEqual([
       // The welcome is an agent message before the first turn (issue 22).
