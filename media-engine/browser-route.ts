@@ -26,6 +26,15 @@ import { maskSessionId } from '../shared/ids.js';
 
 /** Close code when the session claim did not finish within SOCKET_START_TIMEOUT_MS (try again later). */
 const CLOSE_TRY_AGAIN_LATER = 1013;
+/** Largest client message we take: 2 s of 16 kHz PCM, far above any audio frame or control message. */
+export const MAX_CLIENT_MESSAGE_BYTES = 64 * 1024;
+/**
+ * What uWS itself accepts. Past it uWS drops the connection without a close frame (the client sees
+ * 1006 and no reason), so it sits above our own limit: a message between the two gets the error
+ * frame and close 1009 (message too big); only one past this still gets 1006.
+ */
+const WIRE_MESSAGE_LIMIT_BYTES = 256 * 1024;
+const CLOSE_MESSAGE_TOO_BIG = 1009;
 
 interface SocketData {
   /** The admission slot this socket holds (released on close). */
@@ -74,7 +83,7 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
   const giveBack = (sessionId: string) => void registry.sessions.deleteSession(sessionId).catch(() => {});
 
   app.ws<SocketData>('/api/v1/voice/ws/:sessionId', {
-    maxPayloadLength: 64 * 1024,
+    maxPayloadLength: WIRE_MESSAGE_LIMIT_BYTES,
     ...SOCKET_LIMITS,
     upgrade: (res: HttpResponse, req: HttpRequest, context) => {
       const addr = addressKey(Buffer.from(res.getRemoteAddressAsText()).toString());
@@ -125,6 +134,12 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
     },
     message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => {
       const data = ws.getUserData();
+      if (message.byteLength > MAX_CLIENT_MESSAGE_BYTES) {
+        const text = `message of ${message.byteLength} bytes: the most is ${MAX_CLIENT_MESSAGE_BYTES}`;
+        data.transport?.sendEvent({ type: 'error', message: text, fatal: true } as never);
+        data.transport?.close(CLOSE_MESSAGE_TOO_BIG, 'message too big');
+        return;
+      }
       const actor = data.actor;
       if (!actor || actor.isClosed) return;
       try {

@@ -16,6 +16,7 @@ import { healthRoutes } from '../../control-plane/health/routes.js';
 import { startControlPlaneServer, type RunningServer } from '../../control-plane/http/server.js';
 import { createVoiceDomain, type LiveAgentConfig, type VoiceDomain } from '../../control-plane/voice/index.js';
 import { startEngineNode, type EngineNode } from '../../media-engine/node.js';
+import { MAX_CLIENT_MESSAGE_BYTES } from '../../media-engine/browser-route.js';
 import { createSimAsr } from '../../shared/providers/asr/sim.js';
 import { createSimLlm } from '../../shared/providers/llm/sim.js';
 import { createSimTts } from '../../shared/providers/tts/sim.js';
@@ -145,6 +146,17 @@ describe('sessions across two engine nodes on one Redis', () => {
     expect((await c2.waitForType('error')).message).toBe('session not found, start a session first');
     c1.close();
     await c1.closed();
+  });
+
+  it('a message over 64 KiB gets the error frame and close 1009', async () => {
+    const s = await start();
+    const c = await VoiceClient.connect(s.ws_url, { sendAudio: false });
+    await c.waitForType('pipeline_ready');
+    c.sendRaw(Buffer.alloc(MAX_CLIENT_MESSAGE_BYTES + 2));
+    const err = await c.waitForType('error');
+    expect(err).toMatchObject({ fatal: true, message: `message of ${MAX_CLIENT_MESSAGE_BYTES + 2} bytes: the most is ${MAX_CLIENT_MESSAGE_BYTES}` });
+    await c.closed();
+    expect(c.closeCode).toBe(1009);
   });
 
   it('missing provider credentials: error frame naming the key, process unaffected', async () => {
