@@ -5,6 +5,7 @@
  * listener: Connect's gRPC path costs several times grpc-js's per unary call (docs/adr/0004-grpc-listener.md).
  */
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type DescMethod, type DescService } from '@bufbuild/protobuf';
 import { ConnectError, createContextValues, type HandlerContext } from '@connectrpc/connect';
@@ -55,10 +56,19 @@ function requestHeaders(md: grpc.Metadata): Headers {
   return h;
 }
 
-/** "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000" -> the address, for per-IP rate limits. */
+/**
+ * The peer's address without its port, for per-IP rate limits and audit rows: the same string the
+ * one-port listener takes from its socket. grpc-js servers say "127.0.0.1:5000" and, for IPv6,
+ * "::1:5000" (no brackets); channels and older releases "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000".
+ * With the port left on, every connection was a new client to the per-IP limits.
+ */
 export function peerAddress(peer: string): string {
-  const m = /^ipv[46]:\[?([^\]]*?)\]?:\d+$/.exec(peer);
-  return m ? m[1]! : peer || 'unknown';
+  const bare = peer.replace(/^ipv[46]:/, '');
+  const bracketed = /^\[([^\]]+)\]:\d+$/.exec(bare);
+  if (bracketed) return bracketed[1]!;
+  const withPort = /^(.*):\d+$/.exec(bare);
+  if (withPort && isIP(withPort[1]!)) return withPort[1]!;
+  return bare || 'unknown';
 }
 
 function toMetadata(headers: Headers, into = new grpc.Metadata()): grpc.Metadata {

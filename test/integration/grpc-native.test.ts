@@ -135,6 +135,24 @@ describe('gRPC on GRPC_PORT (grpc-js server)', () => {
     expect(JSON.stringify(list.body)).not.toContain('"name":"Big"');
   });
 
+  it('per-IP limits count the address, not the connection: fresh channels still hit the login limit', { timeout: 20_000 }, async () => {
+    // 30 logins per IP per minute (docs/accounts.md). Each attempt on a new channel (a new source
+    // port) with a new email, so only the per-IP bucket can refuse. 70 attempts: whichever fixed
+    // window they fall in, one window sees more than 30.
+    let refused = 0;
+    for (let i = 0; i < 70 && refused === 0; i++) {
+      const auth = grpcClient(app.grpcPort!, 'AuthService', 'voiceplane/v1/accounts.proto');
+      try {
+        const err = await rpcError(auth, 'Login', { email: `nobody-${i}@example.com`, password: 'wrong password 1' });
+        if (err.code === GrpcStatus.RESOURCE_EXHAUSTED) refused++;
+        else expect(err.code).toBe(GrpcStatus.UNAUTHENTICATED);
+      } finally {
+        auth.close();
+      }
+    }
+    expect(refused).toBe(1);
+  });
+
   it('echoes the caller request id in the response headers, and in the trailers of an error', async () => {
     const md = new Metadata();
     md.set('authorization', `Bearer ${owner.token}`);

@@ -7,6 +7,14 @@ describe('peerAddress', () => {
     expect(peerAddress('ipv4:127.0.0.1:50512')).toBe('127.0.0.1');
     expect(peerAddress('ipv6:[::1]:50512')).toBe('::1');
     expect(peerAddress('ipv6:[2001:db8::7]:443')).toBe('2001:db8::7');
+    // What a grpc-js 1.14 server's getPeer() says: address:port, IPv6 without brackets.
+    expect(peerAddress('127.0.0.1:47988')).toBe('127.0.0.1');
+    expect(peerAddress('::1:47988')).toBe('::1');
+    expect(peerAddress('::ffff:127.0.0.1:47988')).toBe('::ffff:127.0.0.1');
+    expect(peerAddress('2001:db8::7:443')).toBe('2001:db8::7');
+    expect(peerAddress('::1')).toBe('::1');
+    expect(peerAddress('10.0.0.5')).toBe('10.0.0.5');
+    expect(peerAddress('unknown')).toBe('unknown');
     expect(peerAddress('unix:/tmp/sock')).toBe('unix:/tmp/sock');
     expect(peerAddress('')).toBe('unknown');
   });
