@@ -31,6 +31,7 @@ export const MAX_INPUT_DEPTH = 32;
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const NON_FINITE = 'must not hold a number beyond the range of a double (such as 1e309)';
+const UNSET_VALUE = 'holds a google.protobuf.Value with no kind set: give null, a number, a string, a boolean, an object or a list';
 
 const JSON_TYPES = new Set(['google.protobuf.Struct', 'google.protobuf.Value', 'google.protobuf.ListValue']);
 
@@ -68,8 +69,10 @@ function walkMessage(desc: DescMessage, message: unknown, path: string, depth: n
     let json: JsonValue;
     try {
       json = toJson(desc, message as never);
-    } catch {
-      throw invalid(path || 'body', NON_FINITE);
+    } catch (err) {
+      // The other thing JSON cannot write: a Value with no kind set (gRPC clients can send one).
+      const unset = err instanceof Error && err.message.endsWith('must have a value');
+      throw invalid(path || 'body', unset ? UNSET_VALUE : NON_FINITE);
     }
     walkJson(json, path, d);
     return;

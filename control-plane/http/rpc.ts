@@ -14,8 +14,9 @@ import { assertStorableText } from './input.js';
 
 export function toConnectError(err: unknown, logger: Logger, ctx: HandlerContext): ConnectError {
   if (err instanceof ConnectError) return err;
-  // The client left (its signal aborted): not a server error, and nobody reads the answer.
-  if (ctx.signal.aborted) return new ConnectError('request cancelled by the client', Code.Canceled);
+  // The call's deadline passed (Connect aborts the signal with a DeadlineExceeded error as its
+  // reason) or the client left: not a server error. Only the second is a cancellation.
+  if (ctx.signal.aborted) return ctx.signal.reason instanceof ConnectError ? ctx.signal.reason : new ConnectError('request cancelled by the client', Code.Canceled);
   const app = toAppError(err);
   if (app.code === 'INTERNAL' && app.options.configured) logger.warn({ requestId: requestIdOf(ctx), reason: app.message }, 'rpc refused by the deployment configuration');
   else if (app.code === 'INTERNAL') logger.error({ err, requestId: requestIdOf(ctx) }, 'rpc failed');

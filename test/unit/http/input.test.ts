@@ -1,6 +1,7 @@
 /** The edge text check (control-plane/http/input.ts) on decoded messages, without a server. */
 import { describe, expect, it } from 'vitest';
-import { create, fromJson } from '@bufbuild/protobuf';
+import { create, fromBinary, fromJson } from '@bufbuild/protobuf';
+import { CreateQaRubricRequestSchema } from '../../../shared/gen/voiceplane/v1/qa_pb.js';
 import { CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import { assertStorableText, isStorableText, MAX_INPUT_DEPTH } from '../../../control-plane/http/input.js';
 
@@ -30,6 +31,17 @@ describe('assertStorableText', () => {
     const decoded = fromJson(CreateMemoryItemRequestSchema, { workspace_id: 'w', title: 't', content: 'c', metadata: { q: Infinity } } as never);
     expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, decoded))).toMatch(/^metadata/);
     expect(field(() => assertStorableText(CreateMemoryItemRequestSchema, msg({ metadata: { n: 1e308 } })))).toBeUndefined();
+  });
+
+  it('a Value with no kind set (a gRPC client can send one) is named as such, not as a number out of range', () => {
+    // Field 4 (criteria, a google.protobuf.Value) present but empty: tag 0x22, length 0.
+    const decoded = fromBinary(CreateQaRubricRequestSchema, Uint8Array.from([0x22, 0x00]));
+    try {
+      assertStorableText(CreateQaRubricRequestSchema, decoded);
+      expect.unreachable('an unset Value passed');
+    } catch (e) {
+      expect((e as { details?: Array<{ field: string; problem: string }> }).details?.[0]).toMatchObject({ field: 'criteria', problem: expect.stringMatching(/no kind set/) });
+    }
   });
 
   it('refuses JSON nested deeper than the bound instead of walking it', () => {
