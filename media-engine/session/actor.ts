@@ -14,7 +14,8 @@ import type { AsrStream } from '../../shared/providers/types.js';
 import { withTtsRetry } from '../../shared/providers/retry.js';
 import { DEFAULT_TUNING, type ActorTuning, type CallActorDeps, type Phase } from './actor-deps.js';
 import { AgentRuns } from './agent-runs.js';
-import { openAsr } from './asr-feed.js';
+import { openAsr, providerKeys } from './asr-feed.js';
+import { redactSecrets } from '../../shared/providers/redact.js';
 import type { AmdMsg, AmdState } from './amd.js';
 import { AmdControl, type AmdHost } from './amd-control.js';
 import { CallTimers, type CallTimerName } from './call-timers.js';
@@ -48,6 +49,8 @@ export class CallActor {
   phase: Phase = 'listening';
   /** A caller frame arrived since the last pacer tick (watchInboundGap). */
   private audioSinceTick = false;
+  /** The ASR's last error (redacted): the cause told with `asr_unavailable` when the stream then ends. */
+  private lastAsrError?: string;
   private lastAudioAtMs = 0;
   /** 20 ms of digital silence at the inbound rate, fed in for audio that stopped mid-turn. */
   private readonly silentFrame: Int16Array;
@@ -251,6 +254,11 @@ export class CallActor {
         this.timers.fired(`amd_${msg.name}`);
         return this.amd.onInput({ kind: 'timeout' }, this.amdHost);
       case 'asr':
+        if (msg.event.type === 'error') {
+          // Vendor text may echo the key it refused: redacted before the log and the socket.
+          this.lastAsrError = redactSecrets(msg.event.message, providerKeys(this.config));
+          return this.callerTurns.onAsr({ ...msg.event, message: this.lastAsrError });
+        }
         return this.callerTurns.onAsr(msg.event);
       case 'asr_closed':
         if (msg.error) {
@@ -261,7 +269,9 @@ export class CallActor {
         // reconnects): the caller is no longer heard. Said once on the socket; typed text still works.
         if (!this.closed && !this.ending) {
           this.d.logger.warn({ session: maskSessionId(this.config.session_id) }, 'asr ended mid-call: the caller is not heard');
-          this.emit({ type: 'error', code: ASR_UNAVAILABLE, message: 'speech recognition stopped for the rest of this call (see the asr error before it); type instead', fatal: false });
+          const reason = msg.error ?? this.lastAsrError;
+          const cause = reason ? `: ${reason}` : ' (the stream ended)';
+          this.emit({ type: 'error', code: ASR_UNAVAILABLE, message: `speech recognition stopped for the rest of this call${cause}; type instead`, fatal: false });
         }
         return;
       case 'turn':

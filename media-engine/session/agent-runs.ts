@@ -5,6 +5,8 @@
  * The actor decides when runs start and what a finished or cancelled run means for the call.
  */
 import { maskSessionId } from '../../shared/ids.js';
+import { redactSecrets } from '../../shared/providers/redact.js';
+import { providerKeys } from './asr-feed.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 import type { LlmMessage, TtsProvider } from '../../shared/providers/types.js';
 import type { CallActorDeps } from './actor-deps.js';
@@ -72,12 +74,18 @@ export class AgentRuns {
       speakOnly,
       signal: run.abort.signal,
       now: () => clock.monotonicMs(),
-      post: (m) => this.host.post({ kind: 'turn', runId: run.id, msg: m }),
+      post: (m) => this.host.post({ kind: 'turn', runId: run.id, msg: this.redacted(m) }),
     }).catch((err: unknown) => {
       this.d.logger.error({ err, session: maskSessionId(config.session_id) }, 'agent run failed');
       this.host.post({ kind: 'turn', runId: run.id, msg: { kind: 'run_done', appended: [], assistantText: '' } });
     });
     return run;
+  }
+
+  /** Vendor error text on its way to the socket, the record and the log, without the call's provider keys. */
+  private redacted(m: TurnMsg): TurnMsg {
+    if (m.kind !== 'llm_error' && m.kind !== 'tts_failed') return m;
+    return { ...m, message: redactSecrets(m.message, providerKeys(this.d.config)) };
   }
 
   /** A runner message; dropped unless it belongs to the current run. */

@@ -3,7 +3,9 @@
  * transport delivers, and read to the end into the actor's mailbox, so recognition results are
  * ordered with everything else the call receives.
  */
+import { redactSecrets } from '../../shared/providers/redact.js';
 import type { AsrStream } from '../../shared/providers/types.js';
+import type { SessionConfig } from '../../shared/voice/session-config.js';
 import type { CallActorDeps } from './actor-deps.js';
 import type { CallMsg } from './messages.js';
 
@@ -11,15 +13,21 @@ export function openAsr(d: CallActorDeps, post: (msg: CallMsg) => void): AsrStre
   const c = d.config;
   const input = d.asrInput ?? { encoding: 'linear16', sampleRateHz: d.transport.inRateHz };
   const stream = d.asrStream ?? d.providers.asr.stream({ ...input, language: c.language, model: c.providers.asr.model_name });
-  void pump(stream, post);
+  void pump(stream, post, providerKeys(c));
   return stream;
 }
 
-async function pump(stream: AsrStream, post: (msg: CallMsg) => void): Promise<void> {
+/** The call's provider keys: vendor error text (which may echo one) is redacted of them. */
+export function providerKeys(c: SessionConfig): string[] {
+  const p = c.providers;
+  return [p.asr.api_key, p.llm.api_key, p.tts.api_key].filter((k): k is string => !!k);
+}
+
+async function pump(stream: AsrStream, post: (msg: CallMsg) => void, keys: readonly string[]): Promise<void> {
   try {
     for await (const event of stream) post({ kind: 'asr', event });
     post({ kind: 'asr_closed' });
   } catch (err) {
-    post({ kind: 'asr_closed', error: (err as Error).message });
+    post({ kind: 'asr_closed', error: redactSecrets((err as Error).message, keys) });
   }
 }

@@ -33,7 +33,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       return m.toolCalls === 0 ? { type: 'llm_end', turn, text: run.llmText, llm_ttfb_ms: Math.max(0, run.llmTtfbMs), llm_total_ms: run.llmTotalMs } : undefined;
     case 'llm_error':
       run.llmError = m.message;
-      return { type: 'llm_error', text: m.message, turn };
+      return { type: 'llm_error', text: m.message, turn, ...(m.code ? { code: m.code } : {}) };
     case 'tools_started': {
       run.toolsStarted(m.calls);
       const step = run.steps.find((s) => s.step === m.step);
@@ -75,6 +75,8 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
         code: 'tts_failed',
         message: m.partial ? `speech synthesis stopped mid-sentence: ${m.message}` : `speech synthesis failed: ${m.message}`,
         fatal: false,
+        ...(m.code ? { provider_code: m.code } : {}),
+        partial: m.partial,
       };
     case 'tts_done':
       return { type: 'tts_complete', tts_gen_ms: m.genMs, tts_api_ttfb_ms: m.apiTtfbMs, tts_streaming_saved_ms: Math.max(0, m.genMs - m.apiTtfbMs), turn, step: m.step };

@@ -41,7 +41,8 @@ export type ServerEvent =
   | { type: 'llm_step_start'; turn: number; step: number }
   | { type: 'llm_chunk'; text: string; turn: number }
   | { type: 'llm_end'; turn: number; text: string; llm_ttfb_ms: number; llm_total_ms: number }
-  | { type: 'llm_error'; text: string; turn: number }
+  /** `code`: the provider error's stable code (FIRST_BYTE_TIMEOUT, AUTH_FAILED, TOO_MANY_TOOL_STEPS ...), when there is one. */
+  | { type: 'llm_error'; text: string; turn: number; code?: string }
   | { type: 'tool_calls_started'; turn: number; tools: ToolBrief[]; step: number; parallel: boolean; timing: { llm_ms: number } }
   | { type: 'tool_call_in_progress'; turn: number; tool_name: string; tool_call_id: string; tool_input: unknown; step: number }
   | { type: 'tool_call_result'; turn: number; tool_name: string; tool_call_id: string; result: string; tool_execution_ms: number; step: number }
@@ -58,7 +59,8 @@ export type ServerEvent =
   | { type: 'dtmf'; digit: string }
   /** Addition (issue 19, docs/flows.md): a `flow` agent's call entered a node (the start node at call start). */
   | { type: 'flow_node_entered'; node_id: string; label: string; node_type: string; turn: number }
-  | { type: 'error'; message: string; code?: string; fatal?: boolean };
+  /** `provider_code` and `partial`: a `tts_failed` error's provider code (TTS_TOO_SLOW ...) and whether part of the sentence was heard. */
+  | { type: 'error'; message: string; code?: string; fatal?: boolean; provider_code?: string; partial?: boolean };
 
 export type ServerEventType = ServerEvent['type'];
 

@@ -3,6 +3,7 @@
  * HTTP `status` when there was one, and `retryable` so decorators (withTtsRetry) and the engine
  * decide without parsing messages. Tests assert `.code`, never the message text.
  */
+import { redactSecrets } from './redact.js';
 
 export type ProviderErrorCode =
   /** A real vendor was configured without `api_key`. */
@@ -101,6 +102,8 @@ export function errorFromStatus(args: {
   message: string;
   retryAfterMs?: number;
   vendorCode?: string;
+  /** Credentials of the request: removed from the vendor's text (vendors echo a refused key). */
+  secrets?: readonly string[];
 }): ProviderError {
   const { status } = args;
   const code: ProviderErrorCode =
@@ -118,7 +121,7 @@ export function errorFromStatus(args: {
     retryable: isRetryableStatus(status),
     retryAfterMs: args.retryAfterMs,
     vendorCode: args.vendorCode,
-    message: `${args.provider}: HTTP ${status}: ${args.message}`,
+    message: `${args.provider}: HTTP ${status}: ${redactSecrets(args.message, args.secrets ?? [])}`,
   });
 }
 

@@ -16,6 +16,7 @@ import { backoffDelayMs, type BackoffOptions } from '../backoff.js';
 import { realClock, sleepOn, type Clock } from '../clock.js';
 import { findOutboundRefusal, type OutboundClient } from '../outbound/index.js';
 import { ProviderError, abortedError, errorFromStatus, parseRetryAfterMs } from './errors.js';
+import { secretsInHeaders } from './redact.js';
 
 export interface HttpStreamRequest {
   provider: string;
@@ -244,6 +245,7 @@ async function attempt(req: HttpStreamRequest): Promise<HttpByteStream> {
         message,
         vendorCode,
         retryAfterMs: parseRetryAfterMs(res.headers.get('retry-after'), clock.now()),
+        secrets: secretsInHeaders(req.headers),
       });
     }
     const reader = res.body.getReader();

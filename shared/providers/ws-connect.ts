@@ -14,6 +14,7 @@ import type { LookupFunction } from 'node:net';
 import WebSocket from 'ws';
 import type { Clock } from '../clock.js';
 import { ProviderError, abortedError, errorFromStatus, parseRetryAfterMs } from './errors.js';
+import { secretsInHeaders } from './redact.js';
 import { findOutboundRefusal, type OutboundClient } from '../outbound/index.js';
 
 export interface WsConnectRequest {
@@ -107,6 +108,7 @@ export function connectWebSocket(req: WsConnectRequest): Promise<WebSocket> {
             status: res.statusCode ?? 0,
             message: refusalMessage(text) || res.statusMessage || 'upgrade refused',
             retryAfterMs,
+            secrets: secretsInHeaders(req.headers),
           }),
         );
       };

@@ -30,7 +30,7 @@ export class ElevenLabsFake extends HttpFake {
 
   protected async handle(rec: HttpRecord, _req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (rec.headers['xi-api-key'] !== this.apiKey)
-      return this.sendJson(rec, res, 401, { detail: { status: 'invalid_api_key', message: 'Invalid API key' } });
+      return this.sendJson(rec, res, 401, { detail: { status: 'invalid_api_key', message: `Invalid API key: ${String(rec.headers['xi-api-key'] ?? '')}` } });
     const f = rec.faults;
     if (f.slowFirstByteMs) await delay(f.slowFirstByteMs);
     if (res.destroyed) return;

@@ -53,7 +53,8 @@ export class OpenAiFake extends HttpFake {
 
   protected async handle(rec: HttpRecord, _req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (rec.headers.authorization !== `Bearer ${this.apiKey}`)
-      return this.error(rec, res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+      // Vendors echo what they were sent (OpenAI shows the key, partly masked): the adapters must not pass it on.
+      return this.error(rec, res, 401, `Incorrect API key provided: ${String(rec.headers.authorization ?? '').replace(/^Bearer /, '')}.`, 'invalid_request_error', 'invalid_api_key');
     const f = rec.faults;
     if (f.slowFirstByteMs) await delay(f.slowFirstByteMs);
     if (res.destroyed) return;

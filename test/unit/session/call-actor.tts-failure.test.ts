@@ -42,6 +42,39 @@ describe('CallActor when the TTS fails', () => {
   });
 });
 
+const KEY = 'sk-live-SECRET-0123456789abcdef';
+const KEYED = { providers: { asr: { provider_name: 'sim', api_key: KEY }, llm: { provider_name: 'sim' }, tts: { provider_name: 'sim', api_key: KEY } } };
+
+describe('vendor error text that echoes the key', () => {
+  it('TTS: the error event, its provider code and the log line carry no key', async () => {
+    const echoing: (sim: TtsProvider) => TtsProvider = (sim) => ({
+      ...sim,
+      synthesize: () =>
+        (async function* (): AsyncGenerator<PcmChunk> {
+          throw new ProviderError({ provider: 'elevenlabs', code: 'AUTH_FAILED', message: `elevenlabs: HTTP 401: Invalid API key: ${KEY}` });
+        })(),
+    });
+    const h = actorHarness(KEYED, { wrapTts: echoing });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'hello there', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
+    const [err] = h.transport.of('error');
+    expect(err).toMatchObject({ code: 'tts_failed', provider_code: 'AUTH_FAILED', partial: false, message: 'speech synthesis failed: elevenlabs: HTTP 401: Invalid API key: [redacted]' });
+    expect(h.logLines.join('\n')).not.toContain(KEY);
+    expect(JSON.stringify(h.recorder)).not.toContain(KEY);
+  });
+
+  it('ASR: asr_unavailable names the cause it gave up on, redacted', async () => {
+    const h = actorHarness(KEYED);
+    h.actor.start();
+    h.actor.post({ kind: 'asr', event: { type: 'error', message: `deepgram: HTTP 401: bad key ${KEY}; giving up`, recoverable: false } });
+    h.actor.post({ kind: 'asr_closed' });
+    await h.silence(40);
+    expect(h.transport.of('error')).toMatchObject([{ code: 'asr_unavailable', message: 'speech recognition stopped for the rest of this call: deepgram: HTTP 401: bad key [redacted]; giving up; type instead' }]);
+    expect(h.logLines.join('\n')).not.toContain(KEY);
+  });
+});
+
 describe('CallActor when the ASR gives up', () => {
   it('the ASR stream ending mid-call gives one non-fatal asr_unavailable error and a log line; typed text is still answered', async () => {
     const h = actorHarness();

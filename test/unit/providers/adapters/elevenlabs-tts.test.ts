@@ -100,9 +100,11 @@ describe('elevenlabs TTS adapter', () => {
 
   it('wrong key: AUTH_FAILED with the vendor status, not retried by the decorator', async () => {
     const before = fake.requests.length;
-    const p = withTtsRetry(createElevenLabsTts({ apiKey: 'bad', baseUrl: fake.url }));
+    const p = withTtsRetry(createElevenLabsTts({ apiKey: 'bad-eleven-key-7', baseUrl: fake.url }));
     const { error } = await settle(p.synthesize(req('hi', 16000)));
     expect(error).toMatchObject({ code: 'AUTH_FAILED', status: 401, vendorCode: 'invalid_api_key' });
+    expect((error as Error).message).not.toContain('bad-eleven-key-7');
+    expect((error as Error).message).toContain('[redacted]');
     expect(fake.requests.length - before).toBe(1);
   });
 });

@@ -163,8 +163,10 @@ describe('openai LLM adapter: faults', () => {
 
   it('401 is not retried', async () => {
     const before = fake.requests.length;
-    const { error } = await settle(createOpenAiLlm({ apiKey: 'wrong', baseUrl: `${fake.url}/v1`, model: 'm' }).stream(ask('hello')));
+    const { error } = await settle(createOpenAiLlm({ apiKey: 'sk-wrong-key-0042', baseUrl: `${fake.url}/v1`, model: 'm' }).stream(ask('hello')));
     expect(error).toMatchObject({ code: 'AUTH_FAILED', status: 401, retryable: false, vendorCode: 'invalid_api_key' });
+    // The fake echoes the key it refused; the message passes it on redacted.
+    expect((error as Error).message).toBe('openai: HTTP 401: Incorrect API key provided: [redacted].');
     expect(fake.requests.length - before).toBe(1);
   });
 

@@ -1,0 +1,31 @@
+/**
+ * Vendors echo what they were sent: a 401 body such as "Incorrect API key provided: sk-…" carried
+ * the tenant's key into the caller's socket events, the conversation record and the logs. Error
+ * text from a vendor passes through here before it goes anywhere.
+ */
+
+const REDACTED = '[redacted]';
+/** Shorter values are not worth hunting (and would blank ordinary words). */
+const MIN_SECRET_CHARS = 6;
+/** Request headers that carry a vendor credential (OpenAI, Deepgram, ElevenLabs, Cartesia, Anthropic, Azure, Google). */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'xi-api-key', 'api-key', 'x-goog-api-key', 'proxy-authorization']);
+
+/** The credentials in a request's headers, without their scheme (`Bearer`, `Token`, `Basic`). */
+export function secretsInHeaders(headers: Record<string, string> | undefined): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!CREDENTIAL_HEADERS.has(name.toLowerCase()) || typeof value !== 'string') continue;
+    const secret = value.replace(/^(bearer|token|basic)\s+/i, '').trim();
+    if (secret.length >= MIN_SECRET_CHARS) out.push(secret);
+  }
+  return out;
+}
+
+/** `text` with every occurrence of each secret replaced by `[redacted]`. */
+export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s && s.length >= MIN_SECRET_CHARS && out.includes(s)) out = out.split(s).join(REDACTED);
+  }
+  return out;
+}
