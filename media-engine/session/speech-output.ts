@@ -81,7 +81,11 @@ export class SpeechOutput {
   pace(nowMs: number): boolean {
     if (this.playout.queuedSamples === 0) {
       if (this.playing) this.transport.flushAudio?.(!this.answerOpen);
-      this.playing = false;
+      // Mid-answer the schedule stays: a TTS faster than real time in small chunks empties the
+      // queue after every chunk, and restarting the schedule then sent each chunk at once (2x
+      // real time measured, and "heard" text the caller had not heard). A real starvation is
+      // caught below when the audio resumes (`due` far ahead of what was sent).
+      if (!this.answerOpen) this.playing = false;
       return true;
     }
     if (!this.playing) {

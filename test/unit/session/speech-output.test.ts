@@ -59,6 +59,26 @@ describe('SpeechOutput with a TTS streaming small, uneven chunks', () => {
     expect(now).toBeGreaterThanOrEqual(1750 - 100 - 20);
   });
 
+  it('a TTS twice real time in chunks the lead swallows whole is still paced in real time (the queue empties between chunks)', () => {
+    const { frames, transport } = fakeTransport();
+    const out = new SpeechOutput(transport, clock);
+    out.resetTurn();
+    out.beginSegment('Hello there, welcome to the restaurant. We open at noon.');
+    // 100 ms (5 frames) every 50 ms for 2 s of audio; the pacer ticks every 10 ms as the node's does.
+    let now = 0;
+    for (let chunk = 0; chunk < 20; ) {
+      if (now % 50 === 0) out.enqueue(speech(chunk++ * 5 * FRAME, 5 * FRAME), RATE);
+      out.pace(now);
+      expect(frames.length, `at ${now} ms`).toBeLessThanOrEqual(Math.floor(now / 20) + 1 + 5);
+      now += 10;
+    }
+    out.endSegment();
+    for (; out.pace(now) === false; now += 10) if (now > 10_000) throw new Error('never drained');
+    expect(frames).toHaveLength(100);
+    // 2 s of audio left over about 2 s, less the lead.
+    expect(now).toBeGreaterThanOrEqual(2000 - 100 - 20);
+  });
+
   it('a TTS slower than real time resumes with the usual lead, not with every frame that came due meanwhile', () => {
     const { frames, transport } = fakeTransport();
     const out = new SpeechOutput(transport, clock);
