@@ -40,6 +40,16 @@ export const MAX_STEP_MS = 120_000;
 export const MAX_TTS_BEHIND_MS = 10_000;
 
 /**
+ * Most audio one sentence may bring: max(10 s, 400 ms per character), several times any voice's
+ * pace (about 70-100 ms a character; a digit read as a word ~300 ms). A vendor that streams
+ * without end (a loop, a stuck stream) fails the piece with TTS_TOO_LONG instead of holding the
+ * turn for ever; the run goes on with its next sentence.
+ */
+export function maxTtsAudioMs(text: string): number {
+  return Math.max(10_000, 400 * text.length);
+}
+
+/**
  * One function the LLM may call: its spec and `run`, which never throws (failures are error
  * results). Structurally the same as the engine's `CallTool` (media-engine/session/call-tools.ts).
  */
@@ -245,6 +255,10 @@ function ttsTooSlow(provider: string, audioMs: number, elapsedMs: number): Provi
   return new ProviderError({ provider, code: 'TTS_TOO_SLOW', message: `${provider}: ${Math.round(audioMs)} ms of audio in ${Math.round(elapsedMs)} ms: more than ${MAX_TTS_BEHIND_MS} ms behind real time` });
 }
 
+function ttsTooLong(provider: string, audioMs: number, chars: number): ProviderError {
+  return new ProviderError({ provider, code: 'TTS_TOO_LONG', message: `${provider}: more than ${Math.round(audioMs)} ms of audio for ${chars} characters: the stream does not end` });
+}
+
 /** Text mode: the sentences are consumed (the queue stays bounded) and not spoken. */
 async function drain(pieces: AsyncQueue<Piece>): Promise<void> {
   for await (const piece of pieces) void piece;
@@ -264,6 +278,7 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
     let audioSent = false;
     let firstChunkAt = -1;
     let audioMs = 0;
+    const maxAudioMs = maxTtsAudioMs(piece.text);
     try {
       for await (const chunk of tts.synthesize({
         text: piece.text,
@@ -278,6 +293,7 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
         if (firstChunkAt < 0) firstChunkAt = now();
         else if (now() - firstChunkAt - audioMs > MAX_TTS_BEHIND_MS) throw ttsTooSlow(tts.label, audioMs, now() - firstChunkAt);
         audioMs += (chunk.samples.length * 1000) / chunk.sampleRateHz;
+        if (audioMs > maxAudioMs) throw ttsTooLong(tts.label, audioMs, piece.text.length);
         audioSent = true;
         post({ kind: 'tts_audio', chunk });
       }

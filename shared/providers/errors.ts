@@ -38,6 +38,8 @@ export type ProviderErrorCode =
   | 'RESPONSE_TOO_LARGE'
   /** A TTS stream falling ever further behind real time (the turn runner's MAX_TTS_BEHIND_MS). Not retryable. */
   | 'TTS_TOO_SLOW'
+  /** A TTS stream bringing far more audio than its text can hold (the turn runner's maxTtsAudioMs). Not retryable. */
+  | 'TTS_TOO_LONG'
   /** The endpoint (`base_url`) is an address the outbound policy refuses (shared/outbound). Never retryable. */
   | 'OUTBOUND_REFUSED'
   /** The caller's AbortSignal fired. Never retryable. */

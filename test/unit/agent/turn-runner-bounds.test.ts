@@ -5,7 +5,7 @@
  * `llm_error` with code RESPONSE_TOO_LARGE. Before, both ran for as long as the vendor kept going.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_LLM_STEPS, MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, TOO_MANY_TOOL_STEPS, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
+import { MAX_LLM_STEPS, MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, TOO_MANY_TOOL_STEPS, maxTtsAudioMs, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
 import type { LlmEvent, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../shared/providers/llm/limits.js';
 
@@ -135,6 +135,49 @@ describe('runTurn bounds the speech of a sentence', () => {
     expect(streams.map((s) => s.closed)).toEqual([true, true]);
     // Failed after the bound (one 5 s drip past it), not after the drips ran on.
     expect(t).toBeLessThanOrEqual(MAX_TTS_BEHIND_MS + 5000);
+    const audio = posted.flatMap((m) => (m.kind === 'tts_audio' ? [m.chunk.samples.length] : []));
+    expect(audio.at(-1)).toBe(16000);
+  });
+
+  it('a TTS stream that never ends (faster than real time) fails the sentence at its audio bound (TTS_TOO_LONG), and the next one is spoken', async () => {
+    const streams: Array<{ closed: boolean; audioMs: number }> = [];
+    const tts: TtsProvider = {
+      label: 'loop',
+      capabilities: { streaming: true, sampleRatesHz: [16000] },
+      synthesize: ({ text }) =>
+        (async function* () {
+          const state = { closed: false, audioMs: 0 };
+          streams.push(state);
+          try {
+            if (text.startsWith('Bye')) {
+              yield { samples: new Int16Array(16000), sampleRateHz: 16000 };
+              return;
+            }
+            for (;;) {
+              state.audioMs += 100;
+              yield { samples: new Int16Array(1600), sampleRateHz: 16000 };
+            }
+          } finally {
+            state.closed = true;
+          }
+        })(),
+    };
+    const llm: LlmProvider = {
+      label: 'llm',
+      model: 'm',
+      capabilities: { tools: false, parallelToolCalls: false },
+      stream: () =>
+        (async function* () {
+          yield { type: 'text' as const, delta: 'Hello there. Bye for now.' };
+          yield { type: 'done' as const, finishReason: 'stop' };
+        })(),
+    };
+    const posted: TurnMsg[] = [];
+    // The clock stands still: audio arrives faster than real time, so only the length bound can end it.
+    await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => 0 });
+    expect(posted.find((m) => m.kind === 'tts_failed')).toMatchObject({ code: 'TTS_TOO_LONG', partial: true });
+    expect(streams.map((s) => s.closed)).toEqual([true, true]);
+    expect(streams[0]!.audioMs).toBe(maxTtsAudioMs('Hello there.') + 100);
     const audio = posted.flatMap((m) => (m.kind === 'tts_audio' ? [m.chunk.samples.length] : []));
     expect(audio.at(-1)).toBe(16000);
   });
