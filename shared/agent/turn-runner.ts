@@ -269,12 +269,19 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
   let firstRequestAt = 0;
   let firstAudioAt = 0;
   let lastStep = 0;
+  let ttsDown = false;
   for await (const piece of pieces) {
     if (signal.aborted) return;
     lastStep = piece.step;
     const requestAt = now();
     if (!firstRequestAt) firstRequestAt = requestAt;
     post({ kind: 'tts_piece_start', text: piece.text, step: piece.step });
+    if (ttsDown) {
+      // The vendor just spent a sentence's retries without a byte: the turn's other sentences are
+      // not tried (3 x 10 s of silence each); the next turn tries again.
+      post({ kind: 'tts_piece_end' });
+      continue;
+    }
     let audioSent = false;
     let firstChunkAt = -1;
     let audioMs = 0;
@@ -304,6 +311,7 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
       // piece is skipped and the run goes on.
       const e = err as { message?: string; code?: unknown };
       post({ kind: 'tts_failed', message: String(e?.message ?? err).slice(0, 300), code: typeof e?.code === 'string' ? e.code : undefined, partial: audioSent });
+      ttsDown = !audioSent && err instanceof ProviderError && err.retryable;
     }
     post({ kind: 'tts_piece_end' });
   }

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_LLM_STEPS, MAX_STEP_MS, MAX_STEP_TEXT_CHARS, MAX_TTS_BEHIND_MS, TOO_MANY_TOOL_STEPS, maxTtsAudioMs, runTurn, type TurnMsg } from '../../../shared/agent/turn-runner.js';
 import type { LlmEvent, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import { MAX_TOOL_CALLS_PER_RESPONSE } from '../../../shared/providers/llm/limits.js';
+import { ProviderError } from '../../../shared/providers/errors.js';
 
 /** An LLM that streams `next()` forever; `closed` turns true when the consumer lets go of it. */
 function endlessLlm(next: (i: number) => LlmEvent) {
@@ -180,5 +181,36 @@ describe('runTurn bounds the speech of a sentence', () => {
     expect(streams[0]!.audioMs).toBe(maxTtsAudioMs('Hello there.') + 100);
     const audio = posted.flatMap((m) => (m.kind === 'tts_audio' ? [m.chunk.samples.length] : []));
     expect(audio.at(-1)).toBe(16000);
+  });
+
+  it('a TTS that spent the retries of a sentence without a byte is not asked for the other sentences of the turn (one error, not 30 s of silence each)', async () => {
+    const asked: string[] = [];
+    const tts: TtsProvider = {
+      label: 'hung',
+      capabilities: { streaming: true, sampleRatesHz: [16000] },
+      synthesize: ({ text }) =>
+        (async function* () {
+          asked.push(text);
+          throw new ProviderError({ provider: 'hung', code: 'FIRST_BYTE_TIMEOUT', retryable: true, message: 'hung: no first byte within 10000 ms' });
+        })(),
+    };
+    const llm: LlmProvider = {
+      label: 'llm',
+      model: 'm',
+      capabilities: { tools: false, parallelToolCalls: false },
+      stream: () =>
+        (async function* () {
+          yield { type: 'text' as const, delta: 'One sentence here. Two sentences here. Three of them.' };
+          yield { type: 'done' as const, finishReason: 'stop' };
+        })(),
+    };
+    const posted: TurnMsg[] = [];
+    await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => 0 });
+    expect(asked).toEqual(['One sentence here.']);
+    expect(posted.filter((m) => m.kind === 'tts_failed')).toMatchObject([{ code: 'FIRST_BYTE_TIMEOUT', partial: false }]);
+    // Every sentence still opens and closes its piece (the record keeps the text), and the run ends.
+    expect(posted.filter((m) => m.kind === 'tts_piece_start')).toHaveLength(3);
+    expect(posted.filter((m) => m.kind === 'tts_piece_end')).toHaveLength(3);
+    expect(posted.at(-1)?.kind).toBe('run_done');
   });
 });
