@@ -175,6 +175,9 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       prewarmed.closeAll();
       await stopCommands().catch(() => {});
       await registry.nodes.removeNode(nodeId).catch(() => {});
+      // A node that left cleanly is not down: the alerts' node_down counts nodes seen alive that
+      // vanished without this (control-plane/alerts/metrics.ts). It paged on every deploy before.
+      if (opts.sql) await opts.sql`delete from alert_engine_nodes where node_id = ${nodeId}`.catch((err: Error) => logger.warn({ err }, 'could not record that this engine node left'));
       await announceNodeChange();
       uws.us_listen_socket_close(listenSocket);
       if (!opts.outbound) await outbound.close();

@@ -13,6 +13,9 @@ import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { offsetClock } from '../unit/records/control-plane.js';
+import { startEngineNode } from '../../media-engine/node.js';
+import { loadConfig } from '../../shared/config.js';
+import { realClock } from '../../shared/clock.js';
 
 const R = '/api/v1/alerts/rules';
 const E = '/api/v1/alerts/events';
@@ -120,6 +123,20 @@ describe('live metrics from the registry', () => {
     // Seen longer ago than the window: no longer counted.
     clock.advance(6 * 60_000);
     expect((await test({ metric: 'node_down', window_minutes: 5 })).observed_value).toBe(0);
+  });
+});
+
+describe('node_down and clean shutdowns', () => {
+  it('an engine node that closes cleanly is not counted as down (it paged on every deploy)', { timeout: 30_000 }, async () => {
+    const test = async () => (await api(a, 'POST', '/api/v1/alerts/test', { token: owner.token, body: { metric: 'node_down', operator: 'greater_than', threshold: 0, window_minutes: 5 } })).body.data;
+    const before = (await test()).observed_value as number;
+    const node = await startEngineNode({ config: loadConfig({}, { enginePort: 0, host: '127.0.0.1' }), logger: infra.logger, clock: realClock, registry: infra.registry, sql: infra.sql, port: 0 });
+    await expect.poll(async () => (await infra.registry.nodes.listNodes()).some((n) => n.nodeId === node.nodeId), { timeout: 5000, interval: 50 }).toBe(true);
+    await a.alerts.evaluator.tick();
+    const [seen] = await infra.sql`select 1 from alert_engine_nodes where node_id = ${node.nodeId}`;
+    expect(seen).toBeDefined();
+    await node.close();
+    expect((await test()).observed_value).toBe(before);
   });
 });
 
