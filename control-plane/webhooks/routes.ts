@@ -27,6 +27,7 @@ const NULLABLE = ['call_id', 'next_attempt_at', 'last_status_code', 'last_error'
 const delivery = (row: Record<string, unknown>) => withNulls(row, NULLABLE);
 /** Likewise every attempt's fields (an attempt without an answer has no status code or excerpt). */
 const ATTEMPT_NULLABLE = ['status_code', 'error', 'response_excerpt'];
+const fullDelivery = (json: Record<string, unknown>) => ({ data: { ...delivery(json), attempt_log: ((json.attempt_log ?? []) as Record<string, unknown>[]).map((a) => withNulls(a, ATTEMPT_NULLABLE)) } });
 
 export const webhookRoutes: RestRoute[] = [
   { method: 'GET', path: `${C}/settings`, service: S, rpc: 'getWebhookSettings' },
@@ -44,7 +45,8 @@ export const webhookRoutes: RestRoute[] = [
     path: `${C}/webhooks/deliveries/:id`,
     service: S,
     rpc: 'getWebhookDelivery',
-    response: (json) => ({ data: { ...delivery(json), attempt_log: ((json.attempt_log ?? []) as Record<string, unknown>[]).map((a) => withNulls(a, ATTEMPT_NULLABLE)) } }),
+    response: fullDelivery,
   },
-  { method: 'POST', path: `${C}/webhooks/deliveries/:id/retry`, service: S, rpc: 'retryWebhookDelivery', status: 202 },
+  // The same delivery shape as GET: unset fields null, not absent.
+  { method: 'POST', path: `${C}/webhooks/deliveries/:id/retry`, service: S, rpc: 'retryWebhookDelivery', status: 202, response: fullDelivery },
 ];

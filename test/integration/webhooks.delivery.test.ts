@@ -148,6 +148,9 @@ describe('410 -> dead at once; a manual retry re-sends the identical body', () =
     expect((await post(member, `${D}/${id}/retry?${ws()}`)).status).toBe(403);
     const retry = await post(owner, `${D}/${id}/retry?${ws()}`);
     expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    // The delivery as GET shows it: unset fields null, not absent (the attempt got no status code).
+    expect(retry.body.data).toMatchObject({ id, call_id: null, delivered_at: null });
+    expect(retry.body.data.attempt_log[0]).toMatchObject({ n: 1, status_code: 410, error: null });
     const again = await receiver.until(before + 2);
     await settled(id, 2, 'delivered');
     expect(again.raw.equals(first.raw)).toBe(true);
