@@ -18,7 +18,8 @@ import { invalid, notFound } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { assertTenantUrl, type OutboundPolicy } from '../../shared/outbound/index.js';
 import type { Auth, WorkspaceRole } from '../http/auth.js';
-import { intInRange, iso, oneOf, optionalNonEmpty, pathId, required } from '../http/validate.js';
+import { intInRange, iso, oneOf, optionalNonEmpty, pathId, required, uuidField } from '../http/validate.js';
+import { createOnce, sameFields } from '../http/create-once.js';
 import { computeMetric, type MetricDeps } from './metrics.js';
 import * as r from './rules.js';
 import * as store from './store.js';
@@ -89,28 +90,29 @@ export function createAlertService(deps: AlertServiceDeps): ServiceImpl<typeof A
       const windowMinutes = r.parseWindow(req.windowMinutes) ?? r.DEFAULT_WINDOW_MINUTES;
       const cooldownMinutes = r.parseCooldown(req.cooldownMinutes) ?? r.DEFAULT_COOLDOWN_MINUTES;
       const channels = r.parseChannels(req.channels, checkUrl) ?? { email: [], webhook: [], slack: [] };
+      const id = uuidField('id', req.id) ?? newId();
       const ws = await workspace(ctx, req.workspaceId, 'admin');
       await checkAgent(scope, ws);
       await checkWebhookSecret(channels, ws);
-      const row = await store.insertRule(
-        sql,
-        newId(),
-        ws,
-        {
-          name,
-          metric,
-          component,
-          scope_type: scope.type,
-          agent_id: scope.agentId,
-          operator,
-          threshold,
-          window_minutes: windowMinutes,
-          cooldown_minutes: cooldownMinutes,
-          channels,
-          enabled: req.enabled ?? true,
-        },
-        new Date(clock.now()),
-      );
+      const fields: store.RuleFields = {
+        name,
+        metric,
+        component,
+        scope_type: scope.type,
+        agent_id: scope.agentId,
+        operator,
+        threshold,
+        window_minutes: windowMinutes,
+        cooldown_minutes: cooldownMinutes,
+        channels,
+        enabled: req.enabled ?? true,
+      };
+      const { row } = await createOnce({
+        what: 'an alert rule',
+        find: () => store.getRule(sql, id),
+        insert: () => store.insertRule(sql, id, ws, fields, new Date(clock.now())),
+        same: (existing) => sameFields(existing, { ...fields, workspace_id: ws }, ['workspace_id', ...Object.keys(fields)]),
+      });
       return ruleView(row);
     },
 

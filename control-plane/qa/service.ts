@@ -21,6 +21,7 @@ import { pageMeta, pageOf } from '../http/pagination.js';
 import { MAX_NAME_CHARS, optionalNonEmpty, optionalText, pathId, required, uuidField } from '../http/validate.js';
 import { parseCriteria, parseThreshold } from './criteria.js';
 import * as store from './store.js';
+import { createOnce, sameFields } from '../http/create-once.js';
 
 const MAX_DESCRIPTION_CHARS = 2000;
 const MAX_REVIEWER_ID_CHARS = 200;
@@ -67,11 +68,21 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
       if (req.criteria === undefined) throw invalid('criteria', 'is required');
       const criteria = parseCriteria(json(req.criteria));
       const passThreshold = parseThreshold(req.passThreshold, true)!;
+      const id = uuidField('id', req.id) ?? newId();
       await allow(ctx, workspaceId, 'workspace', 'manager');
-      if ((await store.countRubrics(sql, workspaceId)) >= MAX_RUBRICS_PER_WORKSPACE) {
-        throw conflict(`the workspace already has ${MAX_RUBRICS_PER_WORKSPACE} QA rubrics`, 'LIMIT_REACHED');
-      }
-      const row = await store.insertRubric(sql, { id: newId(), workspace_id: workspaceId, name, description, criteria, pass_threshold: passThreshold }, now());
+      const want = { id, workspace_id: workspaceId.toLowerCase(), name, description, criteria, pass_threshold: passThreshold };
+      const { row } = await createOnce({
+        what: 'a QA rubric',
+        find: () => store.getRubric(sql, id),
+        insert: async () => {
+          // Counted only for a new rubric: a retried create is answered even at the limit.
+          if ((await store.countRubrics(sql, workspaceId)) >= MAX_RUBRICS_PER_WORKSPACE) {
+            throw conflict(`the workspace already has ${MAX_RUBRICS_PER_WORKSPACE} QA rubrics`, 'LIMIT_REACHED');
+          }
+          return store.insertRubric(sql, want, now());
+        },
+        same: (existing) => sameFields(existing, want, ['workspace_id', 'name', 'description', 'criteria', 'pass_threshold']),
+      });
       return rubricView(row);
     },
 

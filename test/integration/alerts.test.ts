@@ -214,6 +214,22 @@ describe('REST shape: unset is null', () => {
   });
 });
 
+describe('retried creates', () => {
+  it('a client-chosen id: the same body answers the same rule, another body is 409, a bad id is 400', async () => {
+    const id = newId();
+    const body = { id, name: 'Retried', metric: 'call_volume', operator: 'greater_than', threshold: 5, channels: { email: [ONCALL] } };
+    const first = await api(cp, 'POST', R, { token: owner.token, body });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect(first.body.data.id).toBe(id);
+    const again = await api(cp, 'POST', R, { token: owner.token, body });
+    expect(again.body.data).toEqual(first.body.data);
+    expect((await api(cp, 'POST', R, { token: owner.token, body: { ...body, threshold: 6 } })).status).toBe(409);
+    expect((await api(cp, 'POST', R, { token: owner.token, body: { ...body, id: 'nope' } })).body.error.details[0].field).toBe('id');
+    expect((await api(cp, 'GET', R, { token: owner.token })).body.data.filter((r: any) => r.id === id)).toHaveLength(1);
+    await api(cp, 'DELETE', `${R}/${id}`, { token: owner.token });
+  });
+});
+
 describe('two evaluators at once', () => {
   it('a tick stops taking rules after its time budget; the rules it left go first next tick', async () => {
     const ids: string[] = [];

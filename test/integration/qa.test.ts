@@ -298,6 +298,21 @@ describe('rubrics: routes, validation, roles, fencing', () => {
     expect((await api(cp, 'DELETE', `${Q}/rubrics/${other}`, { token: alice.token })).status).toBe(404);
   });
 
+  it('a client-chosen id makes a retried create safe: the same body answers the same rubric, another body is 409', async () => {
+    const id = newId();
+    const first = await createRubric({ id, name: 'Retried' });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect(first.body.data.id).toBe(id);
+    const again = await createRubric({ id, name: 'Retried' });
+    expect(again.body.data).toEqual(first.body.data);
+    const other = await createRubric({ id, name: 'Another body' });
+    expect(other.status).toBe(409);
+    expect((await createRubric({ id: 'not-a-uuid' })).body.error.details[0].field).toBe('id');
+    const listed = (await api(cp, 'GET', `${Q}/rubrics?workspace_id=${alice.workspaceId}`, { token: alice.token })).body.data.filter((r: any) => r.id === id);
+    expect(listed).toHaveLength(1);
+    await api(cp, 'DELETE', `${Q}/rubrics/${id}`, { token: alice.token });
+  });
+
   it('bad input is 400 naming the field', async () => {
     expectInvalid(await createRubric({ criteria: [] }), 'criteria');
     expectInvalid(await createRubric({ criteria: 'x' }), 'criteria');
