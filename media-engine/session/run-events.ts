@@ -33,6 +33,12 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       return m.toolCalls === 0 ? { type: 'llm_end', turn, text: run.llmText, llm_ttfb_ms: Math.max(0, run.llmTtfbMs), llm_total_ms: run.llmTotalMs } : undefined;
     case 'llm_error':
       run.llmError = m.message;
+      if (m.ttfbMs !== undefined && m.totalMs !== undefined) {
+        // Text arrived before the failure and was spoken: the turn's timing counts the step.
+        if (run.llmTtfbMs < 0) run.llmTtfbMs = m.ttfbMs;
+        run.llmTotalMs += m.totalMs;
+        run.steps.push({ step: m.step, llm_ttfb_ms: m.ttfbMs, llm_total_ms: m.totalMs, tool_ms: 0, tools: [] });
+      }
       return { type: 'llm_error', text: m.message, turn, ...(m.code ? { code: m.code } : {}) };
     case 'tools_started': {
       run.toolsStarted(m.calls);

@@ -68,7 +68,8 @@ export type TurnMsg =
   | { kind: 'tool_progress'; step: number; call: LlmToolCall }
   | { kind: 'tool_result'; step: number; call: LlmToolCall; result: ToolResult }
   /** `code`: the ProviderError code when there was one (RESPONSE_TOO_LARGE for our own bounds). */
-  | { kind: 'llm_error'; step: number; message: string; code?: string }
+  /** `ttfbMs` / `totalMs`: the failed step's timing when text had arrived before the failure (it was spoken). */
+  | { kind: 'llm_error'; step: number; message: string; code?: string; ttfbMs?: number; totalMs?: number }
   | { kind: 'tts_piece_start'; text: string; step: number }
   | { kind: 'tts_audio'; chunk: PcmChunk }
   | { kind: 'tts_piece_end' }
@@ -187,7 +188,8 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
     } catch (err) {
       if (signal.aborted) return spoken;
       const code = err instanceof ProviderError ? err.code : undefined;
-      post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed', ...(code ? { code } : {}) });
+      const timing = firstTokenAt ? { ttfbMs: Math.round(firstTokenAt - started), totalMs: Math.round(now() - started) } : {};
+      post({ kind: 'llm_error', step, message: (err as Error).message || 'LLM call failed', ...(code ? { code } : {}), ...timing });
       for (const p of chunker.flush()) pieces.push({ text: p, step, voice });
       // What was streamed before the failure is spoken, so the model must know it said it.
       if (stepText) appended.push({ role: 'assistant', content: stepText });

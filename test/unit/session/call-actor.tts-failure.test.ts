@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../../shared/providers/errors.js';
-import type { PcmChunk, TtsProvider, TtsRequest } from '../../../shared/providers/types.js';
+import type { LlmEvent, LlmProvider, PcmChunk, TtsProvider, TtsRequest } from '../../../shared/providers/types.js';
 import { actorHarness } from './actor-harness.js';
 
 function failing(sim: TtsProvider, mode: 'refused' | 'cut'): TtsProvider {
@@ -114,3 +114,29 @@ describe('CallActor when the LLM fails', () => {
     expect(await h.runUntil(() => h.transport.of('llm_end').length === 1)).toBe(true);
   });
 });
+
+describe('an LLM that fails mid-answer', () => {
+  it('the turn timing counts the step whose text was spoken (it read zero with no steps)', async () => {
+    let h!: ReturnType<typeof actorHarness>;
+    const cutting = (llm: LlmProvider): LlmProvider => ({
+      ...llm,
+      stream: () =>
+        (async function* (): AsyncGenerator<LlmEvent> {
+          await new Promise((r) => h.clock.setTimeout(r, 300));
+          yield { type: 'text', delta: 'Sure, the first part is here. ' };
+          await new Promise((r) => h.clock.setTimeout(r, 200));
+          throw new ProviderError({ provider: 'openai', code: 'STREAM_INTERRUPTED', message: 'openai: connection lost mid-stream' });
+        })(),
+    });
+    h = actorHarness({}, { wrapLlm: cutting });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'tell me', role: 'user' });
+    expect(await h.runUntil(() => h.transport.of('turn_complete').length === 1)).toBe(true);
+    expect(h.transport.of('llm_error')).toMatchObject([{ code: 'STREAM_INTERRUPTED' }]);
+    const timing = h.transport.of('turn_complete')[0]!.timing as { llm_ttfb_ms: number; llm_total_ms: number; steps: unknown[] };
+    expect(timing.steps).toHaveLength(1);
+    expect(timing.llm_ttfb_ms).toBeGreaterThanOrEqual(300);
+    expect(timing.llm_total_ms).toBeGreaterThanOrEqual(500);
+  });
+});
+
