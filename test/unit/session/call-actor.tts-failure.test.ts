@@ -122,9 +122,9 @@ describe('an LLM that fails mid-answer', () => {
       ...llm,
       stream: () =>
         (async function* (): AsyncGenerator<LlmEvent> {
-          await new Promise((r) => h.clock.setTimeout(r, 300));
+          await new Promise<void>((r) => h.clock.setTimeout(r, 300));
           yield { type: 'text', delta: 'Sure, the first part is here. ' };
-          await new Promise((r) => h.clock.setTimeout(r, 200));
+          await new Promise<void>((r) => h.clock.setTimeout(r, 200));
           throw new ProviderError({ provider: 'openai', code: 'STREAM_INTERRUPTED', message: 'openai: connection lost mid-stream' });
         })(),
     });
