@@ -27,6 +27,8 @@ export interface OpenAiFakeOptions {
   usageChoicesNull?: boolean;
   /** Bytes per streamed speech chunk; odd on purpose. Default 4801. */
   speechChunkBytes?: number;
+  /** Answer speech as a WAV file at this rate (some OpenAI-compatible servers do, `pcm` asked or not). */
+  speechWavRateHz?: number;
 }
 
 /** What the fake read from one transcription upload. */
@@ -157,7 +159,9 @@ export class OpenAiFake extends HttpFake {
       return this.error(rec, res, 400, "Missing required parameter: 'input'.", 'invalid_request_error', 'missing_required_parameter');
     if (body.response_format !== 'pcm')
       return this.error(rec, res, 400, 'the fake only speaks pcm', 'invalid_request_error', 'unsupported_format');
-    const audio = int16ToBytes(encodeText(body.input, 24000));
+    const wavRate = this.opts.speechWavRateHz;
+    const pcm = int16ToBytes(encodeText(body.input, (wavRate ?? 24000) as 24000));
+    const audio = wavRate ? Buffer.concat([wavHeader(wavRate), pcm]) : pcm;
     rec.status = 200;
     res.writeHead(200, { 'content-type': 'audio/pcm', 'transfer-encoding': 'chunked' });
     const size = this.opts.speechChunkBytes ?? 4801;
@@ -230,3 +234,27 @@ export class OpenAiFake extends HttpFake {
     this.sendJson(rec, res, 200, { text });
   }
 }
+
+/** A streaming WAV header (16-bit mono PCM, sizes unknown: 0xFFFFFFFF) with a LIST chunk before `data`, as some servers send. */
+function wavHeader(rateHz: number): Buffer {
+  const list = Buffer.from('INFOISFT\x06\x00\x00\x00fake\x00\x00', 'latin1');
+  const b = Buffer.alloc(12 + 24 + 8 + list.length + 8);
+  b.write('RIFF', 0, 'latin1');
+  b.writeUInt32LE(0xffffffff, 4);
+  b.write('WAVE', 8, 'latin1');
+  b.write('fmt ', 12, 'latin1');
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(rateHz, 24);
+  b.writeUInt32LE(rateHz * 2, 28);
+  b.writeUInt16LE(2, 32);
+  b.writeUInt16LE(16, 34);
+  b.write('LIST', 36, 'latin1');
+  b.writeUInt32LE(list.length, 40);
+  list.copy(b, 44);
+  b.write('data', 44 + list.length, 'latin1');
+  b.writeUInt32LE(0xffffffff, 48 + list.length);
+  return b;
+}
+

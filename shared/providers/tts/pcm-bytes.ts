@@ -50,3 +50,44 @@ export function int16ToBytes(samples: Int16Array): Buffer {
   for (let i = 0; i < samples.length; i++) b.writeInt16LE(samples[i]!, i * 2);
   return b;
 }
+
+/** Bytes of a WAV header we wait for before giving up on finding its `data` chunk. */
+const MAX_WAV_HEADER_BYTES = 4096;
+
+export type WavProbe =
+  | { kind: 'need_more' }
+  | { kind: 'raw' }
+  | { kind: 'wav'; dataOffset: number; sampleRateHz: number }
+  | { kind: 'unsupported'; reason: string };
+
+/**
+ * Raw PCM was asked for, but OpenAI-compatible servers sometimes answer a WAV file: its 44+ byte
+ * header played as samples is a click (and a wrong rate if the file is not at the asked one).
+ * Looks at the body's first bytes: `raw` when they are not RIFF/WAVE, else where the samples
+ * start and at what rate (16-bit mono PCM only).
+ */
+export function probeWav(head: Uint8Array): WavProbe {
+  const tag = (at: number) => String.fromCharCode(head[at]!, head[at + 1]!, head[at + 2]!, head[at + 3]!);
+  if (head.byteLength < 12) return head.byteLength >= 4 && tag(0) !== 'RIFF' ? { kind: 'raw' } : { kind: 'need_more' };
+  if (tag(0) !== 'RIFF' || tag(8) !== 'WAVE') return { kind: 'raw' };
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  let rate = 0;
+  for (let at = 12; at + 8 <= head.byteLength; ) {
+    const id = tag(at);
+    const size = view.getUint32(at + 4, true);
+    if (id === 'data') {
+      if (!rate) return { kind: 'unsupported', reason: 'WAV data before its fmt chunk' };
+      return { kind: 'wav', dataOffset: at + 8, sampleRateHz: rate };
+    }
+    if (id === 'fmt ') {
+      if (at + 24 > head.byteLength) break;
+      const format = view.getUint16(at + 8, true);
+      const channels = view.getUint16(at + 10, true);
+      const bits = view.getUint16(at + 22, true);
+      if (format !== 1 || channels !== 1 || bits !== 16) return { kind: 'unsupported', reason: `WAV of format ${format}, ${channels} channels, ${bits} bits (16-bit mono PCM expected)` };
+      rate = view.getUint32(at + 12, true);
+    }
+    at += 8 + size + (size & 1);
+  }
+  return head.byteLength >= MAX_WAV_HEADER_BYTES ? { kind: 'unsupported', reason: `no WAV data chunk in the first ${MAX_WAV_HEADER_BYTES} bytes` } : { kind: 'need_more' };
+}

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { withTtsRetry } from '../../../../shared/providers/retry.js';
-import { S16leAssembler } from '../../../../shared/providers/tts/pcm-bytes.js';
+import { probeWav, S16leAssembler } from '../../../../shared/providers/tts/pcm-bytes.js';
+import { encodeText } from '../../../../shared/providers/sim/codec.js';
 import { createOpenAiTts, type OpenAiTtsOptions } from '../../../../shared/providers/tts/openai.js';
 import { describeTtsContract } from '../../../contracts/tts.contract.js';
 import { OpenAiFake } from '../../../fakes/openai.js';
@@ -27,6 +28,41 @@ describe('S16leAssembler', () => {
     const parts = [a.push(Uint8Array.of(0x34)), a.push(Uint8Array.of(0x12, 0xfe, 0xff)), a.push(Uint8Array.of(0xff, 0x7f))];
     expect(parts.map((p) => [...p])).toEqual([[], [0x1234, -2], [0x7fff]]);
     expect(a.pendingByte).toBe(false);
+  });
+});
+
+describe('a WAV body where raw PCM was asked (OpenAI-compatible servers)', () => {
+  const wavFake = new OpenAiFake({ speechWavRateHz: 16000, speechChunkBytes: 33 });
+  beforeAll(() => wavFake.start());
+  afterAll(() => wavFake.close());
+
+  it('skips the header (split over chunks, a LIST chunk before data) and uses its rate: no click, the text decodes', async () => {
+    const chunks = await collect(createOpenAiTts({ apiKey: wavFake.apiKey, baseUrl: `${wavFake.url}/v1` }).synthesize(req('Book a table for two')));
+    expect(chunks.every((c) => c.sampleRateHz === 16000)).toBe(true);
+    const pcm = concatPcm(chunks);
+    expect(decodeSimPcm(pcm, 16000)).toBe('book a table for two');
+    // The first samples are the phrase's first samples, not header bytes read as audio.
+    expect(Array.from(pcm.subarray(0, 8))).toEqual(Array.from(encodeText('Book a table for two', 16000).subarray(0, 8)));
+  });
+
+  it('probeWav: raw PCM, a WAV header, one still arriving, and a WAV that is not 16-bit mono', () => {
+    expect(probeWav(Uint8Array.of(1, 2, 3, 4, 5))).toEqual({ kind: 'raw' });
+    expect(probeWav(new TextEncoder().encode('RIFF'))).toEqual({ kind: 'need_more' });
+    const header = (bits: number, channels: number) => {
+      const b = Buffer.alloc(44);
+      b.write('RIFF', 0, 'latin1');
+      b.write('WAVEfmt ', 8, 'latin1');
+      b.writeUInt32LE(16, 16);
+      b.writeUInt16LE(1, 20);
+      b.writeUInt16LE(channels, 22);
+      b.writeUInt32LE(22050, 24);
+      b.writeUInt16LE(bits, 34);
+      b.write('data', 36, 'latin1');
+      return new Uint8Array(b);
+    };
+    expect(probeWav(header(16, 1))).toEqual({ kind: 'wav', dataOffset: 44, sampleRateHz: 22050 });
+    expect(probeWav(header(8, 1)).kind).toBe('unsupported');
+    expect(probeWav(header(16, 2)).kind).toBe('unsupported');
   });
 });
 
