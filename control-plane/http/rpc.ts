@@ -16,7 +16,12 @@ export function toConnectError(err: unknown, logger: Logger, ctx: HandlerContext
   if (err instanceof ConnectError) return err;
   // The call's deadline passed (Connect aborts the signal with a DeadlineExceeded error as its
   // reason) or the client left: not a server error. Only the second is a cancellation.
-  if (ctx.signal.aborted) return ctx.signal.reason instanceof ConnectError ? ctx.signal.reason : new ConnectError('request cancelled by the client', Code.Canceled);
+  // (connect-node also aborts with ConnectErrors when a client resets its stream: Internal,
+  // Aborted ... those stay cancellations, not server errors in the metrics.)
+  if (ctx.signal.aborted) {
+    const reason: unknown = ctx.signal.reason;
+    return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded ? reason : new ConnectError('request cancelled by the client', Code.Canceled);
+  }
   const app = toAppError(err);
   if (app.code === 'INTERNAL' && app.options.configured) logger.warn({ requestId: requestIdOf(ctx), reason: app.message }, 'rpc refused by the deployment configuration');
   else if (app.code === 'INTERNAL') logger.error({ err, requestId: requestIdOf(ctx) }, 'rpc failed');

@@ -256,8 +256,10 @@ export class CallActor {
       case 'asr':
         if (msg.event.type === 'error') {
           // Vendor text may echo the key it refused: redacted before the log and the socket.
-          this.lastAsrError = redactSecrets(msg.event.message, providerKeys(this.config));
-          return this.callerTurns.onAsr({ ...msg.event, message: this.lastAsrError });
+          const message = redactSecrets(msg.event.message, providerKeys(this.config));
+          // Only an error the ASR gives up on explains a later end of its stream.
+          if (!msg.event.recoverable) this.lastAsrError = message;
+          return this.callerTurns.onAsr({ ...msg.event, message });
         }
         return this.callerTurns.onAsr(msg.event);
       case 'asr_closed':

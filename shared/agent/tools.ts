@@ -10,6 +10,7 @@
  * credential elsewhere). Retries (`retry_count`, 5xx/429/network only) wait an exponential
  * backoff with full jitter on the call's clock, so a failing endpoint is not hammered.
  */
+import { redactSecrets, secretsInHeaders } from '../providers/redact.js';
 import type { FlowEffect } from '../voice/flow.js';
 import type { HttpToolConfig } from '../voice/session-config.js';
 import type { Clock } from '../clock.js';
@@ -144,7 +145,9 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
       throw new ToolError(`HTTP ${res.status}: redirects are not followed (configure the final URL)`, false);
     }
     const text = (await readBodyCapped(res, MAX_RESPONSE_BYTES)).toString('utf8');
-    if (!res.ok) throw new ToolError(`HTTP ${res.status}: ${text.slice(0, 200)}`, res.status >= 500 || res.status === 429);
+    // An endpoint may echo the credential it refused: redacted (before the cut) on its way to the
+    // socket, the record and the model, which could read it out to the caller.
+    if (!res.ok) throw new ToolError(`HTTP ${res.status}: ${redactSecrets(text, [tool.auth_token, ...secretsInHeaders(headers)]).slice(0, 200)}`, res.status >= 500 || res.status === 429);
     try {
       return text ? JSON.parse(text) : null;
     } catch {

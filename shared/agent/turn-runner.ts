@@ -42,8 +42,9 @@ export const MAX_TTS_BEHIND_MS = 10_000;
 /**
  * Most audio one sentence may bring: max(10 s, 400 ms per character), several times any voice's
  * pace (about 70-100 ms a character; a digit read as a word ~300 ms). A vendor that streams
- * without end (a loop, a stuck stream) fails the piece with TTS_TOO_LONG instead of holding the
- * turn for ever; the run goes on with its next sentence.
+ * without end (a loop) fails the piece with TTS_TOO_LONG instead of holding the turn for ever;
+ * the turn's later sentences are not requested (a stream that stops sending is the adapters'
+ * idle timeout's).
  */
 export function maxTtsAudioMs(text: string): number {
   return Math.max(10_000, 400 * text.length);
@@ -257,6 +258,14 @@ function ttsTooSlow(provider: string, audioMs: number, elapsedMs: number): Provi
   return new ProviderError({ provider, code: 'TTS_TOO_SLOW', message: `${provider}: ${Math.round(audioMs)} ms of audio in ${Math.round(elapsedMs)} ms: more than ${MAX_TTS_BEHIND_MS} ms behind real time` });
 }
 
+/**
+ * Failures after which the turn's later sentences are not requested: a vendor that does not
+ * answer (each sentence would cost its retries' timeouts: 3 x 10 s of silence) or streams without
+ * end. A quick refusal (5xx, 429) and a stream too slow for real time (TTS_TOO_SLOW: the next
+ * sentence may well be fine) are still tried sentence by sentence.
+ */
+const TTS_DOWN_CODES: ReadonlySet<string> = new Set(['FIRST_BYTE_TIMEOUT', 'CONNECT_FAILED', 'IDLE_TIMEOUT', 'TTS_TOO_LONG']);
+
 function ttsTooLong(provider: string, audioMs: number, chars: number): ProviderError {
   return new ProviderError({ provider, code: 'TTS_TOO_LONG', message: `${provider}: more than ${Math.round(audioMs)} ms of audio for ${chars} characters: the stream does not end` });
 }
@@ -313,7 +322,7 @@ async function speakPieces(input: TurnRunInput, tts: TtsProvider, pieces: AsyncQ
       // piece is skipped and the run goes on.
       const e = err as { message?: string; code?: unknown };
       post({ kind: 'tts_failed', message: String(e?.message ?? err).slice(0, 300), code: typeof e?.code === 'string' ? e.code : undefined, partial: audioSent });
-      ttsDown = !audioSent && err instanceof ProviderError && err.retryable;
+      ttsDown = err instanceof ProviderError && TTS_DOWN_CODES.has(err.code);
     }
     post({ kind: 'tts_piece_end' });
   }

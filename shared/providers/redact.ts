@@ -21,11 +21,21 @@ export function secretsInHeaders(headers: Record<string, string> | undefined): s
   return out;
 }
 
-/** `text` with every occurrence of each secret replaced by `[redacted]`. */
+/**
+ * `text` with every occurrence of each secret replaced by `[redacted]`, and a text that ends in the
+ * first characters of one (a vendor body cut at a length limit mid-key) with that tail too.
+ */
 export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
   let out = text;
   for (const s of secrets) {
-    if (s && s.length >= MIN_SECRET_CHARS && out.includes(s)) out = out.split(s).join(REDACTED);
+    if (!s || s.length < MIN_SECRET_CHARS) continue;
+    if (out.includes(s)) out = out.split(s).join(REDACTED);
+    for (let n = Math.min(s.length - 1, out.length); n >= MIN_SECRET_CHARS; n--) {
+      if (out.endsWith(s.slice(0, n))) {
+        out = out.slice(0, out.length - n) + REDACTED;
+        break;
+      }
+    }
   }
   return out;
 }

@@ -17,9 +17,12 @@ describe('toConnectError on an aborted call', () => {
     expect(err.code).toBe(Code.DeadlineExceeded);
   });
 
-  it('a client that left is CANCELED', () => {
+  it('a client that left is CANCELED, whatever reason the transport gave (a stream reset is Internal there)', () => {
     const ac = new AbortController();
     ac.abort();
     expect(toConnectError(new Error('query aborted'), logger, ctxWith(ac.signal)).code).toBe(Code.Canceled);
+    const reset = new AbortController();
+    reset.abort(new ConnectError('http/2 stream closed with error code INTERNAL_ERROR', Code.Internal));
+    expect(toConnectError(new Error('query aborted'), logger, ctxWith(reset.signal)).code).toBe(Code.Canceled);
   });
 });

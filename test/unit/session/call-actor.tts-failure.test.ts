@@ -64,6 +64,15 @@ describe('vendor error text that echoes the key', () => {
     expect(JSON.stringify(h.recorder)).not.toContain(KEY);
   });
 
+  it('ASR: a recoverable error is not told as the cause of a later end of the stream', async () => {
+    const h = actorHarness(KEYED);
+    h.actor.start();
+    h.actor.post({ kind: 'asr', event: { type: 'error', message: 'transcription backlog, catching up', recoverable: true } });
+    h.actor.post({ kind: 'asr_closed' });
+    await h.silence(40);
+    expect(h.transport.of('error')).toMatchObject([{ code: 'asr_unavailable', message: 'speech recognition stopped for the rest of this call (the stream ended); type instead' }]);
+  });
+
   it('ASR: asr_unavailable names the cause it gave up on, redacted', async () => {
     const h = actorHarness(KEYED);
     h.actor.start();

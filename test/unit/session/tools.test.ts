@@ -25,6 +25,11 @@ beforeAll(async () => {
         return;
       }
       if (req.url?.startsWith('/slow')) return; // never answers
+      if (req.url?.startsWith('/echo-auth')) {
+        // An endpoint that echoes the credential it refused, at the end of a long body (cut at 200).
+        res.writeHead(401).end(`${'x'.repeat(175)} bad token: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}`);
+        return;
+      }
       if (req.url?.startsWith('/text')) {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('plain words');
         return;
@@ -52,6 +57,15 @@ describe('HTTP tools', () => {
     const req = seen.at(-1)!;
     expect(JSON.parse(req.body)).toEqual({ q: 'Oslo', fixed: 1 });
     expect(req.headers['x-api-key']).toBe('k1');
+  });
+
+  it('an error body that echoes the token of the tool carries no part of it (redacted before the 200-character cut)', async () => {
+    const token = 'tok-SECRET-0123456789abcdef';
+    const r = await runHttpTool(tool({ endpoint_url: `${base}/echo-auth`, auth_type: 'bearer', auth_token: token }), '{}', new AbortController().signal, deps);
+    expect(r.status).toBe('error');
+    // 175 + 12 characters, then the token (27) crosses the cut at 200: redacted first, then cut.
+    expect(r.error).toMatch(/^HTTP 401: x{175} bad token: \[redac/);
+    expect(r.content).not.toContain('tok-SECR');
   });
 
   it('GET puts arguments in the query and URL placeholders are encoded', async () => {
