@@ -86,9 +86,12 @@ function transitionTool(name: string, description: string, to: string, flow: Flo
       for (let i = 0; i < MAX_AUTO_STEPS && flow.node.type === 'tool' && !signal.aborted; i++) {
         const node = flow.node;
         const out = await runToolNode(node, flow, deps, signal);
-        notes[node.tool_name ?? node.id] = out.output;
+        // What the tool's `response_path` picked, as the model gets it in a normal call (the
+        // whole response went into every later prompt before).
+        const value = out.status === 'success' && out.value !== undefined ? out.value : out.output;
+        notes[node.tool_name ?? node.id] = value;
         if (node.result_variable) {
-          const e: FlowEffect = { kind: 'set', name: node.result_variable, value: out.output };
+          const e: FlowEffect = { kind: 'set', name: node.result_variable, value };
           flow.apply(e);
           effects.push(e);
         }

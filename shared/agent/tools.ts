@@ -23,6 +23,8 @@ export interface ToolResult {
   content: string;
   /** The full output for the record. */
   output: unknown;
+  /** HTTP tools: the output with `response_path` applied (what `content` is made of), for flow variables. */
+  value?: unknown;
   error?: string;
   /** The outbound address policy refused the tool's URL (logged by the engine: an operator's matter). */
   refused?: true;
@@ -86,6 +88,7 @@ export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal
         status: 'success',
         content: typeof picked === 'string' ? picked : JSON.stringify(picked ?? null),
         output,
+        value: picked ?? null,
         latencyMs: Math.round(now() - started),
         attempts,
       };

@@ -70,8 +70,8 @@ const FLOW: FlowConfig = {
   ],
 };
 
-function setup(): { flow: FlowState; step: ReturnType<typeof flowStepContext>; tools: CallTool[] } {
-  const config = sessionConfig({ tools: [availability()], flow: FLOW });
+function setup(tool: HttpToolConfig = availability()): { flow: FlowState; step: ReturnType<typeof flowStepContext>; tools: CallTool[] } {
+  const config = sessionConfig({ tools: [tool], flow: FLOW });
   const tools = buildCallTools(config, { outbound, clock: realClock });
   const flow = new FlowState(FLOW, {});
   const step = flowStepContext(flow, { callTools: tools, httpTools: config.tools, runDeps: { outbound, clock: realClock }, basePrompt: 'Base.' });
@@ -108,6 +108,15 @@ describe('flow functions of a node', () => {
     expect(ctx.tools.map((t) => t.spec.name)).toEqual(['check_availability']);
     expect(ctx.unknownTool?.('go_to_collect')).toMatchObject({ status: 'error' });
     expect(ctx.unknownTool?.('lookup_weather')).toBeUndefined();
+  });
+
+  it("a tool node stores what the tool's response_path picks, as a normal call gives the model (not the whole response)", async () => {
+    const { flow, step } = setup({ ...availability(), response_path: 'slots' });
+    await step().tools.find((t) => t.spec.name === 'set_variables')!.run('{"date":"2026-12-24","party_size":"3"}', signal);
+    const go = await step().tools.find((t) => t.spec.name === 'go_to_lookup')!.run('{}', signal);
+    expect(go.effects).toContainEqual({ kind: 'set', name: 'slots', value: ['19:00', '20:30'] });
+    expect(JSON.parse(go.content).tool_results).toEqual({ check_availability: ['19:00', '20:30'] });
+    expect(flow.variables.slots).toEqual(['19:00', '20:30']);
   });
 
   it('set_variables coerces to the declared types and refuses the rest', () => {
