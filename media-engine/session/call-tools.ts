@@ -5,6 +5,7 @@
  * (failures are error results). In flow mode each node offers a subset of this list plus its flow
  * functions (`flow-tools.ts`).
  */
+import { isReservedToolName, TRANSFER_TO_HUMAN_FUNCTION } from '../../shared/agent/reserved-tools.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import type { LlmToolSpec } from '../../shared/providers/types.js';
 import { runHttpTool, type ToolResult, type ToolRunDeps } from './tools.js';
@@ -29,7 +30,7 @@ export function transferToHumanTool(requestHandoff: () => void): CallTool {
   let asked = false;
   return {
     spec: {
-      name: 'transfer_to_human',
+      name: TRANSFER_TO_HUMAN_FUNCTION,
       description: 'Hand the caller to a human agent. Use it when the caller asks for a person or you cannot help. Tell the caller you are connecting them and to stay on the line.',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
     },
@@ -45,10 +46,13 @@ export function transferToHumanTool(requestHandoff: () => void): CallTool {
 }
 
 export function buildCallTools(config: SessionConfig, deps: CallToolDeps): CallTool[] {
-  const tools: CallTool[] = config.tools.map((t) => ({
-    spec: { name: t.name, description: t.description, parameters: t.parameters },
-    run: (argsJson, signal) => runHttpTool(t, argsJson, signal, deps),
-  }));
+  // An agent tool named like a built-in (possible before the names were reserved) is left out.
+  const tools: CallTool[] = config.tools
+    .filter((t) => !isReservedToolName(t.name))
+    .map((t) => ({
+      spec: { name: t.name, description: t.description, parameters: t.parameters },
+      run: (argsJson, signal) => runHttpTool(t, argsJson, signal, deps),
+    }));
   tools.push(...buildConnectorTools(config, deps));
   if (config.human_handoff && deps.requestHandoff) tools.push(transferToHumanTool(deps.requestHandoff));
   if (config.knowledge_search && deps.knowledge) tools.push(knowledgeSearchTool(config.knowledge_search, config.workspace_id, deps.knowledge, deps.clock));

@@ -11,7 +11,8 @@ import type { KnowledgeSearch } from '../knowledge/search.js';
 import type { CallTool } from './call-tools.js';
 import type { ToolResult } from './tools.js';
 
-export const SEARCH_KNOWLEDGE_FUNCTION = 'search_knowledge';
+export { SEARCH_KNOWLEDGE_FUNCTION } from '../../shared/agent/reserved-tools.js';
+import { SEARCH_KNOWLEDGE_FUNCTION } from '../../shared/agent/reserved-tools.js';
 /** Hits returned when the model does not ask for a number. */
 export const DEFAULT_KNOWLEDGE_HITS = 3;
 /** Longest a search may take before the model is told it failed (the query itself is bounded by the pool's statement timeout). */

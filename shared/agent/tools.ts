@@ -122,11 +122,15 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   } catch {
     throw new ToolError('the tool URL is not a valid URL', false);
   }
-  const headers: Record<string, string> = { accept: 'application/json', ...tool.headers };
-  if (tool.auth_token) {
-    if (tool.auth_type === 'api_key') headers['x-api-key'] = tool.auth_token;
-    else if (tool.auth_type === 'basic') headers.authorization = `Basic ${Buffer.from(tool.auth_token).toString('base64')}`;
-    else headers.authorization = `Bearer ${tool.auth_token}`;
+  const headers: Record<string, string> = { accept: 'application/json' };
+  // `{{name}}` in header values from the model's arguments, as in the URL and body (one line: a
+  // value the model wrote cannot add a header).
+  for (const [name, value] of Object.entries(tool.headers ?? {})) headers[name] = fillString(value, args, false).replace(/[\r\n\0]/g, ' ');
+  const credential = credentialHeader(tool);
+  if (credential) {
+    // Ours replaces the same header in any letter case (both were sent, joined by a comma).
+    for (const name of Object.keys(headers)) if (name.toLowerCase() === credential[0]) delete headers[name];
+    headers[credential[0]] = credential[1];
   }
   let body: string | undefined;
   if (method === 'GET' || method === 'DELETE') {
@@ -188,6 +192,15 @@ export function fillTemplate(template: unknown, args: Record<string, unknown>): 
     return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fillTemplate(v, args)]));
   }
   return template;
+}
+
+/** The credential header of `auth_type` api_key, bearer or basic; none for `none` (a stored token is then not sent). */
+function credentialHeader(tool: HttpToolConfig): [string, string] | undefined {
+  if (!tool.auth_token) return undefined;
+  if (tool.auth_type === 'api_key') return ['x-api-key', tool.auth_token];
+  if (tool.auth_type === 'bearer') return ['authorization', `Bearer ${tool.auth_token}`];
+  if (tool.auth_type === 'basic') return ['authorization', `Basic ${Buffer.from(tool.auth_token).toString('base64')}`];
+  return undefined;
 }
 
 function fillString(s: string, args: Record<string, unknown>, encode: boolean): string {

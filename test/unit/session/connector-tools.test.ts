@@ -64,6 +64,12 @@ describe('connector tools: building the functions', () => {
     });
   });
 
+  it('an HTTP tool named like a built-in function (saved before the names were reserved) is left out, not offered twice', () => {
+    const clash = { ...weatherTool('http://127.0.0.1:1/w'), name: 'transfer_to_human' };
+    const tools = buildCallTools(carrierConfig({ tools: [weatherTool('http://127.0.0.1:1/w'), clash], human_handoff: true }), { clock: realClock, requestHandoff: () => {} });
+    expect(tools.map((t) => t.spec.name)).toEqual(['get_weather', 'calcom__book', 'calcom__list_free_slots', 'transfer_to_human']);
+  });
+
   it('a config without connector_tools (an older control plane) builds none', () => {
     const { connector_tools: _none, ...old } = carrierConfig();
     expect(buildCallTools(old, { clock: realClock }).map((t) => t.spec.name)).toEqual([]);

@@ -68,6 +68,20 @@ describe('HTTP tools', () => {
     expect(r.content).not.toContain('tok-SECR');
   });
 
+  it('auth_type none sends no stored token; a credential replaces the same header in any letter case; header templates take the arguments', async () => {
+    const call = async (over: Partial<HttpToolConfig>, args = '{}') => {
+      await runHttpTool(tool(over), args, new AbortController().signal, deps);
+      return seen.at(-1)!.headers;
+    };
+    // A token left over from another auth type (or given without one) is not sent with `none`.
+    expect((await call({ auth_type: 'none', auth_token: 'leftover-token', headers: { Authorization: 'Custom mine' } })).authorization).toBe('Custom mine');
+    expect((await call({ auth_token: 'leftover-token' })).authorization).toBeUndefined();
+    // With bearer, ours is the one Authorization (both were sent, joined by a comma).
+    expect((await call({ auth_type: 'bearer', auth_token: 'tok-1', headers: { Authorization: 'Custom mine' } })).authorization).toBe('Bearer tok-1');
+    // {{name}} in a header value from the model's arguments, on one line.
+    expect((await call({ headers: { 'X-Id': 'item-{{id}}' } }, '{"id":"42\\r\\nX-Evil: 1"}'))['x-id']).toBe('item-42  X-Evil: 1');
+  });
+
   it('GET puts arguments in the query and URL placeholders are encoded', async () => {
     await runHttpTool(tool({ http_method: 'GET', endpoint_url: `${base}/city/{{city}}` }), '{"city":"New York","n":2}', new AbortController().signal, deps);
     expect(seen.at(-1)!.url).toBe('/city/New%20York?n=2');
