@@ -208,7 +208,8 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           and (${status ?? null}::text is null or status = 'active' or status = ${status ?? null}::text)
           -- A call live on an engine is ended by its engine (which records its real usage, the
           -- basis of billing), not by a PUT: POST /voice/sessions/{id}/end ends it.
-          and not (engine_node_id is not null and status = 'active' and ${status ?? null}::text in ('completed', 'failed'))
+          -- (coalesce: with no status sent the test is NULL, and not NULL refused every such PUT.)
+          and not coalesce(engine_node_id is not null and status = 'active' and ${status ?? null}::text in ('completed', 'failed'), false)
         returning id, status`;
       if (!row) {
         const [current] = await sql<{ status: string; engine_node_id: string | null }[]>`select status, engine_node_id from conversations where id = ${conv.id}`;

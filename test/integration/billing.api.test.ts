@@ -237,6 +237,10 @@ describe('metering', () => {
     const early = await api(cp, 'PUT', `/api/v1/conversations/${rec.conversationId}`, { token: alice.token, body: { status: 'completed', total_turns: 0, total_duration_ms: 0 } });
     expect(early.status).toBe(409);
     expect(early.body.error.details).toEqual([{ field: 'status', problem: expect.stringContaining('live on a voice engine') }]);
+    // A PUT that sends no status is an ordinary update of the live row (it was this same 409).
+    const note = await api(cp, 'PUT', `/api/v1/conversations/${rec.conversationId}`, { token: alice.token, body: { user_id: 'crm-42' } });
+    expect(note.status, JSON.stringify(note.body)).toBe(200);
+    expect(note.body.data).toEqual({ id: rec.conversationId, status: 'active' });
     const turn = turnRecord(1, { startedAtMs: t0 + 10 });
     rec.turn(turn);
     // A client adding an assistant message (with token counts) to the engine's call: not our LLM
