@@ -16,11 +16,16 @@ const OBJECT_FIELDS = ['dynamic_variables', 'session_metadata'] as const;
 
 /** The start body as JSON; the proto decoder reports other type errors by field name itself. */
 export function startRequestJson(parts: RestRequestParts): unknown {
-  const body = parts.body ?? {};
+  // No body is an empty request; a JSON `null` body is not an object (it read as one).
+  const body = parts.body === undefined ? {} : parts.body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('INVALID_BODY', 'request body must be a JSON object');
   for (const f of OBJECT_FIELDS) {
     const v = (body as Record<string, unknown>)[f];
     if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw invalid(f, 'must be an object');
+  }
+  const details = (body as Record<string, unknown>).call_details;
+  if (details !== undefined && details !== null && typeof details !== 'string' && (typeof details !== 'object' || Array.isArray(details))) {
+    throw invalid('call_details', 'must be a string or an object');
   }
   return body;
 }

@@ -417,6 +417,9 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
       [{ agent_id: AGENT_OK, dynamic_variables: ['x'] }, 'dynamic_variables'],
       [{ agent_id: AGENT_OK, session_metadata: 'x' }, 'session_metadata'],
       [{ agent_id: AGENT_OK, knowledge_base_ids: 'kb1' }, 'knowledge_base_ids'],
+      // A string or an object (a number was folded into the prompt as text).
+      [{ agent_id: AGENT_OK, call_details: 5 }, 'call_details'],
+      [{ agent_id: AGENT_OK, call_details: ['a'] }, 'call_details'],
       // Free-form objects live in the registry for the whole call: bounded well below the body limit.
       [{ agent_id: AGENT_OK, session_metadata: { blob: 'x'.repeat(17 * 1024) } }, 'session_metadata'],
       [{ agent_id: AGENT_OK, dynamic_variables: { blob: 'x'.repeat(17 * 1024) } }, 'dynamic_variables'],
@@ -435,6 +438,9 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(badJson.body.error.code).toBe('INVALID_BODY');
     const array = await api.start([AGENT_OK]);
     expect(array.status).toBe(400);
+    // A JSON null body is not an object (it read as {} and answered "agent_id: is required").
+    const nullBody = await api.call('POST', '/api/v1/voice/sessions/start', undefined, 'null');
+    expect(nullBody.body.error.code).toBe('INVALID_BODY');
 
     const id = await startOnB();
     await engineReg.sessions.claimSession(id, 'B', 60_000);
