@@ -38,6 +38,23 @@ async function run(llm: LlmProvider, now: () => number) {
   return posted;
 }
 
+/** Runs one turn whose model answers `text` at once, spoken by `tts`; returns what the run posted. */
+async function speak(text: string, tts: TtsProvider, now: () => number): Promise<TurnMsg[]> {
+  const llm: LlmProvider = {
+    label: 'llm',
+    model: 'm',
+    capabilities: { tools: false, parallelToolCalls: false },
+    stream: () =>
+      (async function* () {
+        yield { type: 'text' as const, delta: text };
+        yield { type: 'done' as const, finishReason: 'stop' };
+      })(),
+  };
+  const posted: TurnMsg[] = [];
+  await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now });
+  return posted;
+}
+
 describe('runTurn bounds one LLM step', () => {
   it('an answer that never ends is cut at MAX_STEP_TEXT_CHARS, kept up to the cut, and the stream is closed', async () => {
     const { llm, state } = endlessLlm(() => ({ type: 'text', delta: 'and so on, ' }));
@@ -119,18 +136,7 @@ describe('runTurn bounds the speech of a sentence', () => {
           }
         })(),
     };
-    const llm: LlmProvider = {
-      label: 'llm',
-      model: 'm',
-      capabilities: { tools: false, parallelToolCalls: false },
-      stream: () =>
-        (async function* () {
-          yield { type: 'text' as const, delta: 'First sentence here. Second sentence here.' };
-          yield { type: 'done' as const, finishReason: 'stop' };
-        })(),
-    };
-    const posted: TurnMsg[] = [];
-    await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => t });
+    const posted = await speak('First sentence here. Second sentence here.', tts, () => t);
     const failed = posted.find((m) => m.kind === 'tts_failed');
     expect(failed).toMatchObject({ code: 'TTS_TOO_SLOW', partial: true });
     expect(streams.map((s) => s.closed)).toEqual([true, true]);
@@ -197,18 +203,7 @@ describe('runTurn bounds the speech of a sentence', () => {
           throw new ProviderError({ provider: 'hung', code, retryable: true, message: `hung: ${code}` });
         })(),
     };
-    const llm: LlmProvider = {
-      label: 'llm',
-      model: 'm',
-      capabilities: { tools: false, parallelToolCalls: false },
-      stream: () =>
-        (async function* () {
-          yield { type: 'text' as const, delta: 'One sentence here. Two sentences here. Three of them.' };
-          yield { type: 'done' as const, finishReason: 'stop' };
-        })(),
-    };
-    const posted: TurnMsg[] = [];
-    await runTurn({ messages: [{ role: 'user', content: 'talk' }], tools: [], llm, tts, ttsSampleRateHz: 16000, signal: new AbortController().signal, post: (m) => posted.push(m), now: () => 0 });
+    const posted = await speak('One sentence here. Two sentences here. Three of them.', tts, () => 0);
     expect(asked).toEqual(expected);
     expect(posted.filter((m) => m.kind === 'tts_failed')).toHaveLength(expected.length);
     expect(posted.find((m) => m.kind === 'tts_failed')).toMatchObject({ code, partial: false });
