@@ -12,7 +12,7 @@ const A = '/api/v1/auth';
  * a google.protobuf.Struct fails decoding without naming the field.
  */
 function memoryBody(parts: RestRequestParts): unknown {
-  const body = parts.body ?? {};
+  const body = parts.body === undefined ? {} : parts.body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('INVALID_BODY', 'request body must be a JSON object');
   const metadata = (body as Record<string, unknown>).metadata;
   if (metadata !== undefined && metadata !== null && (typeof metadata !== 'object' || Array.isArray(metadata))) {

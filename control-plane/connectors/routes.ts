@@ -2,6 +2,7 @@
  * REST routes of the Connectors API (spec doc 1; `{detail}` family: listings `{data: [...]}`,
  * errors `{detail}`). Credential and action bodies are the whole request body; path params win.
  */
+import { jsonObjectBody } from '../http/rest.js';
 import { ConnectorService } from '../../shared/gen/voiceplane/v1/connectors_pb.js';
 import type { RestRoute } from '../http/rest.js';
 import { invalid } from '../../shared/errors.js';
@@ -28,7 +29,7 @@ export const connectorRoutes: RestRoute[] = [
     service: S,
     rpc: 'startOAuth',
     request: ({ params, body }) => {
-      const products = (body as { products?: unknown } | undefined)?.products;
+      const products = jsonObjectBody(body).products;
       return { workspace_id: params.workspace_id, provider: params.provider, ...(products === undefined ? {} : { products }) };
     },
   },
@@ -37,7 +38,7 @@ export const connectorRoutes: RestRoute[] = [
     path: `${W}/connect-key/:provider`,
     service: S,
     rpc: 'connectKey',
-    request: ({ params, body }) => ({ workspace_id: params.workspace_id, provider: params.provider, credentials: body ?? {} }),
+    request: ({ params, body }) => ({ workspace_id: params.workspace_id, provider: params.provider, credentials: jsonObjectBody(body) }),
     response: (json) => ({ data: nullable(json) }),
   },
   { method: 'GET', path: `${W}/connections/:connection_id/agents`, service: S, rpc: 'listConnectionAgents', response: list('agents') },
@@ -90,7 +91,7 @@ export const connectorRoutes: RestRoute[] = [
     path: `${C}/execute/:connection_id/:action`,
     service: S,
     rpc: 'executeAction',
-    request: ({ params, body }) => ({ connection_id: params.connection_id, action: params.action, body: body ?? {} }),
+    request: ({ params, body }) => ({ connection_id: params.connection_id, action: params.action, body: jsonObjectBody(body) }),
     response: (json) => ({ data: { data: json.data ?? null } }),
   },
 ];

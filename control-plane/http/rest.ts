@@ -207,6 +207,13 @@ function clientSignal(req: NodeReq, res: NodeRes): AbortSignal {
   return ac.signal;
 }
 
+/** A route's JSON body as an object: none is `{}`; `null`, an array or a scalar is 400 INVALID_BODY. */
+export function jsonObjectBody(body: unknown): Record<string, unknown> {
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('INVALID_BODY', 'request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
 /**
  * The request JSON of a route without its own builder: query, then body, then path params (params
  * win). The body's JSON types are checked first (http/body-shape.ts: 400 naming the field path).

@@ -111,6 +111,11 @@ export function validateStartRequest(req: StartRequest): void {
   }
   plainObject('dynamic_variables', req.dynamic_variables);
   plainObject('session_metadata', req.session_metadata);
+  // Every transport (REST, gRPC/Connect through a Value, telephony's outbound create) lands here.
+  const details = req.call_details;
+  if (details !== undefined && details !== null && typeof details !== 'string' && (typeof details !== 'object' || Array.isArray(details))) {
+    throw invalid('call_details', 'must be a string or an object');
+  }
   if (req.knowledge_base_ids !== undefined && req.knowledge_base_ids !== null) {
     if (!Array.isArray(req.knowledge_base_ids) || !req.knowledge_base_ids.every((id) => typeof id === 'string')) {
       throw invalid('knowledge_base_ids', 'must be an array of strings');

@@ -23,10 +23,6 @@ export function startRequestJson(parts: RestRequestParts): unknown {
     const v = (body as Record<string, unknown>)[f];
     if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw invalid(f, 'must be an object');
   }
-  const details = (body as Record<string, unknown>).call_details;
-  if (details !== undefined && details !== null && typeof details !== 'string' && (typeof details !== 'object' || Array.isArray(details))) {
-    throw invalid('call_details', 'must be a string or an object');
-  }
   return body;
 }
 

@@ -5,7 +5,7 @@
  * (failures are error results). In flow mode each node offers a subset of this list plus its flow
  * functions (`flow-tools.ts`).
  */
-import { isReservedToolName, TRANSFER_TO_HUMAN_FUNCTION } from '../../shared/agent/reserved-tools.js';
+import { isReservedToolName, SEARCH_KNOWLEDGE_FUNCTION, TRANSFER_TO_HUMAN_FUNCTION } from '../../shared/agent/reserved-tools.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import type { LlmToolSpec } from '../../shared/providers/types.js';
 import { runHttpTool, type ToolResult, type ToolRunDeps } from './tools.js';
@@ -46,9 +46,14 @@ export function transferToHumanTool(requestHandoff: () => void): CallTool {
 }
 
 export function buildCallTools(config: SessionConfig, deps: CallToolDeps): CallTool[] {
-  // An agent tool named like a built-in (possible before the names were reserved) is left out.
+  // An agent tool named like a built-in this call offers (possible before the names were
+  // reserved) is left out: offered twice, it shadowed the built-in.
+  const builtIn = (name: string): boolean =>
+    (name === TRANSFER_TO_HUMAN_FUNCTION && !!config.human_handoff && !!deps.requestHandoff) ||
+    (name === SEARCH_KNOWLEDGE_FUNCTION && !!config.knowledge_search && !!deps.knowledge) ||
+    (!!config.flow && isReservedToolName(name) && name !== TRANSFER_TO_HUMAN_FUNCTION && name !== SEARCH_KNOWLEDGE_FUNCTION);
   const tools: CallTool[] = config.tools
-    .filter((t) => !isReservedToolName(t.name))
+    .filter((t) => !builtIn(t.name))
     .map((t) => ({
       spec: { name: t.name, description: t.description, parameters: t.parameters },
       run: (argsJson, signal) => runHttpTool(t, argsJson, signal, deps),

@@ -125,8 +125,8 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   const headers: Record<string, string> = { accept: 'application/json' };
   // `{{name}}` in header values from the model's arguments, as in the URL and body (one line: a
   // value the model wrote cannot add a header).
-  for (const [name, value] of Object.entries(tool.headers ?? {})) headers[name] = fillString(value, args, false).replace(/[\r\n\0]/g, ' ');
-  const credential = credentialHeader(tool);
+  for (const [name, value] of Object.entries(tool.headers ?? {})) headers[name] = headerValue(fillString(value, args, false));
+  const credential = credentialHeader(tool, headers);
   if (credential) {
     // Ours replaces the same header in any letter case (both were sent, joined by a comma).
     for (const name of Object.keys(headers)) if (name.toLowerCase() === credential[0]) delete headers[name];
@@ -194,13 +194,27 @@ export function fillTemplate(template: unknown, args: Record<string, unknown>): 
   return template;
 }
 
-/** The credential header of `auth_type` api_key, bearer or basic; none for `none` (a stored token is then not sent). */
-function credentialHeader(tool: HttpToolConfig): [string, string] | undefined {
+/**
+ * The credential header of the tool's token: `x-api-key` for api_key, `Authorization` for bearer
+ * and basic. A token stored without a type (`none`, the default) goes as Bearer, as it always has,
+ * unless the tool's own headers carry an `Authorization`: theirs is then the one sent (both were
+ * sent, joined by a comma). Setting `auth_type: none` explicitly clears the token (the handlers).
+ */
+function credentialHeader(tool: HttpToolConfig, headers: Record<string, string>): [string, string] | undefined {
   if (!tool.auth_token) return undefined;
   if (tool.auth_type === 'api_key') return ['x-api-key', tool.auth_token];
-  if (tool.auth_type === 'bearer') return ['authorization', `Bearer ${tool.auth_token}`];
   if (tool.auth_type === 'basic') return ['authorization', `Basic ${Buffer.from(tool.auth_token).toString('base64')}`];
-  return undefined;
+  if (tool.auth_type !== 'bearer' && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) return undefined;
+  return ['authorization', `Bearer ${tool.auth_token}`];
+}
+
+/**
+ * A header value filled from the model's arguments, made sendable: control characters become
+ * spaces (one line: a value cannot add a header) and characters outside ASCII are percent-encoded
+ * as UTF-8 (fetch refuses them; Latin-1 ones went out as bytes a UTF-8 server misreads).
+ */
+function headerValue(filled: string): string {
+  return filled.replace(/[\x00-\x1f\x7f]/g, ' ').replace(/[^\x20-\x7e]+/gu, (run) => Buffer.from(run, 'utf8').toString('hex').replace(/../g, '%$&').toUpperCase());
 }
 
 function fillString(s: string, args: Record<string, unknown>, encode: boolean): string {

@@ -7,14 +7,16 @@
 const REDACTED = '[redacted]';
 /** Shorter values are not worth hunting (and would blank ordinary words). */
 const MIN_SECRET_CHARS = 6;
-/** Request headers that carry a vendor credential (OpenAI, Deepgram, ElevenLabs, Cartesia, Anthropic, Azure, Google). */
-const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'xi-api-key', 'api-key', 'x-goog-api-key', 'proxy-authorization']);
+/** Shortest start of a key taken for one at the end of a cut text (shorter tails are too often ordinary words). */
+const MIN_TAIL_CHARS = 10;
+/** Request headers that carry a credential: the vendors' (authorization, x-api-key, xi-api-key, api-key ...) and a tool's custom ones (X-Auth-Token, X-Custom-Key, ...). */
+const CREDENTIAL_HEADER = /auth|key|token|secret|password|signature|session|cookie/i;
 
 /** The credentials in a request's headers, without their scheme (`Bearer`, `Token`, `Basic`). */
 export function secretsInHeaders(headers: Record<string, string> | undefined): string[] {
   const out: string[] = [];
   for (const [name, value] of Object.entries(headers ?? {})) {
-    if (!CREDENTIAL_HEADERS.has(name.toLowerCase()) || typeof value !== 'string') continue;
+    if (!CREDENTIAL_HEADER.test(name) || typeof value !== 'string') continue;
     const secret = value.replace(/^(bearer|token|basic)\s+/i, '').trim();
     if (secret.length >= MIN_SECRET_CHARS) out.push(secret);
   }
@@ -30,7 +32,7 @@ export function redactSecrets(text: string, secrets: readonly (string | undefine
   for (const s of secrets) {
     if (!s || s.length < MIN_SECRET_CHARS) continue;
     if (out.includes(s)) out = out.split(s).join(REDACTED);
-    for (let n = Math.min(s.length - 1, out.length); n >= MIN_SECRET_CHARS; n--) {
+    for (let n = Math.min(s.length - 1, out.length); n >= MIN_TAIL_CHARS; n--) {
       if (out.endsWith(s.slice(0, n))) {
         out = out.slice(0, out.length - n) + REDACTED;
         break;

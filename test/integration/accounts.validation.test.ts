@@ -152,7 +152,7 @@ describe('bodies', () => {
 
   it('invalid JSON and non-object JSON are 400 INVALID_BODY', async () => {
     for (const p of [...posts, `${W()}/memory`]) {
-      for (const rawBody of ['{"email":', '[1,2]', '"text"', '42']) {
+      for (const rawBody of ['{"email":', '[1,2]', '"text"', '42', 'null']) {
         const res = await api(app, 'POST', p, { token: user.token, rawBody });
         expect(res.status, `${p} ${rawBody}`).toBe(400);
         expect(res.body.error.code).toBe('INVALID_BODY');

@@ -57,6 +57,10 @@ describe('key connect', () => {
     const before = hubspot.requests.length;
     const missing = await connectKey('hubspot', {});
     expect(missing.status).toBe(400);
+    // A JSON null body is not an object (it read as {} before).
+    const nul = await api(s.cp, 'POST', `${ws()}/connect-key/hubspot`, { token: s.owner.token, rawBody: 'null' });
+    expect(nul.status).toBe(400);
+    expect(JSON.stringify(nul.body)).toContain('must be a JSON object');
     expect(missing.body.detail).toMatch(/^api_key: is required/);
     const malformed = await connectKey('hubspot', { api_key: 'not-a-token' });
     expect(malformed.status).toBe(400);

@@ -107,4 +107,42 @@ describe('a flow agent configured over REST runs as configured', () => {
     expect((await call('POST', `/agents/${agentId}/tools`, owner.token, { name: 'lookup_order', endpoint_url: 'https://example.com/orders' })).status).toBe(201);
     expect((await call('POST', `/agents/${agentId}/versions/publish`, owner.token)).status).toBe(200);
   });
+
+  it("a tool may not take a name of the platform's own functions; one saved so before is still editable but cannot be a flow node's tool", { timeout: 20_000 }, async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'Reserved names' });
+    const agentId = created.body.data.id as string;
+    for (const name of ['search_knowledge', 'set_variables', 'transfer_to_human', 'go_to_confirm']) {
+      const r = await call('POST', `/agents/${agentId}/tools`, owner.token, { name, endpoint_url: 'https://example.com/x' });
+      expect(r.status, name).toBe(400);
+      expect(r.body.error.details[0].field).toBe('name');
+    }
+    const ok = (await call('POST', `/agents/${agentId}/tools`, owner.token, { name: 'lookup', endpoint_url: 'https://example.com/x' })).body.data;
+    expect((await call('PUT', `/agents/${agentId}/tools/${ok.id}`, owner.token, { name: 'set_variables' })).status).toBe(400);
+    // One saved before the names were reserved: an edit that keeps its name is accepted.
+    await h.infra.sql`update agent_tools set name = 'set_variables' where id = ${ok.id}`;
+    const edit = await call('PUT', `/agents/${agentId}/tools/${ok.id}`, owner.token, { name: 'set_variables', description: 'kept' });
+    expect(edit.status, JSON.stringify(edit.body)).toBe(200);
+    const graph = {
+      start_node_id: 's',
+      nodes: [{ id: 's', type: 'start', label: 'S' }, { id: 't', type: 'tool', label: 'T', config: { tool_name: 'set_variables' } }, { id: 'p', type: 'prompt', label: 'P' }],
+      edges: [{ from: 's', to: 't' }, { from: 't', to: 'p' }],
+    };
+    await call('PUT', `/agents/${agentId}/flow`, owner.token, { graph, variables: [] });
+    await call('PUT', `/agents/${agentId}/mode`, owner.token, { mode: 'flow' });
+    const refused = await call('POST', `/agents/${agentId}/versions/publish`, owner.token);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.details).toEqual([{ field: 'flow', problem: expect.stringContaining('t (set_variables)') }]);
+  });
+
+  it('auth_type none sent explicitly clears the stored token; with a token in the same request it is 400', async () => {
+    const created = await call('POST', '/agents', owner.token, { workspace_id: owner.workspaceId, name: 'Auth none' });
+    const agentId = created.body.data.id as string;
+    const t = (await call('POST', `/agents/${agentId}/tools`, owner.token, { name: 'basic_one', endpoint_url: 'https://example.com/x', auth_type: 'basic', auth_token: 'user:pass-123' })).body.data;
+    expect(t.auth_token).toBe('••••••••-123');
+    const both = await call('PUT', `/agents/${agentId}/tools/${t.id}`, owner.token, { auth_type: 'none', auth_token: 'other-token-1' });
+    expect(both.status).toBe(400);
+    expect(both.body.error.details[0].field).toBe('auth_type');
+    const none = await call('PUT', `/agents/${agentId}/tools/${t.id}`, owner.token, { auth_type: 'none' });
+    expect(none.body.data).toMatchObject({ auth_type: 'none', auth_token: '' });
+  });
 });

@@ -1,4 +1,5 @@
 /** Tools of an agent: CRUD. Draft only. `auth_token` is encrypted at rest and masked in responses. */
+import { isReservedToolName, RESERVED_TOOL_NAMES_TEXT } from '../../../shared/agent/reserved-tools.js';
 import { toJson, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
@@ -33,6 +34,11 @@ function tokenEnc(secrets: SecretBox, plain: string | undefined, stored: string 
   return plain === '' ? null : secrets.encrypt(plain);
 }
 
+/** The platform's own function names (shared/agent/reserved-tools.ts): a tool of that name would shadow them. */
+function refuseReservedName(name: string): void {
+  if (isReservedToolName(name)) throw invalid('name', `is a function the platform offers itself (${RESERVED_TOOL_NAMES_TEXT}): choose another`);
+}
+
 function merge(base: ToolWrite, patch: ToolPatch, secrets: SecretBox): ToolWrite {
   const { auth_token, ...rest } = patch;
   // The stored token is never sent to another host than the one it was saved for: whoever may edit
@@ -41,7 +47,13 @@ function merge(base: ToolWrite, patch: ToolPatch, secrets: SecretBox): ToolWrite
   if (keepsToken && base.auth_token_enc && patch.endpoint_url !== undefined && !sameOrigin(base.endpoint_url, patch.endpoint_url)) {
     throw invalid('auth_token', 'must be sent again when endpoint_url moves to another host (the stored token is never sent to a new address)');
   }
-  const out: ToolWrite = { ...base, ...rest, auth_token_enc: tokenEnc(secrets, auth_token, base.auth_token_enc) };
+  // `auth_type: none` sent explicitly means "send no credential": it clears the stored token (a
+  // switch from basic to none kept sending it), and a token sent with it is a contradiction.
+  if (patch.auth_type === 'none' && auth_token && !auth_token.startsWith('•')) {
+    throw invalid('auth_type', 'is none, so auth_token would not be sent: choose api_key, bearer or basic, or leave auth_type out (a token alone is sent as Bearer)');
+  }
+  const tokenOut = patch.auth_type === 'none' ? null : tokenEnc(secrets, auth_token, base.auth_token_enc);
+  const out: ToolWrite = { ...base, ...rest, auth_token_enc: tokenOut };
   // A tool must be callable: an HTTP endpoint, or a connector binding.
   if (!out.connector_binding && !out.endpoint_url) throw invalid('endpoint_url', 'is required for a tool without connector_binding');
   return out;
@@ -80,6 +92,7 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
       if (req.connector !== undefined || req.connectorBinding !== undefined) requireConnectorBinding(acc);
       const patch = req.connector === undefined ? checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy) : await connectorTool(req, agent.workspace_id);
       if (patch.name === undefined) throw invalid('name', 'is required');
+      refuseReservedName(patch.name);
       if (req.connector === undefined) await checkConnection(agent.workspace_id, patch);
       // TOOL_LIMITS.toolsPerAgent is enforced by the database on insert (409 LIMIT_REACHED, migration 0004).
       const base: ToolWrite = { ...TOOL_DEFAULTS, id: newId(), agent_id: agent.id, name: patch.name, auth_token_enc: null, connector_binding: null };
@@ -113,6 +126,8 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
       const existing = await getToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal);
       if (!existing) throw notFound('tool');
       const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy);
+      // A tool saved with such a name before it was reserved may still be edited; a rename may not take one.
+      if (patch.name !== undefined && patch.name !== existing.name) refuseReservedName(patch.name);
       if (patch.connector_binding) requireConnectorBinding(acc);
       await checkConnection(agent.workspace_id, patch);
       const row = merge(withoutTimestamps(existing), patch, secrets);

@@ -2,7 +2,6 @@
  * Tool request checks. Pure (apart from ajv). Produces the validated subset of fields present in
  * the request; the handler merges it with the stored tool and encrypts `auth_token`.
  */
-import { isReservedToolName, RESERVED_TOOL_NAMES_TEXT } from '../../../shared/agent/reserved-tools.js';
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { AppError, invalid } from '../../../shared/errors.js';
 import type { ConnectorActionJson, ConnectorBindingJson } from '../types.js';
@@ -85,7 +84,6 @@ export interface ToolPatch {
 
 export function checkToolName(value: string): string {
   if (!TOOL_NAME_RE.test(value)) throw invalid('name', 'must match ^[a-zA-Z0-9_-]{1,64}$');
-  if (isReservedToolName(value)) throw invalid('name', `is a function the platform offers itself (${RESERVED_TOOL_NAMES_TEXT}): choose another`);
   return value;
 }
 

@@ -3,6 +3,7 @@
  * statement (one consistent snapshot of every draft table) while holding the agent row lock, so
  * concurrent publishers get consecutive numbers and each version is a coherent draft.
  */
+import { isReservedToolName } from '../../../shared/agent/reserved-tools.js';
 import { AppError, notFound } from '../../../shared/errors.js';
 import type postgres from 'postgres';
 import type { Sql } from '../../../shared/db/client.js';
@@ -38,7 +39,9 @@ function assertFlowToolsExist(snapshot: AgentSnapshot): void {
   for (const t of snapshot.tools) {
     if (!t.is_active) continue;
     if (t.connector_binding) for (const a of t.connector_binding.actions) names.add(a.name);
-    else names.add(t.name);
+    // A tool named like one of the platform's own functions cannot be a node's tool: a flow call
+    // offers the built-in under that name (shared/agent/reserved-tools.ts).
+    else if (!isReservedToolName(t.name)) names.add(t.name);
   }
   const missing = (snapshot.flow?.graph.nodes ?? []).filter((n) => n.type === 'tool' && !names.has(String(n.config?.tool_name ?? '')));
   if (!missing.length) return;

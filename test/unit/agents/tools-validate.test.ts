@@ -21,11 +21,6 @@ describe('checkToolInput', () => {
     [{ name: 'has space' }, 'name'],
     [{ name: '' }, 'name'],
     [{ name: 'a'.repeat(65) }, 'name'],
-    // Functions the platform offers itself: a tool of that name would shadow them.
-    [{ name: 'search_knowledge' }, 'name'],
-    [{ name: 'set_variables' }, 'name'],
-    [{ name: 'transfer_to_human' }, 'name'],
-    [{ name: 'go_to_confirm' }, 'name'],
     [{ httpMethod: 'HEAD' }, 'http_method'],
     [{ endpointUrl: 'mailto:x@example.com' }, 'endpoint_url'],
     [{ timeoutMs: 0 }, 'timeout_ms'],

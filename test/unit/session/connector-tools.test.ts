@@ -64,10 +64,13 @@ describe('connector tools: building the functions', () => {
     });
   });
 
-  it('an HTTP tool named like a built-in function (saved before the names were reserved) is left out, not offered twice', () => {
+  it('an HTTP tool named like a built-in function the call offers (saved before the names were reserved) is left out, not offered twice', () => {
     const clash = { ...weatherTool('http://127.0.0.1:1/w'), name: 'transfer_to_human' };
     const tools = buildCallTools(carrierConfig({ tools: [weatherTool('http://127.0.0.1:1/w'), clash], human_handoff: true }), { clock: realClock, requestHandoff: () => {} });
     expect(tools.map((t) => t.spec.name)).toEqual(['get_weather', 'calcom__book', 'calcom__list_free_slots', 'transfer_to_human']);
+    // Without the built-in on this call, the agent's own tool of that name stays.
+    const own = buildCallTools(carrierConfig({ tools: [clash] }), { clock: realClock });
+    expect(own.map((t) => t.spec.name)).toEqual(['transfer_to_human', 'calcom__book', 'calcom__list_free_slots']);
   });
 
   it('a config without connector_tools (an older control plane) builds none', () => {

@@ -68,18 +68,20 @@ describe('HTTP tools', () => {
     expect(r.content).not.toContain('tok-SECR');
   });
 
-  it('auth_type none sends no stored token; a credential replaces the same header in any letter case; header templates take the arguments', async () => {
+  it('a token without a type goes as Bearer unless the tool has its own Authorization; a typed one replaces it; header templates take the arguments', async () => {
     const call = async (over: Partial<HttpToolConfig>, args = '{}') => {
       await runHttpTool(tool(over), args, new AbortController().signal, deps);
       return seen.at(-1)!.headers;
     };
-    // A token left over from another auth type (or given without one) is not sent with `none`.
-    expect((await call({ auth_type: 'none', auth_token: 'leftover-token', headers: { Authorization: 'Custom mine' } })).authorization).toBe('Custom mine');
-    expect((await call({ auth_token: 'leftover-token' })).authorization).toBeUndefined();
+    // Untyped (`none`, the default): Bearer, but the tool's own Authorization wins (both were sent, comma-joined).
+    expect((await call({ auth_type: 'none', auth_token: 'stored-token', headers: { Authorization: 'Custom mine' } })).authorization).toBe('Custom mine');
+    expect((await call({ auth_token: 'stored-token' })).authorization).toBe('Bearer stored-token');
     // With bearer, ours is the one Authorization (both were sent, joined by a comma).
     expect((await call({ auth_type: 'bearer', auth_token: 'tok-1', headers: { Authorization: 'Custom mine' } })).authorization).toBe('Bearer tok-1');
     // {{name}} in a header value from the model's arguments, on one line.
-    expect((await call({ headers: { 'X-Id': 'item-{{id}}' } }, '{"id":"42\\r\\nX-Evil: 1"}'))['x-id']).toBe('item-42  X-Evil: 1');
+    expect((await call({ headers: { 'X-Id': 'item-{{id}}' } }, '{"id":"42\\r\\nX-Evil: 1\\u0001"}'))['x-id']).toBe('item-42  X-Evil: 1');
+    // Outside ASCII: percent-encoded UTF-8 (fetch refused the value and the tool never ran).
+    expect((await call({ headers: { 'X-City': '{{city}}' } }, '{"city":"北京 Zürich"}'))['x-city']).toBe('%E5%8C%97%E4%BA%AC Z%C3%BCrich');
   });
 
   it('GET puts arguments in the query and URL placeholders are encoded', async () => {

@@ -13,6 +13,7 @@ import {
   resolveMaxTurns,
   planKnowledge,
   KNOWLEDGE_PROMPT_TOKEN_BUDGET,
+  validateStartRequest,
   type StartRequest,
 } from '../../../control-plane/voice/build-config.js';
 
@@ -279,6 +280,18 @@ describe('max_turns and idle attempts', () => {
 });
 
 describe('context folding and knowledge', () => {
+  it('call_details must be a string or an object on every transport (gRPC/Connect and telephony land in the same check)', () => {
+    for (const bad of [5, true, ['a']]) {
+      try {
+        validateStartRequest({ agent_id: 'a', call_details: bad });
+        expect.unreachable(`${JSON.stringify(bad)} passed`);
+      } catch (e) {
+        expect((e as AppError).details?.[0]?.field).toBe('call_details');
+      }
+    }
+    for (const ok of ['text', { a: 1 }, null, undefined]) expect(() => validateStartRequest({ agent_id: 'a', call_details: ok })).not.toThrow();
+  });
+
   it('renders call_details strings and objects', () => {
     expect(renderCallDetails('  reason: billing ')).toBe('reason: billing');
     expect(renderCallDetails({ a: 'x', b: 2, c: null, d: { e: 1 } })).toBe('a: x\nb: 2\nd: {"e":1}');
