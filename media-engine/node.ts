@@ -110,13 +110,15 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const recordsDown = () => (opts.recordsFailingForMs?.() ?? 0) >= RECORDS_UNAVAILABLE_AFTER_MS;
   const health = () =>
     sampler.sample({ activeConnections: admission.count, activeCalls: calls.size, requestCount: admission.admittedTotal + admission.refusedTotal, errorCount: admission.refusedTotal, avgResponseMs: null });
+  /** The heartbeat in flight, if any: close() waits for it, or it could list the node again after removeNode. */
+  let beating: Promise<void> = Promise.resolve();
   const beat = () =>
-    // Pre-warmed sessions are load too: they hold capacity (atCapacity) until adopted or expired.
-    registry.nodes
+    (beating = registry.nodes
+      // Pre-warmed sessions are load too: they hold capacity (atCapacity) until adopted or expired.
       .heartbeat({ nodeId, wsUrl, capacity: config.engineCapacity, load: calls.size + prewarmed.size, updatedAtMs: clock.now(), health: health(), ...(drain ? { draining: true } : {}), ...(recordsDown() ? { unavailable: true } : {}) }, heartbeatMs * 3)
       .catch((err: Error) => {
         logger.warn({ err }, 'registry heartbeat failed');
-      });
+      }));
   // Control planes reuse a node listing for a moment (control-plane/voice/sessions.ts): a change
   // that must stop placements at once is announced as well.
   const announceNodeChange = () => registry.invalidations.publish(ENGINE_NODES_TOPIC, nodeId).then(() => undefined);
@@ -174,6 +176,8 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       for (const a of [...calls.values()]) a.endCall(SHUTDOWN_REASON);
       prewarmed.closeAll();
       await stopCommands().catch(() => {});
+      // Bounded: with the registry down a heartbeat can hang, and shutdown must not.
+      await Promise.race([beating, new Promise<void>((r) => setTimeout(r, 1000).unref())]);
       await registry.nodes.removeNode(nodeId).catch(() => {});
       // A node that left cleanly is not down: the alerts' node_down counts nodes seen alive that
       // vanished without this (control-plane/alerts/metrics.ts). It paged on every deploy before.

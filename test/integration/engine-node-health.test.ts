@@ -93,3 +93,24 @@ describe('a node frozen past the node-loss bound', () => {
     }
   });
 });
+
+describe('leaving the registry at close', () => {
+  it('a heartbeat still in flight at close() does not list the node again after it left', async () => {
+    const registry = new MemoryRegistry();
+    // Every heartbeat lands 150 ms after it was sent (a slow registry): one is in flight at close.
+    const heartbeat = registry.nodes.heartbeat.bind(registry.nodes);
+    registry.nodes.heartbeat = (info, ttlMs) => new Promise((r) => setTimeout(r, 150)).then(() => heartbeat(info, ttlMs));
+    const config = loadConfig({}, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10 });
+    // Beats every 100 ms, each listed for 300 ms after it lands.
+    const node = await startSimEngine({ config, logger: captureLogger().logger, registry, heartbeatMs: 100 });
+    try {
+      await new Promise((r) => setTimeout(r, 130)); // the beat sent at 100 ms is out, not landed
+      await node.close();
+      await new Promise((r) => setTimeout(r, 160)); // it has landed, and would still be listed
+      expect((await registry.nodes.listNodes()).map((n) => n.nodeId)).not.toContain(node.nodeId);
+    } finally {
+      await node.close();
+      await registry.close();
+    }
+  });
+});
