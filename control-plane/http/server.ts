@@ -100,6 +100,7 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
       for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger, opts.observe) as never);
     },
     readMaxBytes: opts.maxBodyBytes,
+    jsonOptions: STRICT_UTF8_JSON,
     shutdownSignal: shutdown,
     fallback: (req, res) => {
       // A gRPC client names a method this server does not have: gRPC's answer, not an HTTP 404.
@@ -176,6 +177,16 @@ export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutd
     else connect(req as never, res as never);
   };
 }
+
+/**
+ * Connect-JSON bodies are UTF-8 (RFC 8259): bad bytes are invalid_argument, as REST's are 400,
+ * instead of being stored as U+FFFD (binary protobuf strings are checked by protobuf-es). The
+ * adapter passes `textDecoder` on to its JSON serialization; its options type does not name it.
+ */
+const STRICT_UTF8_JSON: { ignoreUnknownFields: boolean; textDecoder: { decode(bytes: Uint8Array): string } } = {
+  ignoreUnknownFields: false, // the default, named so the type shares a property with the adapter's
+  textDecoder: new TextDecoder('utf-8', { fatal: true }),
+};
 
 function isGrpc(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.startsWith('application/grpc') && !contentType.startsWith('application/grpc-web');

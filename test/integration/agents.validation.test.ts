@@ -110,6 +110,11 @@ describe('agent fields', () => {
     const bad = await api(h, 'POST', '/api/v1/agents', { token: owner.token, rawBody: notUtf8 });
     expectError(bad, 400, 'INVALID_BODY');
     expect(bad.body.error.message).toBe('request body is not valid UTF-8');
+    // Connect JSON too: invalid_argument, and no agent named with U+FFFD.
+    const rpc = await api(h, 'POST', '/voiceplane.v1.AgentService/CreateAgent', { token: owner.token, rawBody: notUtf8 });
+    expect([rpc.status, rpc.body.code]).toEqual([400, 'invalid_argument']);
+    const named = await call('GET', `/agents?workspace_id=${owner.workspaceId}&limit=100`, owner.token);
+    expect(named.body.data.some((a: { name: string }) => a.name.includes('\uFFFD'))).toBe(false);
     expectError(await call('GET', '/agents/not-a-uuid', owner.token), 404, 'NOT_FOUND');
     expectError(await call('GET', '/agents/0190a0a0-0000-7000-8000-000000000000', owner.token), 404, 'NOT_FOUND');
     expectError(await call('GET', '/agents', undefined), 401, 'UNAUTHORIZED');
