@@ -6,7 +6,7 @@
  */
 import { maskSessionId } from '../../shared/ids.js';
 import { redactSecrets } from '../../shared/providers/redact.js';
-import { providerKeys } from './asr-feed.js';
+import { providerKeys } from '../../shared/voice/session-config.js';
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 import type { LlmMessage, TtsProvider } from '../../shared/providers/types.js';
 import type { CallActorDeps } from './actor-deps.js';

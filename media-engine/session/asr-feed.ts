@@ -5,7 +5,7 @@
  */
 import { redactSecrets } from '../../shared/providers/redact.js';
 import type { AsrStream } from '../../shared/providers/types.js';
-import type { SessionConfig } from '../../shared/voice/session-config.js';
+import { providerKeys } from '../../shared/voice/session-config.js';
 import type { CallActorDeps } from './actor-deps.js';
 import type { CallMsg } from './messages.js';
 
@@ -15,12 +15,6 @@ export function openAsr(d: CallActorDeps, post: (msg: CallMsg) => void): AsrStre
   const stream = d.asrStream ?? d.providers.asr.stream({ ...input, language: c.language, model: c.providers.asr.model_name });
   void pump(stream, post, providerKeys(c));
   return stream;
-}
-
-/** The call's provider keys: vendor error text (which may echo one) is redacted of them. */
-export function providerKeys(c: SessionConfig): string[] {
-  const p = c.providers;
-  return [p.asr.api_key, p.llm.api_key, p.tts.api_key].filter((k): k is string => !!k);
 }
 
 async function pump(stream: AsrStream, post: (msg: CallMsg) => void, keys: readonly string[]): Promise<void> {

@@ -129,7 +129,7 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   const credential = credentialHeader(tool, headers);
   if (credential) {
     // Ours replaces the same header in any letter case (both were sent, joined by a comma).
-    for (const name of Object.keys(headers)) if (name.toLowerCase() === credential[0]) delete headers[name];
+    for (const name of headerNames(headers, credential[0])) delete headers[name];
     headers[credential[0]] = credential[1];
   }
   let body: string | undefined;
@@ -204,8 +204,13 @@ function credentialHeader(tool: HttpToolConfig, headers: Record<string, string>)
   if (!tool.auth_token) return undefined;
   if (tool.auth_type === 'api_key') return ['x-api-key', tool.auth_token];
   if (tool.auth_type === 'basic') return ['authorization', `Basic ${Buffer.from(tool.auth_token).toString('base64')}`];
-  if (tool.auth_type !== 'bearer' && Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) return undefined;
+  if (tool.auth_type !== 'bearer' && headerNames(headers, 'authorization').length > 0) return undefined;
   return ['authorization', `Bearer ${tool.auth_token}`];
+}
+
+/** The keys of `headers` that name `lowerName` in any letter case. */
+function headerNames(headers: Record<string, string>, lowerName: string): string[] {
+  return Object.keys(headers).filter((name) => name.toLowerCase() === lowerName);
 }
 
 /**

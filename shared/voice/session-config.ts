@@ -148,3 +148,9 @@ export interface SessionConfig {
   knowledge_search?: KnowledgeSearchConfig;
   created_at_ms: number;
 }
+
+/** The call's provider keys: vendor error text (which may echo one) is redacted of them. */
+export function providerKeys(c: SessionConfig): string[] {
+  const p = c.providers;
+  return [p.asr.api_key, p.llm.api_key, p.tts.api_key].filter((k): k is string => !!k);
+}
