@@ -181,7 +181,12 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       await registry.nodes.removeNode(nodeId).catch(() => {});
       // A node that left cleanly is not down: the alerts' node_down counts nodes seen alive that
       // vanished without this (control-plane/alerts/metrics.ts). It paged on every deploy before.
-      if (opts.sql) await opts.sql`delete from alert_engine_nodes where node_id = ${nodeId}`.catch((err: Error) => logger.warn({ err }, 'could not record that this engine node left'));
+      // Marked, not deleted: an evaluator tick that listed this node a moment ago cannot revive it.
+      if (opts.sql) {
+        await opts.sql`
+          insert into alert_engine_nodes (node_id, last_seen_at, left_at) values (${nodeId}, now(), now())
+          on conflict (node_id) do update set left_at = now()`.catch((err: Error) => logger.warn({ err }, 'could not record that this engine node left'));
+      }
       await announceNodeChange();
       uws.us_listen_socket_close(listenSocket);
       if (!opts.outbound) await outbound.close();

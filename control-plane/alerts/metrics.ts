@@ -13,7 +13,7 @@
  */
 import type { Sql } from '../../shared/db/client.js';
 import type { Registry } from '../../shared/registry/index.js';
-import type { Component, Metric, Scope } from './rules.js';
+import { MAX_WINDOW_MINUTES, type Component, type Metric, type Scope } from './rules.js';
 
 export interface MetricQuery {
   workspaceId: string;
@@ -101,7 +101,7 @@ export async function computeMetric(deps: MetricDeps, q: MetricQuery): Promise<n
     }
     case 'node_down': {
       const live = new Set((await deps.registry.nodes.listNodes()).map((n) => n.nodeId));
-      const seen = await sql<{ node_id: string }[]>`select node_id from alert_engine_nodes where last_seen_at >= ${start}`;
+      const seen = await sql<{ node_id: string }[]>`select node_id from alert_engine_nodes where last_seen_at >= ${start} and left_at is null`;
       return seen.filter((n) => !live.has(n.node_id)).length;
     }
   }
@@ -113,11 +113,15 @@ export async function computeMetric(deps: MetricDeps, q: MetricQuery): Promise<n
  */
 export async function recordLiveNodes(deps: MetricDeps, nowMs: number): Promise<void> {
   const ids = (await deps.registry.nodes.listNodes()).map((n) => n.nodeId);
+  // Past the longest window a row counts for nothing: bounded by the nodes of the last day.
+  await deps.sql`delete from alert_engine_nodes where last_seen_at < ${new Date(nowMs - MAX_WINDOW_MINUTES * 60_000)}`;
   if (!ids.length) return;
+  // A node that left (left_at, set by its close) stays left: this listing may predate its leaving.
   await deps.sql`
     insert into alert_engine_nodes (node_id, last_seen_at)
     select id, ${new Date(nowMs)} from unnest(${deps.sql.array(ids)}::text[]) as id
-    on conflict (node_id) do update set last_seen_at = greatest(alert_engine_nodes.last_seen_at, excluded.last_seen_at)`;
+    on conflict (node_id) do update set last_seen_at = greatest(alert_engine_nodes.last_seen_at, excluded.last_seen_at)
+    where alert_engine_nodes.left_at is null`;
 }
 
 function round(v: number | null | undefined): number | null {

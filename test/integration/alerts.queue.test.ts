@@ -14,6 +14,7 @@ import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { offsetClock } from '../unit/records/control-plane.js';
 import { startEngineNode } from '../../media-engine/node.js';
+import { recordLiveNodes } from '../../control-plane/alerts/metrics.js';
 import { loadConfig } from '../../shared/config.js';
 import { realClock } from '../../shared/clock.js';
 
@@ -136,6 +137,19 @@ describe('node_down and clean shutdowns', () => {
     const [seen] = await infra.sql`select 1 from alert_engine_nodes where node_id = ${node.nodeId}`;
     expect(seen).toBeDefined();
     await node.close();
+    expect((await test()).observed_value).toBe(before);
+  });
+
+  it('a tick that listed the node just before it left cannot count it as down', { timeout: 30_000 }, async () => {
+    const test = async () => (await api(a, 'POST', '/api/v1/alerts/test', { token: owner.token, body: { metric: 'node_down', operator: 'greater_than', threshold: 0, window_minutes: 5 } })).body.data;
+    const before = (await test()).observed_value as number;
+    const node = await startEngineNode({ config: loadConfig({}, { enginePort: 0, host: '127.0.0.1' }), logger: infra.logger, clock: realClock, registry: infra.registry, sql: infra.sql, port: 0 });
+    await expect.poll(async () => (await infra.registry.nodes.listNodes()).some((n) => n.nodeId === node.nodeId), { timeout: 5000, interval: 50 }).toBe(true);
+    // The tick's listing, taken while the node was live, is written after the node has left.
+    const listed = await infra.registry.nodes.listNodes();
+    await node.close();
+    const staleRegistry = { calls: infra.registry.calls, nodes: { ...infra.registry.nodes, listNodes: async () => listed } };
+    await recordLiveNodes({ sql: infra.sql, registry: staleRegistry as typeof infra.registry }, clock.now());
     expect((await test()).observed_value).toBe(before);
   });
 });
