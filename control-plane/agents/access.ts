@@ -44,8 +44,8 @@ export function canBindConnectors(a: AgentAccess): boolean {
   return ROLE_RANK[a.role] >= ROLE_RANK.manager && (a.principal.via !== 'api_key' || grants(a.principal.scopes, 'connectors:write'));
 }
 
-export function requireConnectorBinding(a: AgentAccess): void {
-  if (ROLE_RANK[a.role] < ROLE_RANK.manager) throw forbidden('adding a connector to an agent requires the manager role or above');
+export function requireConnectorBinding(a: AgentAccess, what = 'adding a connector to an agent'): void {
+  if (ROLE_RANK[a.role] < ROLE_RANK.manager) throw forbidden(`${what} requires the manager role or above`);
   if (a.principal.via === 'api_key' && !grants(a.principal.scopes, 'connectors:write')) {
     throw new AppError('FORBIDDEN', 'this API key lacks the connectors:write scope', { details: [{ field: 'scopes', problem: 'missing connectors:write' }] });
   }

@@ -162,6 +162,14 @@ describe('who may add a connector to an agent (spec doc 1, Connectors: owner, ad
     const resend = await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.member.token, body: { connectors: ['hubspot'], name: 'Guarded 2' } });
     expect(resend.status, JSON.stringify(resend.body)).toBe(200);
     expect((await api(s.cp, 'GET', tools, { token: s.owner.token })).body.data.map((t: any) => [t.name, t.is_active])).toEqual([['hubspot', false]]);
+    // Nor can a member switch the tool back on (or off) through the tool route: enabling and
+    // disabling a connector are a manager's. Other tool edits stay a member's.
+    for (const is_active of [true, false]) {
+      if (is_active === false) expect((await api(s.cp, 'PUT', `${tools}/${hsTool.id}`, { token: s.owner.token, body: { is_active: true } })).status).toBe(200);
+      envelope(await api(s.cp, 'PUT', `${tools}/${hsTool.id}`, { token: s.member.token, body: { is_active } }), 403, 'FORBIDDEN');
+    }
+    expect((await api(s.cp, 'PUT', `${tools}/${hsTool.id}`, { token: s.member.token, body: { is_active: true, description: 'same state, new words' } })).status).toBe(200);
+    expect((await api(s.cp, 'GET', `${tools}/${hsTool.id}`, { token: s.owner.token })).body.data).toMatchObject({ is_active: true, description: 'same state, new words' });
   });
 });
 

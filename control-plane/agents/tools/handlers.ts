@@ -128,7 +128,9 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
       const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy);
       // A tool saved with such a name before it was reserved may still be edited; a rename may not take one.
       if (patch.name !== undefined && patch.name !== existing.name) refuseReservedName(patch.name);
+      // Switching a connector tool on or off is the connectors' enable/disable: a manager's.
       if (patch.connector_binding) requireConnectorBinding(acc);
+      if (existing.connector_binding && patch.is_active !== undefined && patch.is_active !== existing.is_active) requireConnectorBinding(acc, 'switching a connector tool on or off');
       await checkConnection(agent.workspace_id, patch);
       const row = merge(withoutTimestamps(existing), patch, secrets);
       try {
