@@ -221,6 +221,8 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
 
 /** Spec: refused credential, missing permission or unknown per-tenant host: 400, nothing stored. */
 function verifyRefusal(entry: ProviderEntry, err: unknown): AppError {
+  // A 2xx answer the adapter cannot read (no account id, another shape): the vendor's side, as for actions.
+  if (err instanceof TypeError) return new AppError('BAD_GATEWAY', `${entry.name} answered the credential check in a shape this connector does not understand (${err.message.slice(0, 200)}); nothing was stored`);
   if (!(err instanceof VendorError)) return err instanceof AppError ? err : new AppError('INTERNAL', 'internal error', { cause: err });
   switch (err.kind) {
     case 'auth':

@@ -116,6 +116,14 @@ describe('key connect', () => {
     expect(res.status).toBe(502);
     expect(await rowsOf('stripe')).toEqual([]);
   });
+
+  it('a verify answer without the account id (another shape) is a 502 and stores nothing, never "portal undefined"', async () => {
+    stripe.faults.once({ unexpectedBody: { ok: true } });
+    const res = await connectKey('stripe', { api_key: STRIPE_KEY });
+    expect(res.status, JSON.stringify(res.body)).toBe(502);
+    expect(res.body.detail).toContain('shape this connector does not understand');
+    expect(await rowsOf('stripe')).toEqual([]);
+  });
 });
 
 describe('roles and fencing', () => {

@@ -3,7 +3,7 @@
  * its own `cal-api-version` (slots 2024-09-04, bookings 2024-08-13): without it Cal.com answers
  * with an older response shape.
  */
-import type { ProviderAdapter } from './types.js';
+import { accountId, type ProviderAdapter } from './types.js';
 
 const SLOTS_VERSION = '2024-09-04';
 const BOOKINGS_VERSION = '2024-08-13';
@@ -16,7 +16,7 @@ export const calcom: ProviderAdapter = {
   headers: (cred) => ({ authorization: `Bearer ${cred.api_key}` }),
   async verify({ http }) {
     const me = await http.request<{ data: { id: number; email?: string; username?: string } }>('/v2/me');
-    return { accountLabel: me.data.email ?? me.data.username ?? `Cal.com user ${me.data.id}` };
+    return { accountLabel: me.data.email ?? me.data.username ?? `Cal.com user ${accountId(me.data.id, 'data.id')}` };
   },
   actions: {
     async list_free_slots({ http }, b) {

@@ -3,7 +3,7 @@
  * user and `X` as the password, on the tenant's `<name>.freshdesk.com` (the catalog pattern pins
  * the host to that suffix). Tickets are created open (status 2) at low priority (1) unless asked.
  */
-import { basic, type ProviderAdapter } from './types.js';
+import { accountId, basic, type ProviderAdapter } from './types.js';
 
 const STATUS: Record<number, string> = { 2: 'open', 3: 'pending', 4: 'resolved', 5: 'closed' };
 const PRIORITY: Record<number, string> = { 1: 'low', 2: 'medium', 3: 'high', 4: 'urgent' };
@@ -26,7 +26,7 @@ export const freshdesk: ProviderAdapter = {
   headers: (cred) => ({ authorization: basic(cred.api_key ?? '', 'X') }),
   async verify({ http, cred }) {
     const me = await http.request<{ id: number; contact?: { name?: string; email?: string } }>('/api/v2/agents/me');
-    return { accountLabel: `${me.contact?.email ?? me.contact?.name ?? `agent ${me.id}`} @ ${cred.domain}` };
+    return { accountLabel: `${me.contact?.email ?? me.contact?.name ?? `agent ${accountId(me.id, 'id')}`} @ ${cred.domain}` };
   },
   actions: {
     async create_ticket({ http }, b) {

@@ -6,7 +6,7 @@
  * named bases. The bearer access token comes from the executor (OAuth credential).
  */
 import { invalid } from '../../errors.js';
-import type { ProviderAdapter } from './types.js';
+import { accountId, type ProviderAdapter } from './types.js';
 
 /** Slots handed back to the model: a voice agent reads a few, not a month of them. */
 const MAX_SLOTS = 50;
@@ -74,7 +74,7 @@ export const googleWorkspace: ProviderAdapter = {
   async verify({ http }) {
     // The OAuth callback verifies through the descriptor (oauth/descriptors.ts); this is the same question.
     const me = await http.request<{ email?: string; sub?: string }>('/oauth2/v3/userinfo');
-    return { accountLabel: me.email ?? `Google account ${me.sub ?? ''}` };
+    return { accountLabel: me.email ?? `Google account ${accountId(me.sub, 'sub')}` };
   },
   actions: {
     async list_free_slots({ http }, b) {

@@ -3,7 +3,7 @@
  * bearer tokens. Notes and deals are associated to a contact with HubSpot's default association
  * types (note -> contact 202, deal -> contact 3).
  */
-import type { ProviderAdapter } from './types.js';
+import { accountId, type ProviderAdapter } from './types.js';
 
 const CONTACT_PROPS = ['email', 'firstname', 'lastname', 'phone'];
 
@@ -20,7 +20,7 @@ export const hubspot: ProviderAdapter = {
   headers: (cred) => ({ authorization: `Bearer ${cred.api_key}` }),
   async verify({ http }) {
     const info = await http.request<{ portalId: number; uiDomain?: string }>('/account-info/v3/details');
-    return { accountLabel: `HubSpot portal ${info.portalId}` };
+    return { accountLabel: `HubSpot portal ${accountId(info.portalId, 'portalId')}` };
   },
   actions: {
     async find_contact({ http }, b) {

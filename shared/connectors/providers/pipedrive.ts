@@ -3,7 +3,7 @@
  * in the `x-api-token` header (Pipedrive also takes `?api_token=`, but a header keeps the token
  * out of URLs). Answers are `{success, data}`; errors `{success: false, error, errorCode}`.
  */
-import type { ProviderAdapter } from './types.js';
+import { accountId, type ProviderAdapter } from './types.js';
 
 /** Search hits handed back to the model. */
 const MAX_PERSONS = 10;
@@ -20,7 +20,7 @@ export const pipedrive: ProviderAdapter = {
   headers: (cred) => ({ 'x-api-token': cred.api_key ?? '' }),
   async verify({ http }) {
     const { data } = await http.request<{ data: { id: number; name?: string; email?: string; company_name?: string } }>('/v1/users/me');
-    return { accountLabel: `${data.email ?? data.name ?? `user ${data.id}`}${data.company_name ? ` @ ${data.company_name}` : ''}` };
+    return { accountLabel: `${data.email ?? data.name ?? `user ${accountId(data.id, 'data.id')}`}${data.company_name ? ` @ ${data.company_name}` : ''}` };
   },
   actions: {
     async find_person({ http }, b) {

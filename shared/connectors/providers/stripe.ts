@@ -3,7 +3,7 @@
  * A payment link needs a Price, so `create_payment_link` creates an ad-hoc price (with inline
  * `product_data`) and then the link: two calls, the second only if the first succeeded.
  */
-import type { ProviderAdapter } from './types.js';
+import { accountId, type ProviderAdapter } from './types.js';
 
 const customerView = (c: any) => ({ id: c.id, email: c.email ?? null, name: c.name ?? null, phone: c.phone ?? null });
 
@@ -13,7 +13,7 @@ export const stripe: ProviderAdapter = {
   headers: (cred) => ({ authorization: `Bearer ${cred.api_key}` }),
   async verify({ http }) {
     const acct = await http.request<any>('/v1/account');
-    const label = acct.settings?.dashboard?.display_name || acct.business_profile?.name || acct.email || acct.id;
+    const label = acct.settings?.dashboard?.display_name || acct.business_profile?.name || acct.email || accountId(acct.id, 'id');
     return { accountLabel: `Stripe ${label}` };
   },
   actions: {

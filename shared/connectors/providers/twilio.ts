@@ -5,7 +5,7 @@
  * host `lookups` (override: CONNECTOR_TWILIO_LOOKUPS_BASE_URL), so both go through the same
  * VendorHttp and outbound policy.
  */
-import { basic, type ProviderAdapter } from './types.js';
+import { accountId, basic, type ProviderAdapter } from './types.js';
 
 /** Messages handed back to the model: the recent few. */
 const MAX_MESSAGES = 20;
@@ -26,7 +26,8 @@ export const twilio: ProviderAdapter = {
   headers: (cred) => ({ authorization: basic(cred.account_sid ?? '', cred.auth_token ?? '') }),
   async verify({ http, cred }) {
     const acct = await http.request<{ sid: string; friendly_name?: string; status?: string }>(`${account(cred.account_sid!)}.json`);
-    return { accountLabel: `${acct.friendly_name ?? acct.sid} (${acct.sid}), from ${cred.from_number}` };
+    const sid = accountId(acct.sid, 'sid');
+    return { accountLabel: `${acct.friendly_name ?? sid} (${sid}), from ${cred.from_number}` };
   },
   actions: {
     async send_sms({ http, cred }, b) {

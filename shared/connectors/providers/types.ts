@@ -44,3 +44,13 @@ export interface ProviderAdapter {
 export function basic(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
 }
+
+/**
+ * The account id a verify answer must carry: a label of "portal undefined" would be stored for an
+ * answer in another shape (a proxy, an API change). A TypeError, as the adapters' other shape
+ * failures: the connect route answers it 502 and stores nothing.
+ */
+export function accountId(value: unknown, field: string): string {
+  if ((typeof value === 'string' && value.trim() !== '') || (typeof value === 'number' && Number.isFinite(value))) return String(value);
+  throw new TypeError(`the account answer has no ${field}`);
+}
