@@ -1,5 +1,5 @@
 /**
- * Rate limits on the unauthenticated auth routes, counted in the shared registry (Redis across
+ * Rate limits on the unauthenticated auth routes (the dashboard's and the agent portal's login), counted in the shared registry (Redis across
  * replicas) with fixed windows. The window index is part of the key, so `retry-after` is exactly
  * the time to the window's end. Subjects (emails, IPs) are hashed: no PII in Redis keys.
  */
@@ -26,6 +26,13 @@ export interface RateLimits {
   sendPerIp: Limit;
   /** POST /auth/refresh per IP (60/min). */
   refreshPerIp: Limit;
+  /**
+   * POST /agent-portal/login per IP (120/min: a call centre's agents sign in from one office
+   * address at a shift's start) and per workspace and agent code (10/min). Each attempt costs a
+   * password hash; the portal's per-IP request bucket (100/s) alone let one client queue minutes of them.
+   */
+  portalLoginPerIp: Limit;
+  portalLoginPerCode: Limit;
 }
 
 const MINUTE_MS = 60_000;
@@ -38,6 +45,8 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
   sendPerEmail: { max: 5, windowMs: 10 * MINUTE_MS },
   sendPerIp: { max: 30, windowMs: MINUTE_MS },
   refreshPerIp: { max: 60, windowMs: MINUTE_MS },
+  portalLoginPerIp: { max: 120, windowMs: MINUTE_MS },
+  portalLoginPerCode: { max: 10, windowMs: MINUTE_MS },
 };
 
 export class RateLimiter {

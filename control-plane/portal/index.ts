@@ -19,6 +19,7 @@ import type { Jobs } from '../jobs/index.js';
 import type { LiveAgentConfig } from '../agents/types.js';
 import type { CallEvent, CallRecord } from '../telephony/index.js';
 import { createCredentials, type Credentials } from './credentials.js';
+import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from '../accounts/rate-limit.js';
 import { createPresence, type Presence } from './presence.js';
 import { PORTAL_RATE, TokenBuckets, type TokenBucketOptions } from './rate-limit.js';
 import { portalRoutes } from './routes.js';
@@ -63,6 +64,8 @@ export interface PortalOptions {
   rate?: Partial<TokenBucketOptions>;
   /** Portal request timeout. Default 30 s (spec). */
   requestTimeoutMs?: number;
+  /** The login's own limits (accounts/rate-limit.ts defaults: 120/min per IP, 10/min per agent code). */
+  loginLimits?: Partial<Pick<RateLimits, 'portalLoginPerIp' | 'portalLoginPerCode'>>;
 }
 
 
@@ -85,6 +88,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   const { config, logger, sql, jobs } = deps;
   const clock = opts.clock ?? deps.clock;
   const buckets = new TokenBuckets(deps.clock, { ...PORTAL_RATE, ...opts.rate });
+  const loginLimiter = new RateLimiter(deps.registry.windows, deps.clock, { ...DEFAULT_RATE_LIMITS, ...opts.loginLimits });
   const presence = createPresence({ sql, clock, lateGraceMin: config.portalLateGraceMin });
   const credentials = createCredentials({
     sql,
@@ -176,7 +180,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   const impl = withTimeout(
     authenticateFirst(
       {
-        ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall }),
+        ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall, loginLimiter }),
         ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
       },
       access,

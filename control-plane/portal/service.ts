@@ -20,6 +20,7 @@ import { alreadyExists, conflict, invalid, notFound } from '../../shared/errors.
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Auth, Principal, WorkspaceRole } from '../http/auth.js';
 import { remoteIpOf } from '../http/context.js';
+import type { RateLimiter } from '../accounts/rate-limit.js';
 import { intInRange, iso, optionalNonEmpty, required } from '../http/validate.js';
 import { passwordField, type Credentials, type Actor } from './credentials.js';
 import type { TokenBuckets } from './rate-limit.js';
@@ -138,6 +139,8 @@ export function createRosterService(deps: {
   presence: Presence;
   handoff: Handoff;
   liveCall(callId: string): Promise<CallRecord | undefined>;
+  /** The login's per-IP and per-agent-code attempt limits (429 with retry-after). */
+  loginLimiter: RateLimiter;
 }): Partial<Impl> {
   const { sql, clock, access, credentials } = deps;
   const now = () => new Date(clock.now());
@@ -286,6 +289,7 @@ export function createRosterService(deps: {
 
     async portalLogin(req, ctx) {
       access.limit(ctx);
+      await deps.loginLimiter.hit(['portalLoginPerIp', remoteIpOf(ctx)], ['portalLoginPerCode', `${req.workspaceId}:${req.agentCode.toLowerCase()}`]);
       const r = await credentials.login(req.workspaceId, req.agentCode, req.password);
       return { token: r.token, expiresAt: iso(r.expiresAt), agent: agentView(r.agent) };
     },

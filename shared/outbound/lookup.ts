@@ -13,6 +13,7 @@ import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 import { realClock, type Clock } from '../clock.js';
+import { boundedWork } from '../bounded-work.js';
 import { systemError } from '../errors.js';
 import { notPublic } from './errors.js';
 import { refusalReason, unbracket, type OutboundPolicy } from './policy.js';
@@ -38,25 +39,8 @@ export const MAX_QUEUED_LOOKUPS = 256;
 
 /** Bounds concurrent calls of `resolve`: FIFO, a bounded queue, a slot freed only when a lookup settles. */
 export function boundedResolver(resolve: Resolver, maxConcurrent: number, maxQueued: number): Resolver {
-  let running = 0;
-  const queue: Array<() => void> = [];
-  const next = () => {
-    running--;
-    queue.shift()?.();
-  };
-  return (hostname) => {
-    if (running < maxConcurrent) {
-      running++;
-      return resolve(hostname).finally(next);
-    }
-    if (queue.length >= maxQueued) return Promise.reject(systemError('EAI_AGAIN', `${hostname}: too many DNS lookups in flight`));
-    return new Promise((ok, fail) => {
-      queue.push(() => {
-        running++;
-        resolve(hostname).then(ok, fail).finally(next);
-      });
-    });
-  };
+  const run = boundedWork({ maxConcurrent, maxWaiting: maxQueued, refused: () => systemError('EAI_AGAIN', 'too many DNS lookups in flight') });
+  return (hostname) => run(() => resolve(hostname));
 }
 
 /**

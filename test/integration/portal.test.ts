@@ -37,7 +37,7 @@ beforeAll(async () => {
   const opts = { port: 0, host: '127.0.0.1', jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 } };
   cp = await startControlPlane(infra, { ...opts, portal: { clock } });
   // Second replica: mail switched off and a tiny bucket (rate-limit and SMTP_DISABLED cases).
-  cp2 = await startControlPlane({ ...infra, config: { ...infra.config, portalEmailEnabled: false } }, { ...opts, portal: { clock, rate: { ratePerS: 20, burst: 5 } } });
+  cp2 = await startControlPlane({ ...infra, config: { ...infra.config, portalEmailEnabled: false } }, { ...opts, portal: { clock, rate: { ratePerS: 20, burst: 5 }, loginLimits: { portalLoginPerIp: { max: 3, windowMs: 60_000 } } } });
   owner = await createTestUser(cp);
   stranger = await createTestUser(cp);
 }, 60_000);
@@ -552,6 +552,25 @@ describe('access and limits', () => {
     // Another address is unaffected.
     expect((await api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token, localAddress: '127.9.9.10' })).status).toBe(200);
     await expect.poll(async () => (await hit()).status, { timeout: 3000, interval: 100 }).toBe(200);
+  });
+
+  it('login attempts are limited per agent code (10/min) and per IP, each attempt costing a password hash', async () => {
+    const code = `lim-${rnd()}`;
+    const id = await newAgent({ agent_code: code });
+    expect((await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'limit-password' } })).status).toBe(200);
+    const login = (app: ControlPlane, agentCode: string, password: string, ip: string) =>
+      api(app, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: agentCode, password }, localAddress: ip });
+    // From ten addresses, so only the code's limit can apply; the code's letter case does not matter.
+    for (let i = 0; i < 10; i++) expect((await login(cp, i % 2 ? code.toUpperCase() : code, 'wrong-password', `127.9.7.${i + 1}`)).status).toBe(401);
+    const limited = await login(cp, code, 'limit-password', '127.9.7.20');
+    expect(limited.status).toBe(429);
+    expect(limited.body.error.code).toBe('RATE_LIMITED');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Per IP (3/min on the second replica): other codes from that address are refused too.
+    const ip = '127.9.6.1';
+    for (let i = 0; i < 3; i++) expect((await login(cp2, `other-${i}-${rnd()}`, 'x-password', ip)).status).toBe(401);
+    expect((await login(cp2, `other-${rnd()}`, 'x-password', ip)).status).toBe(429);
+    expect((await login(cp2, `other-${rnd()}`, 'x-password', '127.9.6.2')).status).toBe(401);
   });
 });
 
