@@ -146,7 +146,8 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   const signal = AbortSignal.any([outer, timeout.signal]);
   try {
     // The timeout covers the whole exchange: connect, headers and the (bounded) body.
-    const res = await deps.outbound.fetch(url, { method, headers, body, signal, maxRedirects: 0 });
+    // The tool's own timeout bounds the wait for headers too (it may exceed the client's 30 s).
+    const res = await deps.outbound.fetch(url, { method, headers, body, signal, maxRedirects: 0, headersTimeoutMs: timeoutMs });
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel().catch(() => undefined);
       throw new ToolError(`HTTP ${res.status}: redirects are not followed (configure the final URL)`, false);

@@ -51,6 +51,11 @@ export interface OutboundFetchInit {
   maxRedirects?: number;
   /** Extra header names (lower case) that carry credentials and must not cross origins on a redirect, e.g. `x-api-key`. */
   credentialHeaders?: readonly string[];
+  /**
+   * This request's bound from sent to response headers, instead of the client's (30 s): a caller
+   * with its own longer deadline (a tool's `timeout_ms`, up to 60 s) is not cut at the default.
+   */
+  headersTimeoutMs?: number;
 }
 
 export interface OutboundClient {
@@ -112,8 +117,10 @@ export function createOutboundClient(opts: OutboundClientOptions = {}): Outbound
       let method = (init.method ?? 'GET').toUpperCase();
       let headers = { ...(init.headers ?? {}) };
       let body = init.body;
+      const headersTimeout = init.headersTimeoutMs;
+      const dispatcher = headersTimeout === undefined ? agent : agent.compose((dispatch) => (o, handler) => dispatch({ ...o, headersTimeout }, handler));
       for (let hop = 0; ; hop++) {
-        const res = await send(url, init, method, headers, body, agent);
+        const res = await send(url, init, method, headers, body, dispatcher);
         const location = res.headers.get('location');
         if (!REDIRECT_STATUSES.has(res.status) || maxRedirects === 0 || !location) return res;
         // Overflow policy: the redirect body is never read.

@@ -31,6 +31,10 @@ async function recordingServer(host: string): Promise<{ server: http.Server; see
       res.writeHead(200).end(Buffer.alloc(64 * 1024, 120));
       return;
     }
+    if (u.pathname === '/slow') {
+      setTimeout(() => res.writeHead(200).end('late'), Number(u.searchParams.get('ms') ?? 300));
+      return;
+    }
     if (u.pathname === '/close') {
       res.writeHead(200, { connection: 'close' }).end('closed');
       return;
@@ -214,6 +218,14 @@ describe('SSRF exfiltrates: the outbound client', () => {
     const big = await c.fetch(`${allowed.origin}/big`);
     expect(await refusal(readBodyCapped(big, 1024))).toMatchObject({ code: 'BAD_GATEWAY' });
     expect((await readBodyCapped(await c.fetch(`${allowed.origin}/big`), 128 * 1024)).length).toBe(64 * 1024);
+  });
+
+  it("a request's own headers bound replaces the client's (a tool's timeout_ms beyond the default 30 s)", async () => {
+    const c = createOutboundClient({ allowCidrs: ['127.0.0.1/32'], resolver, headersTimeoutMs: 100 });
+    clients.push(c);
+    const slow = `${allowed.origin}/slow?ms=2500`; // undici checks its timers about once a second
+    expect(String((await refusal(c.fetch(slow)) as { cause?: { code?: string } }).cause?.code)).toBe('UND_ERR_HEADERS_TIMEOUT');
+    expect(await (await c.fetch(slow, { headersTimeoutMs: 5000 })).text()).toBe('late');
   });
 
   it('IPv6 CIDRs are exceptions too', async () => {
