@@ -51,6 +51,9 @@ export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 
   handOffRefusal(callId: string): Promise<string | undefined>;
 };
 
+/** Bus topic: `agentId:sessionId` whose presence session ended outside its socket. */
+const SESSION_END_TOPIC = 'portal.session_end';
+
 /** A stored hand-off request older than this is dropped by the sweep. */
 const LOST_REQUEST_MAX_AGE_S = 600;
 
@@ -99,9 +102,19 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     publicBaseUrl: config.publicBaseUrl,
     async onLoginsRevoked(agentId, at) {
       const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${agentId}`;
-      if (a?.presence_session_id) await presence.logout(agentId, a.presence_session_id, 'password_changed', 'admin', at.getTime());
+      if (!a?.presence_session_id) return;
+      await presence.logout(agentId, a.presence_session_id, 'password_changed', 'admin', at.getTime());
+      await endSocket(agentId, a.presence_session_id);
     },
   });
+  /**
+   * Tells the replica holding the agent's socket that its session ended (own replica included):
+   * it gets SESSION_ENDED and close 4009 now, not at its next message or heartbeat timeout.
+   * Best effort: a lost notice leaves the documented fallback (the next message learns it).
+   */
+  async function endSocket(agentId: string, sessionId: string): Promise<void> {
+    await deps.registry.invalidations.publish(SESSION_END_TOPIC, `${agentId}:${sessionId}`).catch((err: Error) => logger.warn({ err, agentId }, 'presence socket not told its session ended'));
+  }
   const access = createAccess({ sql, auth: deps.auth, buckets });
   const handoff = createHandoff({
     sql,
@@ -171,6 +184,12 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
       void jobs.enqueue('portal.handoff', { call_id: key }, { singletonKey: key }).catch((err: Error) => logger.warn({ err, callId: key }, 'hand-off job not queued'));
       return;
     }
+    if (topic === SESSION_END_TOPIC) {
+      const [agentId, sessionId] = key.split(':');
+      const live = sockets.local.get(agentId ?? '');
+      if (live && live.sessionId === sessionId) live.sessionEnded();
+      return;
+    }
     if (topic !== OFFER_TOPIC) return;
     void handoff
       .offerFor(key)
@@ -180,7 +199,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   const impl = withTimeout(
     authenticateFirst(
       {
-        ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall, loginLimiter }),
+        ...createRosterService({ sql, clock, access, credentials, presence, handoff, liveCall: deps.liveCall, loginLimiter, endSocket }),
         ...createPresenceService({ sql, clock, auth: deps.auth, access, heartbeatTimeoutS: config.portalHeartbeatTimeoutS }),
       },
       access,

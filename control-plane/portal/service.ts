@@ -141,6 +141,8 @@ export function createRosterService(deps: {
   liveCall(callId: string): Promise<CallRecord | undefined>;
   /** The login's per-IP and per-agent-code attempt limits (429 with retry-after). */
   loginLimiter: RateLimiter;
+  /** Ends the presence socket of a session that ended here (on whichever replica holds it). */
+  endSocket(agentId: string, sessionId: string): Promise<void>;
 }): Partial<Impl> {
   const { sql, clock, access, credentials } = deps;
   const now = () => new Date(clock.now());
@@ -307,7 +309,9 @@ export function createRosterService(deps: {
   /** After the deactivation committed: ends the agent's presence (a socket and the registry, not Postgres). */
   async function logoutDeactivated(agentId: string, at: Date): Promise<void> {
     const [a] = await sql<{ presence_session_id: string | null }[]>`select presence_session_id from human_agents where id = ${agentId}`;
-    if (a?.presence_session_id) await deps.presence.logout(agentId, a.presence_session_id, 'deactivated', 'admin', at.getTime());
+    if (!a?.presence_session_id) return;
+    await deps.presence.logout(agentId, a.presence_session_id, 'deactivated', 'admin', at.getTime());
+    await deps.endSocket(agentId, a.presence_session_id);
   }
 }
 

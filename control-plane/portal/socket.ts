@@ -49,6 +49,8 @@ export interface LiveAgentSocket {
   sessionId: string;
   /** Sends an offer once per socket (the bus and the heartbeat re-send may both deliver it). */
   offer(o: Offer): void;
+  /** The session ended elsewhere (a password change, a deactivation): SESSION_ENDED, close 4009 now. */
+  sessionEnded(): void;
 }
 
 export interface PresenceSockets {
@@ -141,7 +143,7 @@ export function createPresenceSockets(deps: PresenceSocketDeps): PresenceSockets
         agentId = agent.id;
         sessionId = r.sessionId;
         if (ended) return void presence.logout(agentId, sessionId, 'disconnect', 'socket').catch(() => undefined);
-        local.set(agentId, { agentId, sessionId, offer });
+        local.set(agentId, { agentId, sessionId, offer, sessionEnded: () => void (chain = chain.then(() => (sessionId ? replaced() : undefined))) });
         arm(heartbeatMs, 'heartbeat_timeout');
         return send({ type: 'ready', agent_id: agentId, session_id: sessionId, status: r.status, heartbeat_interval_s: Math.max(1, Math.floor(deps.heartbeatTimeoutS / 3)), heartbeat_timeout_s: deps.heartbeatTimeoutS });
       }

@@ -215,15 +215,19 @@ describe('presence socket', () => {
     }
   });
 
-  it('a new password ends the presence session open on the old login (like a deactivation)', async () => {
+  it('a new password or a deactivation ends the presence socket at once (no message needed), on whichever replica holds it', async () => {
     now = Date.parse('2026-11-25T09:00:00Z');
-    const { id, c } = await presenceLoggedIn(cp.port);
-    expect((await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'another-pass-1' } })).status).toBe(200);
-    c.send({ type: 'heartbeat' });
-    expect((await c.next()).code).toBe('SESSION_ENDED');
-    expect(await c.closed).toBe(4009);
-    const rt = (await api(cp, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token })).body.data as Array<{ id: string; status: string }>;
-    expect(rt.find((r) => r.id === id)?.status).toBe('offline');
+    for (const [holder, change] of [[cp, 'password'], [cp2, 'password'], [cp2, 'deactivate']] as const) {
+      const { id, c } = await presenceLoggedIn(holder.port);
+      const res = change === 'password'
+        ? await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: id, password: 'another-pass-1' } })
+        : await api(cp, 'DELETE', `${C}/${id}`, { token: owner.token });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect((await c.next()).code).toBe('SESSION_ENDED');
+      expect(await c.closed).toBe(4009);
+      const rt = (await api(cp, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}&include_inactive=true`, { token: owner.token })).body.data as Array<{ id: string; status: string }>;
+      if (change === 'password') expect(rt.find((r) => r.id === id)?.status).toBe('offline');
+    }
   });
 
   it('a socket without heartbeat goes offline by the sweep job, and its next message learns the session ended', async () => {
