@@ -12,8 +12,8 @@ const S = SimTestService;
 
 type Json = Record<string, unknown>;
 /** The spec lists these fields; proto JSON leaves an unset one out, REST writes it as null. */
-const RUN_NULLABLE = ['started_at', 'last_heartbeat', 'finished_at', 'error_message'];
-const RESULT_NULLABLE = ['error_message'];
+export const RUN_NULLABLE = ['started_at', 'last_heartbeat', 'finished_at', 'error_message'];
+export const RESULT_NULLABLE = ['error_message'];
 const run = (j: Json) => ({ data: withNulls(j, RUN_NULLABLE) });
 
 export const simTestRoutes: RestRoute[] = [

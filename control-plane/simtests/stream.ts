@@ -21,6 +21,10 @@ import { rawHandlerContext, sendError, streamAdmission } from '../conversations/
 import type { RunChanges } from './changes.js';
 import * as store from './store.js';
 import { resultView, runView } from './views.js';
+import { RESULT_NULLABLE, RUN_NULLABLE } from './routes.js';
+import { withNulls } from '../http/envelope.js';
+
+type Json = Record<string, unknown>;
 import { rawRoute, requestUrl } from '../http/request-url.js';
 
 const STREAM_PATH = /^\/api\/v1\/agents\/test-runs\/([^/]+)\/stream\/?$/;
@@ -107,8 +111,9 @@ export function createRunStream(opts: RunStreamOptions) {
         if (finished) return;
         if (!run) return finish();
         const data = {
-          run: toJson(TestRunSchema, create(TestRunSchema, runView(run)), JSON_OPTS),
-          results: results.map((r) => toJson(TestResultSchema, create(TestResultSchema, resultView(r)), JSON_OPTS)),
+          // The routes' JSON exactly: unset fields as null (routes.ts).
+          run: withNulls(toJson(TestRunSchema, create(TestRunSchema, runView(run)), JSON_OPTS) as Json, RUN_NULLABLE),
+          results: results.map((r) => withNulls(toJson(TestResultSchema, create(TestResultSchema, resultView(r)), JSON_OPTS) as Json, RESULT_NULLABLE)),
         };
         if (!res.write(`data: ${JSON.stringify(data)}\n\n`)) {
           blocked = true;

@@ -137,6 +137,11 @@ describe('a run of a passing and a failing case', () => {
     expect(seen).toContain('running:1/1');
     expect(stream.events.filter((e) => e.run.status === 'completed')).toHaveLength(1);
     expect(last.results).toHaveLength(3);
+    // The routes' JSON: unset fields are null on the stream too (a running run has no finished_at).
+    const running = stream.events.find((e) => e.run.status === 'running')!;
+    expect(running.run).toMatchObject({ finished_at: null, error_message: null });
+    expect(last.run.error_message).toBeNull();
+    expect(last.results.every((r: any) => 'error_message' in r)).toBe(true);
 
     const results = (await api(cp, 'GET', `${A}/test-runs/${run.id}/results`, { token: alice.token })).body.data as any[];
     expect(results.every((r) => 'error_message' in r)).toBe(true);
