@@ -71,7 +71,11 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
       const agents = await sql<AgentIn[]>`
         select id, display_name, agent_code, created_at from human_agents
         where workspace_id = ${ws} and (${agentFilter}::uuid is null or id = ${agentFilter}) order by lower(agent_code) limit 1000`;
-      if (agentFilter && !agents.length) throw notFound('human agent');
+      if (agentFilter && !agents.length) {
+        // As the per-agent routes answer: another owner's agent is 403 (spec "Authentication" rule 2), an unknown one 404.
+        await access.agent(ctx, agentFilter, 'member');
+        throw notFound('human agent in this workspace');
+      }
       const ids = agents.map((a) => a.id);
       const from = new Date(fromMs);
       const to = new Date(toMs + DAY_MS);

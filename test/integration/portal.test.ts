@@ -526,6 +526,8 @@ describe('access and limits', () => {
       ['GET', `${A}/password-audit?agent_id=${id}`],
       ['GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`],
       ['GET', `${A}/presence/attendance?workspace_id=${owner.workspaceId}`],
+      // In the stranger's own workspace, naming the owner's agent: 403 as on the per-agent routes.
+      ['GET', `${A}/presence/attendance?workspace_id=${stranger.workspaceId}&agent_id=${id}`],
       ['GET', `${A}/presence/timeline/${id}`],
       ['GET', `${A}/presence/alerts?workspace_id=${owner.workspaceId}`],
       ['POST', `${A}/presence/shifts`, { agent_id: id, day_of_week: 1, shift_start: '08:00', shift_end: '09:00' }],
