@@ -1,6 +1,7 @@
 import { VoiceService } from '../../shared/gen/voiceplane/v1/voice_pb.js';
 import { AppError, invalid } from '../../shared/errors.js';
 import type { RestRequestParts, RestRoute } from '../http/rest.js';
+import { checkBodyShape } from '../http/body-shape.js';
 
 const raw = (method: RestRoute['method'], path: string, rpc: string, extra: Partial<RestRoute> = {}): RestRoute => ({
   method,
@@ -23,6 +24,8 @@ export function startRequestJson(parts: RestRequestParts): unknown {
     const v = (body as Record<string, unknown>)[f];
     if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw invalid(f, 'must be an object');
   }
+  // Plain JSON types, as on every other REST body (`"5"` for max_turns is 400, not 5).
+  checkBodyShape(VoiceService.method.startSession.input, body as Record<string, unknown>);
   return body;
 }
 

@@ -412,6 +412,9 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
       [{ agent_id: AGENT_OK, max_turns: 'many' }, 'max_turns'],
       [{ agent_id: AGENT_OK, max_turns: 0 }, 'max_turns'],
       [{ agent_id: AGENT_OK, max_turns: 1.5 }, 'max_turns'],
+      // Plain JSON types, as on every REST body (proto3 JSON would read "5" as 5).
+      [{ agent_id: AGENT_OK, max_turns: '5' }, 'max_turns'],
+      [{ agent_id: AGENT_OK, language: 7 }, 'language'],
       [{ agent_id: AGENT_OK, welcome_mode: 'shout' }, 'welcome_mode'],
       [{ agent_id: AGENT_OK, call_direction: 'up' }, 'call_direction'],
       [{ agent_id: AGENT_OK, dynamic_variables: ['x'] }, 'dynamic_variables'],
