@@ -27,9 +27,16 @@ function noQuery(parts: RestRequestParts) {
   return {};
 }
 
+/** Usage rows are capped at 200 users: `meta` says how many there were, so a cut answer is visible. */
+function usageResponse(json: Record<string, unknown>) {
+  const records = (json.records ?? []) as unknown[];
+  const totalUsers = Number(json.total_users ?? 0);
+  return { data: records, meta: { total_users: totalUsers, truncated: totalUsers > records.length } };
+}
+
 export const systemAnalyticsRoutes: RestRoute[] = [
   { method: 'GET', path: `${A}/latency`, service: S, rpc: RPC.latency, request: strictQuery('latency'), response: (json) => ({ data: json.metrics }) },
-  { method: 'GET', path: `${A}/usage`, service: S, rpc: RPC.usage, request: strictQuery('usage'), response: (json) => ({ data: json.records }) },
+  { method: 'GET', path: `${A}/usage`, service: S, rpc: RPC.usage, request: strictQuery('usage'), response: usageResponse },
   { method: 'GET', path: `${A}/tool-calls`, service: S, rpc: RPC['tool-calls'], request: strictQuery('tool-calls'), response: (json) => ({ data: json.metrics }) },
   { method: 'GET', path: `${A}/system-health`, service: S, rpc: 'getSystemHealth', request: noQuery, response: (json) => ({ data: json.records }) },
 ];

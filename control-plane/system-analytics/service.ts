@@ -79,6 +79,7 @@ export function createSystemAnalyticsService(deps: SystemAnalyticsServiceDeps): 
           p95LatencyMs: r.p95_latency_ms,
           p99LatencyMs: r.p99_latency_ms,
         })),
+        totalUsers: rows[0]?.total_users ?? 0,
       };
     },
 

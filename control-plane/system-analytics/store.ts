@@ -41,6 +41,8 @@ export interface UsageRow {
   avg_latency_ms: number;
   p95_latency_ms: number;
   p99_latency_ms: number;
+  /** Users in range before the MAX_USAGE_ROWS cap (the same on every row). */
+  total_users: number;
 }
 
 export interface ToolRow {
@@ -145,7 +147,8 @@ export function usage(sql: Sql, s: Scope): Promise<UsageRow[]> {
     ),
     per_user as (
       select user_id, count(distinct call_key)::int as total_sessions, count(*)::int as total_conversations,
-        sum(total_duration_ms)::float8 as total_duration_ms
+        sum(total_duration_ms)::float8 as total_duration_ms,
+        (count(*) over ())::int as total_users
       from conv group by user_id
       order by total_conversations desc, user_id
       limit ${MAX_USAGE_ROWS}
@@ -159,7 +162,7 @@ export function usage(sql: Sql, s: Scope): Promise<UsageRow[]> {
       where conv.user_id in (select user_id from per_user)
       group by conv.user_id
     )
-    select u.user_id, u.total_sessions, u.total_conversations, coalesce(g.total_messages, 0)::int as total_messages,
+    select u.user_id, u.total_sessions, u.total_conversations, coalesce(g.total_messages, 0)::int as total_messages, u.total_users,
       u.total_duration_ms,
       coalesce(round(g.avg_ms::numeric, 2), 0)::float8 as avg_latency_ms,
       coalesce(round(g.p95_ms::numeric, 2), 0)::float8 as p95_latency_ms,

@@ -209,6 +209,23 @@ describe('GET /analytics/usage', () => {
     ]);
   });
 
+  it('meta says how many users there were: a cut at 200 rows is visible', async () => {
+    expect((await get('usage', RANGE)).body.meta).toEqual({ total_users: 2, truncated: false });
+    // 201 users of bob's, ten days later (no turns: conversations only).
+    const at = DAY1 + 10 * 86_400_000;
+    for (let i = 0; i < 201; i++) {
+      const sc = sessionConfig({ agent_id: bobAgent, workspace_id: bob.workspaceId });
+      const rec = writer.recorderFor(sc);
+      rec.start({ session_id: sc.session_id, agent_id: bobAgent, user_id: `many-${i}`, workspace_id: bob.workspaceId, metadata: {}, started_at_ms: at + i });
+      rec.end(endRecord(0, at + i));
+    }
+    await writer.flush();
+    const many = await get('usage', 'from=2026-03-20&to=2026-03-20', bob.token);
+    expect(many.status, JSON.stringify(many.body)).toBe(200);
+    expect(many.body.data).toHaveLength(200);
+    expect(many.body.meta).toEqual({ total_users: 201, truncated: true });
+  });
+
   it('filters by user and by agent', async () => {
     const u2 = await get('usage', `user_id=u2&${RANGE}`);
     expect(u2.body.data.map((r: any) => r.user_id)).toEqual(['u2']);
