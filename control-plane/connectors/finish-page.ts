@@ -6,17 +6,10 @@
  * escaped and bounded; the page loads nothing (a CSP of `default-src 'none'`).
  */
 import type { ServerResponse } from 'node:http';
+import { htmlText as shown, sendHtmlPage } from '../http/html-page.js';
 import { rawRoute, requestUrl } from '../http/request-url.js';
 
 export const FINISH_PATH = '/dashboard/connectors';
-const MAX_SHOWN_CHARS = 300;
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-function shown(value: string | null): string {
-  return (value ?? '').slice(0, MAX_SHOWN_CHARS).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
-
 /** Provider ids and error codes are identifiers; anything else in their place is not shown. */
 const IDENTIFIER = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -43,15 +36,7 @@ export const connectorFinishPage = rawRoute(
   async (req, anyRes) => {
     const res = anyRes as ServerResponse;
     const { title, text } = finishMessage(requestUrl(req).searchParams);
-    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>`;
-    res.writeHead(200, {
-      'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
-    });
-    res.end(req.method === 'HEAD' ? undefined : html);
+    sendHtmlPage(res, { title, body: `<p>${text}</p>`, head: req.method === 'HEAD' });
     return true;
   },
 );

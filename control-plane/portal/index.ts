@@ -19,6 +19,7 @@ import type { Jobs } from '../jobs/index.js';
 import type { LiveAgentConfig } from '../agents/types.js';
 import type { CallEvent, CallRecord } from '../telephony/index.js';
 import { createCredentials, type Credentials } from './credentials.js';
+import { resetPage } from './reset-page.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from '../accounts/rate-limit.js';
 import { createPresence, type Presence } from './presence.js';
 import { PORTAL_RATE, TokenBuckets, type TokenBucketOptions } from './rate-limit.js';
@@ -210,6 +211,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
   return {
     services: [{ service: PortalService, impl }] as ServiceBinding[],
     routes: portalRoutes,
+    rawHandlers: [resetPage({ credentials, buckets, logger })],
     presence,
     credentials,
     sockets,

@@ -135,7 +135,7 @@ describe('catalog and start', () => {
       return { status: res.status, type: res.headers.get('content-type'), csp: res.headers.get('content-security-policy'), text: await res.text() };
     };
     const ok = await page('?connected=hubspot');
-    expect(ok).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', csp: "default-src 'none'; frame-ancestors 'none'" });
+    expect(ok).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', csp: "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'" });
     expect(ok.text).toContain('<p>hubspot is connected. You can close this window.</p>');
     const failed = await page(`?error=access_denied&provider=slack&reason=${encodeURIComponent('<script>alert(1)</script>')}`);
     expect(failed.text).toContain('Connecting slack failed (access_denied): &lt;script&gt;alert(1)&lt;/script&gt;.');

@@ -149,6 +149,33 @@ describe('credentials', () => {
     expect(infra.logLines.join('\n')).not.toContain(temp);
   });
 
+  it('the mailed link opens a page whose form sets the password (no script); a used token is refused there too', async () => {
+    const email = `page-${rnd()}@example.com`;
+    const code = `pg-${rnd()}`;
+    const id = await newAgent({ agent_code: code, email });
+    expect((await api(cp, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: id, send_email: true } })).status).toBe(200);
+    const link = /(http\S+\/agent-portal\/reset-password\?token=\S+)/.exec(cp.accounts.mailbox!.messages(email).at(-1)!.text)![1]!;
+    const url = new URL(link);
+    const token = url.searchParams.get('token')!;
+    const page = await api(cp, 'GET', `${url.pathname}${url.search}`, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toContain("form-action 'self'");
+    expect(String(page.body)).toContain(`name="token" value="${token}"`);
+    const post = (fields: Record<string, string>) =>
+      api(cp, 'POST', url.pathname, { rawBody: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' } });
+    const differ = await post({ token, password: 'page-password-1', password_again: 'page-password-2' });
+    expect([differ.status, String(differ.body).includes('The two passwords differ')]).toEqual([400, true]);
+    const short = await post({ token, password: 'short', password_again: 'short' });
+    expect(short.status).toBe(400);
+    const done = await post({ token, password: 'page-password-1', password_again: 'page-password-1' });
+    expect([done.status, String(done.body).includes('Password changed')]).toEqual([200, true]);
+    expect((await api(cp, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: owner.workspaceId, agent_code: code, password: 'page-password-1' } })).status).toBe(200);
+    const again = await post({ token, password: 'page-password-2', password_again: 'page-password-2' });
+    expect([again.status, String(again.body).includes('Ask your administrator for a new reset link')]).toEqual([400, true]);
+    expect((await api(cp, 'GET', url.pathname, { headers: { accept: 'text/html' } })).status).toBe(400);
+  });
+
   it('NO_EMAIL for an agent without email; SMTP_DISABLED when portal mail is off', async () => {
     const noMail = await newAgent();
     await api(cp, 'POST', `${A}/set-password`, { token: owner.token, body: { agent_id: noMail, password: 'some-password' } });
