@@ -142,12 +142,19 @@ export function adapterOf(ctx: Ctx, carrier: string): CarrierAdapter | undefined
  * Carrier account of an agent: its binding's account SID and token, each blank one inherited from
  * the workspace's carrier account (call-center settings), then from the deployment's environment.
  * The carrier: `want`, else the one the binding's account id belongs to, else the first carrier
- * (Twilio first) with a workspace account, then with an environment account.
+ * (Twilio first) with a workspace account, then with an environment account. The binding's fields
+ * are used only for the carrier they belong to.
  */
 export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefined, want?: CarrierName, signal?: AbortSignal): Promise<CarrierAccount | undefined> {
   const t = agent?.telephony;
-  const sid = t?.carrier_account_sid?.trim() ?? '';
-  const token = t?.carrier_auth_token?.trim() ?? '';
+  const boundSid = t?.carrier_account_sid?.trim() ?? '';
+  const boundToken = t?.carrier_auth_token?.trim() ?? '';
+  const bound = boundSid ? detectFrom(ctx, boundSid, boundToken) : undefined;
+  // The binding's credentials belong to one carrier: another carrier asked for by name gets its
+  // own account (workspace, environment), never them (a Twilio token was sent to Telnyx's API).
+  const own = !want || !bound || want === bound;
+  const sid = own ? boundSid : '';
+  const token = own ? boundToken : '';
   const ws: Partial<Record<CarrierName, CarrierAccount>> = agent && ctx.deps.workspaceCarriers ? await ctx.deps.workspaceCarriers(agent.workspace_id, signal).catch((err: unknown) => {
     ctx.log.warn({ err }, 'workspace carrier accounts could not be read');
     return {};
@@ -155,7 +162,7 @@ export async function resolveAccount(ctx: Ctx, agent: LiveAgentConfig | undefine
   const env = (c: CarrierName) => ctx.deps.carriers.get(c)?.envAccount(ctx.deps.config);
   const complete = (a: CarrierAccount | undefined) => Boolean(a?.accountSid && a.authToken);
   const carrier: CarrierName | undefined =
-    want ?? (sid ? detectFrom(ctx, sid, token) : undefined) ?? [...ctx.deps.carriers.keys()].find((c) => complete(ws[c])) ?? [...ctx.deps.carriers.keys()].find((c) => complete(env(c)));
+    want ?? bound ?? [...ctx.deps.carriers.keys()].find((c) => complete(ws[c])) ?? [...ctx.deps.carriers.keys()].find((c) => complete(env(c)));
   if (!carrier) return undefined;
   // Field by field: the binding, then the workspace account, then the environment.
   const w = ws[carrier];

@@ -72,6 +72,20 @@ describe('workspace carrier accounts', () => {
     // The simulator accepts only the workspace's API key: the call exists, so it was sent.
     await h.call('POST', `/telephony/calls/${res.body.call_id}/end`);
     await call.ended;
+
+    // An agent bound to a Twilio account, dialing through Telnyx by name: Telnyx gets the
+    // workspace's Telnyx account, never the Twilio SID and token (they were sent as its key).
+    const twilioBound = await h.createAgent({ number: '+14155551302', direction: 'outbound', withAccount: false });
+    const twilioToken = 'f9803c0b329eab0ed1ebb17a7866331c';
+    const bind = await h.call('PUT', `/agents/${twilioBound}/telephony`, { carrier_phone_number: '+14155551302', call_direction: 'outbound', carrier_account_sid: `AC${'d'.repeat(32)}`, carrier_auth_token: twilioToken });
+    expect(bind.status, JSON.stringify(bind.body)).toBe(200);
+    expect((await h.call('POST', `/agents/${twilioBound}/versions/publish`)).status).toBe(200);
+    const byName = await h.call('POST', '/telephony/calls/outbound', { agent_id: twilioBound, to_number: '+14155551392', telephony_provider: 'telnyx' });
+    expect(byName.status, JSON.stringify(byName.body)).toBe(200);
+    const viaTelnyx = await h.telnyx!.waitForCall((c) => c.callControlId === byName.body.provider_call_sid);
+    expect(viaTelnyx.dial.connection_id).toBe(h.accountSid);
+    await h.call('POST', `/telephony/calls/${byName.body.call_id}/end`);
+    await viaTelnyx.ended;
   });
 
   it('removes an account with null', async () => {
