@@ -39,6 +39,8 @@ import { createConnectorsDomain, type ConnectorsDomain } from './connectors/inde
 import { createSimTestsDomain, type SimTestsDomain, type SimTestsDeps } from './simtests/index.js';
 import { createNodeSweeper, type NodeSweeper } from './ops/node-sweeper.js';
 import { createPortalDomain, type PortalDomain, type PortalOptions } from './portal/index.js';
+import { isUuid } from '../shared/ids.js';
+import { MEDIA_ENDED_CHECK_DELAY_S, MEDIA_ENDED_TOPIC } from '../shared/voice/media-ended.js';
 
 export interface ControlPlane {
   server: RunningServer;
@@ -112,6 +114,8 @@ export interface ControlPlaneOptions {
   simTests?: Partial<Pick<SimTestsDeps, 'runner' | 'gate' | 'streamPollMs' | 'streamMaxPerUser' | 'llmFor'>>;
   /** Seconds between node-sweeper passes (tests). Default 2. */
   nodeSweepIntervalS?: number;
+  /** Tests: the wait after a carrier call's media ended before it is checked (default MEDIA_ENDED_CHECK_DELAY_S). */
+  mediaEndedCheckDelayS?: number;
   /** Directory of the built web console (console/build.mjs). Default dist/console. */
   consoleDir?: string;
   /** Human agent portal: presence clock and rate-limit tuning (tests). */
@@ -269,6 +273,13 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   await jobs.work('ops.node-sweep', (job) => nodeSweeper.run(job), { concurrency: 1 });
   // Inbound calls on event carriers whose spoken step (refusal, hold round) never ended.
   await jobs.work('telephony.step-deadline', async (job) => void (await telephony.runStepDeadline(job.data)), { concurrency: 2 });
+  // Carrier calls whose media ended: ended a little later unless the carrier's callback did it.
+  await jobs.work('telephony.media-ended', async (job) => void (await telephony.endIfStale(job.data.call_id)), { concurrency: 4 });
+  const unsubscribeMediaEnded = await deps.registry.invalidations.subscribe((topic, key) => {
+    if (topic !== MEDIA_ENDED_TOPIC || !isUuid(key)) return;
+    // Every replica hears it; the key makes it one job.
+    void jobs.enqueue('telephony.media-ended', { call_id: key }, { singletonKey: key, delaySeconds: opts.mediaEndedCheckDelayS ?? MEDIA_ENDED_CHECK_DELAY_S }).catch((err: Error) => deps.logger.warn({ err, callId: key }, 'ended call not queued for its check (a read of the calls ends it)'));
+  });
   await jobs.keepChain(() => nodeSweeper.kick());
   let closed = false;
   return {
@@ -304,6 +315,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
       draining = true;
       // First: no new job here while the domains close and hand their work over to other replicas.
       await jobs.stopFetching();
+      await unsubscribeMediaEnded();
       await server.close(closeOpts);
       await grpcServer?.close();
       annotator.close();

@@ -19,6 +19,7 @@ import type { CallTelemetry } from '../shared/observability/call-telemetry.js';
 import type { TransportCounters } from '../shared/observability/engine-metrics.js';
 import type { BrowserTransport } from './transports/browser.js';
 import type { CarrierTransport } from './transports/carrier-transport.js';
+import { MEDIA_ENDED_TOPIC } from '../shared/voice/media-ended.js';
 
 export type CallSetup = (
   | { kind: 'browser'; transport: BrowserTransport; profile: VadProfile }
@@ -85,7 +86,10 @@ export function startCall(ctx: EngineContext, sc: SessionConfig, setup: CallSetu
           registry.calls.releaseCall(carrierCallId);
           // When the media ended: a record dropped as stale before the carrier's final callback
           // (which names the duration) still gets the call's length from it.
-          void registry.calls.patchCall(carrierCallId, { media_ended_at_ms: clock.now() }).catch(() => {});
+          void registry.calls
+            .patchCall(carrierCallId, { media_ended_at_ms: clock.now() })
+            .then(() => registry.invalidations.publish(MEDIA_ENDED_TOPIC, carrierCallId))
+            .catch(() => {});
         }
       },
     });

@@ -81,6 +81,8 @@ export const QUEUE_SETTINGS: Record<JobName, QueueSettings> = {
   'portal.transcribe': { retryLimit: 4, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 600 },
   // A caller may be on a silent line: quick retries while the carrier is unreachable (~75 s).
   'telephony.step-deadline': { retryLimit: 4, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
+  // A registry that does not answer: retried; the lazy sweep of reads covers what is left.
+  'telephony.media-ended': { retryLimit: 3, retryDelaySeconds: 5, retryBackoff: true, expireInSeconds: 60 },
 };
 
 export interface EnqueueOptions {

@@ -90,6 +90,8 @@ export interface JobPayloads {
    * the step's `state`. No registry record exists for such a call, so the payload names it.
    */
   'telephony.step-deadline': { carrier: string; call_sid: string; agent_id: string; state: string };
+  /** A carrier call whose media ended on its engine: ended as `session_ended` unless something else ended it (shared/voice/media-ended.ts). */
+  'telephony.media-ended': { call_id: string };
 }
 
 export type JobName = keyof JobPayloads;

@@ -13,6 +13,7 @@ import { api } from '../helpers/accounts.js';
 import { computeSignature } from '../../control-plane/telephony/signature.js';
 import { parseTwiml } from '../carrier-sim/index.js';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
+import { MEDIA_ENDED_TOPIC } from '../../shared/voice/media-ended.js';
 
 let h: TelephonyHarness;
 let other: TestUser;
@@ -26,7 +27,7 @@ let othersAgent = '';
 let nextNumber = 600;
 
 beforeAll(async () => {
-  h = await startTelephonyHarness();
+  h = await startTelephonyHarness({ app: { mediaEndedCheckDelayS: 1 } });
   other = await h.newUser();
   agentId = await h.createAgent({ number: AGENT_NUMBER });
   noNumberAgent = await h.createAgent({});
@@ -106,7 +107,8 @@ describe('outbound errors', () => {
     ['missing agent_id', () => ({ to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /agent_id/],
     ['to_number not E.164', () => ({ agent_id: agentId, to_number: '555-0100' }), 400, 'INVALID_REQUEST', /to_number/],
     ['unknown telephony_provider', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'carrier-pigeon' }), 400, 'INVALID_REQUEST', /telephony_provider/],
-    ['a provider other than the credentials\' (SignalWire with a Twilio account: no space URL)', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'signalwire' }), 503, 'SERVICE_UNAVAILABLE', /space_url/],
+    // The Twilio binding is never lent to SignalWire (docs/telephony.md "Credentials"), and there is no SignalWire account.
+    ['a provider other than the credentials\' (SignalWire with a Twilio account only)', () => ({ agent_id: agentId, to_number: '+14155550600', telephony_provider: 'signalwire' }), 503, 'SERVICE_UNAVAILABLE', /no usable carrier credentials/],
     ['no from_number and no number on the agent', () => ({ agent_id: noNumberAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /from_number/],
     ['an inbound-only agent', () => ({ agent_id: inboundOnlyAgent, to_number: '+14155550600' }), 400, 'INVALID_REQUEST', /inbound/],
     ['no usable credentials', () => ({ agent_id: noAccountAgent, to_number: '+14155550600' }), 503, 'SERVICE_UNAVAILABLE'],
@@ -340,6 +342,17 @@ describe('cold transfer', () => {
     // The carrier's final callback (its duration) will find no record: the length is measured here.
     const meta = (await h.call('GET', `/conversations/by-session/${body.session_id}`)).body.data.metadata;
     expect(typeof meta.carrier_duration_seconds).toBe('number');
+  });
+
+  it("a call whose media ended is ended by the engine's notice, with no read of the calls (no carrier callback came)", { timeout: 30_000 }, async () => {
+    const { body, sim } = await liveCall();
+    await h.app.telephony.calls.patch(body.call_id, { status: 'ringing', answered_at_ms: 0 });
+    await h.infra.registry.sessions.deleteSession(body.session_id);
+    // What the engine sends when the call's media ends (media-engine/start-call.ts).
+    await h.infra.registry.invalidations.publish(MEDIA_ENDED_TOPIC, body.call_id);
+    await until(async () => (await h.call('GET', `/conversations/by-session/${body.session_id}`)).body.data?.metadata?.call_status === 'session_ended', 15_000, 'ended by the notice');
+    expect(await h.app.telephony.calls.get(body.call_id)).toBeUndefined();
+    expect(sim.isFinal).toBe(false);
   });
 
   it('400 when the call has no carrier sid yet', async () => {
