@@ -18,6 +18,7 @@ import type { CarrierProtocol } from './transports/carrier-protocol.js';
 import { PROTOCOLS } from './transports/carrier-protocols.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket } from './uws.js';
 import { maskSessionId } from '../shared/ids.js';
+import { MAX_CARRIER_FRAME_CHARS } from '../shared/protocol/twilio-media.js';
 
 /** A carrier media socket: the session is claimed from the `start` frame, not from the URL. */
 interface CarrierSocketData {
@@ -34,6 +35,10 @@ interface CarrierSocketData {
   actor?: CallActor;
 }
 
+/** The WebSocket library's own limit: a message between MAX_CARRIER_FRAME_CHARS and this gets close 1009 and a log line. */
+const CARRIER_WIRE_LIMIT_BYTES = 64 * 1024;
+const CLOSE_MESSAGE_TOO_BIG = 1009;
+
 /** `carrierStreams`: open carrier sockets (attached or not) by a per-node stream id, for the carrier pacer. */
 export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, CarrierTransport>): void {
   const counter = { next: 1 };
@@ -43,9 +48,10 @@ export function registerCarrierRoute(app: TemplatedApp, ctx: EngineContext, carr
 function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams: Map<string, CarrierTransport>, protocol: CarrierProtocol, ids: { next: number }): void {
   const { config, logger, clock, registry, nodeId, admission } = ctx;
   app.ws<CarrierSocketData>(`/api/v1/voice/ws/${protocol.carrier}/:callSid`, {
-    // Twilio frames are a few hundred bytes (`start` with parameters a few KiB): uWS closes the
-    // socket on anything larger before we parse it.
-    maxPayloadLength: 16 * 1024,
+    // Twilio frames are a few hundred bytes (`start` with parameters a few KiB): a message over
+    // MAX_CARRIER_FRAME_CHARS is refused below with a log line and close 1009; uWS drops one past
+    // this wire limit without a close frame (1006).
+    maxPayloadLength: CARRIER_WIRE_LIMIT_BYTES,
     ...SOCKET_LIMITS,
     upgrade: (res: HttpResponse, req: HttpRequest, context) => {
       const pathId = req.getParameter(0) ?? '';
@@ -81,6 +87,14 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
     message: (ws: WebSocket<CarrierSocketData>, message: ArrayBuffer, isBinary: boolean) => {
       const data = ws.getUserData();
       const transport = data.transport!;
+      if (message.byteLength > MAX_CARRIER_FRAME_CHARS) {
+        const why = `message of ${message.byteLength} bytes: the most is ${MAX_CARRIER_FRAME_CHARS}`;
+        logger.warn({ stream: data.pathId.slice(0, 8), carrier: protocol.carrier, bytes: message.byteLength }, 'carrier stream closed: message too big');
+        // The actor ends the call (the record says we did), as for a stream of invalid frames.
+        if (data.actor) data.actor.post({ kind: 'end', reason: 'invalid_stream', close: { code: CLOSE_MESSAGE_TOO_BIG, text: why } });
+        else transport.close(CLOSE_MESSAGE_TOO_BIG, why);
+        return;
+      }
       try {
         // Binary frames are not part of Media Streams: invalid, counted like any other garbage.
         const ev = transport.receiveFrame(message, isBinary);

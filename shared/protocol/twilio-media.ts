@@ -11,8 +11,12 @@ import { isRecord, parseObject } from './stream-frames.js';
 
 /** Largest text frame we parse; uWS closes the socket above its own maxPayloadLength before this. */
 export const MAX_CARRIER_FRAME_CHARS = 16 * 1024;
-/** A 20 ms mu-law frame is 160 bytes; we accept up to 1 KiB (cut to 20 ms by the transport). */
-export const MAX_MEDIA_PAYLOAD_BYTES = 1024;
+/**
+ * A 20 ms mu-law frame is 160 bytes, but the size is not promised (protocols.md): we accept up to
+ * 4 KiB (512 ms of mu-law, 128 ms of 16 kHz PCM), cut into 20 ms frames by the transport. 1 KiB
+ * refused a 160 ms sender's every frame, so its caller was never heard and the call was closed.
+ */
+export const MAX_MEDIA_PAYLOAD_BYTES = 4096;
 /** base64 characters of MAX_MEDIA_PAYLOAD_BYTES. */
 export const MAX_MEDIA_PAYLOAD_CHARS = Math.ceil(MAX_MEDIA_PAYLOAD_BYTES / 3) * 4;
 /** Twilio sids are 34 characters (`MZ`/`CA`/`AC` + 32 hex); anything far longer is not a sid. */

@@ -224,6 +224,19 @@ describe('socket-cap exhaustion', () => {
     expect(JSON.parse(ended).reason).toBe('invalid_stream');
   });
 
+  it('a carrier message over 16 KiB gets close 1009 and a log line, and the call ends as invalid_stream', { timeout: 30_000 }, async () => {
+    const cfg = await putSession();
+    const media = new MediaStreamCall({ url: carrierUrl, callSid: 'CAbigframe', accountSid: 'AC1', customParameters: { session_id: cfg.session_id, agent_id: cfg.agent_id } });
+    await media.connect();
+    await media.waitUntil(() => media.mediaReceived > 0, 10_000, 'agent audio');
+    media.sendRaw(`{"event":"media","media":{"payload":"${'A'.repeat(20 * 1024)}"}}`);
+    expect(await media.closed()).toBe(1009);
+    expect(log.lines.some((l) => l.includes('carrier stream closed: message too big'))).toBe(true);
+    const endedLine = () => log.lines.find((l) => l.includes('"call ended"') && l.includes(maskSessionId(cfg.session_id)));
+    await waitFor(async () => endedLine() !== undefined, 5000);
+    expect(JSON.parse(endedLine()!).reason).toBe('invalid_stream');
+  });
+
   it('a start naming another agent is refused and the session given back (no seat held past the connect window)', { timeout: 30_000 }, async () => {
     const cfg = await putSession();
     const media = new MediaStreamCall({ url: carrierUrl, callSid: 'CAwrong', accountSid: 'AC1', customParameters: { session_id: cfg.session_id, agent_id: '01a00000-0000-7000-8000-000000000000' } });

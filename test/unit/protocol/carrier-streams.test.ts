@@ -4,6 +4,7 @@
  * reason (never thrown).
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_MEDIA_PAYLOAD_BYTES } from '../../../shared/protocol/twilio-media.js';
 import { parseExotelFrame } from '../../../shared/protocol/exotel-stream.js';
 import { parseExtraHeaders, parsePlivoFrame, plivoCheckpoint, plivoClearAudio, plivoPlayAudioTemplate } from '../../../shared/protocol/plivo-stream.js';
 import { parseVonageBinary, parseVonageText, vonageFormat, vonageNotify, VONAGE_CLEAR } from '../../../shared/protocol/vonage-stream.js';
@@ -41,7 +42,9 @@ describe('Plivo stream frames', () => {
     const media = (m: Record<string, unknown>) => parsePlivoFrame(j({ event: 'media', media: { payload: b64(160), ...m } }));
     expect(media({ chunk: '1e300' })).toEqual({ ok: false, reason: 'bad_chunk' });
     expect(media({ timestamp: -1 })).toEqual({ ok: false, reason: 'bad_timestamp' });
-    expect(media({ payload: b64(2000) })).toEqual({ ok: false, reason: 'bad_payload' });
+    expect(media({ payload: b64(MAX_MEDIA_PAYLOAD_BYTES + 3) })).toEqual({ ok: false, reason: 'bad_payload' });
+    // 160 ms of mu-law (a sender of larger frames): accepted.
+    expect(media({ payload: b64(1280) }).ok).toBe(true);
     expect(media({ payload: 'not base64!' })).toEqual({ ok: false, reason: 'bad_payload' });
     expect(media({ track: 'sideways' })).toEqual({ ok: false, reason: 'bad_track' });
     expect(parsePlivoFrame(j({ event: 'dtmf', dtmf: { digit: '55' } }))).toEqual({ ok: false, reason: 'bad_dtmf' });

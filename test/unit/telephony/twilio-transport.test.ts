@@ -4,6 +4,7 @@
  * cleared), suppressed events, inbound parsing, and the jitter-buffered pop schedule.
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_MEDIA_PAYLOAD_CHARS } from '../../../shared/protocol/twilio-media.js';
 import { SimulatedClock } from '../../../shared/clock.js';
 import { mulawDecode, mulawEncode } from '../../../media-engine/audio/g711.js';
 import { base64Into, MAX_BUFFERED_BYTES, TwilioTransport } from '../../../media-engine/transports/twilio.js';
@@ -217,7 +218,7 @@ describe('one carrier frame freezes the node (carrier input validation)', () => 
 
   it('bounds and checks the payload: size, base64 alphabet and padding', () => {
     const { t } = attached();
-    for (const bad of ['', 'A', 'AAA', '!!!!', 'AA==AA==', 'A'.repeat(2000), 12, null]) {
+    for (const bad of ['', 'A', 'AAA', '!!!!', 'AA==AA==', 'A'.repeat(MAX_MEDIA_PAYLOAD_CHARS + 4), 12, null]) {
       expect(t.receiveText(mediaWith({ payload: bad }))).toMatchObject({ event: 'invalid', reason: 'bad_payload' });
     }
     expect(t.receiveText(mediaWith({ track: 'both' }))).toMatchObject({ reason: 'bad_track' });

@@ -5,7 +5,7 @@
  * the full parser with the same fields and payload bytes.
  */
 import { describe, expect, it } from 'vitest';
-import { parseCarrierFrame, type CarrierParse } from '../../../shared/protocol/twilio-media.js';
+import { MAX_MEDIA_PAYLOAD_CHARS, parseCarrierFrame, type CarrierParse } from '../../../shared/protocol/twilio-media.js';
 import { parseTelnyxFrame } from '../../../media-engine/transports/telnyx.js';
 import { decodeBase64, JsonMediaScanner, newScannedMedia, telnyxMediaDialect, twilioMediaDialect, type JsonMediaDialect } from '../../../media-engine/transports/json-media-scan.js';
 import { mulberry32 } from '../../carrier-sim/prng.js';
@@ -70,7 +70,7 @@ describe('json media scan: known frames', () => {
       `{"event":"media","media":{"chunk":"1","timestamp":"5"}}`,
       `{"event":"media","media":{"track":"both","chunk":"1","timestamp":"5","payload":"AAAA"}}`,
       `{"event":"media","streamSid":"MZ 1",${media}}`,
-      `{"event":"media","media":{"chunk":"1","timestamp":"5","payload":"${'A'.repeat(1372)}"}}`, // past the payload bound
+      `{"event":"media","media":{"chunk":"1","timestamp":"5","payload":"${'A'.repeat(MAX_MEDIA_PAYLOAD_CHARS + 4)}"}}`, // past the payload bound
     ]) {
       expect(scan(twilioMediaDialect, text).ok, text.slice(0, 80)).toBe(false);
     }
