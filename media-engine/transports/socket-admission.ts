@@ -8,7 +8,17 @@
 import ipaddr from 'ipaddr.js';
 import type { HttpResponse } from '../uws.js';
 
-export type Admission = 'ok' | 'node_full' | 'address_full';
+export type Admission = 'ok' | 'node_full' | 'address_full' | 'address_rate';
+
+/**
+ * New sockets per address: a carrier opens each call's stream from a few addresses of its own, so
+ * the bound is generous (a burst of 400, then 100 a second, far above a node's call rate), while a
+ * client churning sockets (open, junk, reconnect: 800 a second measured) can no longer take a
+ * core from the node's calls. Refused upgrades cost a few microseconds and no parse.
+ */
+export const SOCKET_OPENS_PER_ADDRESS = { burst: 400, perSecond: 100 };
+/** Rate entries kept at most; past it the entries of addresses whose bucket is full again go. */
+const MAX_RATE_ENTRIES = 10_000;
 
 export class SocketAdmission {
   private total = 0;
@@ -18,9 +28,14 @@ export class SocketAdmission {
   /** Open sockets per address key; entries are deleted at 0, so the map holds at most `total` keys. */
   private readonly perAddress = new Map<string, number>();
 
+  /** Token bucket of new sockets per address key (tokens, at when). */
+  private readonly opens = new Map<string, { tokens: number; atMs: number }>();
+
   constructor(
     private readonly maxSockets: number,
     private readonly maxPerAddress: number,
+    private readonly opensPerAddress = SOCKET_OPENS_PER_ADDRESS,
+    private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
   /** 'ok' reserves a slot for `key`; the caller must `release(key)` it exactly once. */
@@ -28,6 +43,10 @@ export class SocketAdmission {
     if (this.total >= this.maxSockets) {
       this.refusedTotal++;
       return 'node_full';
+    }
+    if (!this.takeOpen(key)) {
+      this.refusedTotal++;
+      return 'address_rate';
     }
     const n = this.perAddress.get(key) ?? 0;
     if (n >= this.maxPerAddress) {
@@ -38,6 +57,33 @@ export class SocketAdmission {
     this.total++;
     this.perAddress.set(key, n + 1);
     return 'ok';
+  }
+
+  private takeOpen(key: string): boolean {
+    const now = this.nowMs();
+    const { burst, perSecond } = this.opensPerAddress;
+    let b = this.opens.get(key);
+    if (!b) {
+      if (this.opens.size >= MAX_RATE_ENTRIES) this.pruneOpens(now);
+      b = { tokens: burst, atMs: now };
+      this.opens.set(key, b);
+    }
+    b.tokens = Math.min(burst, b.tokens + ((now - b.atMs) / 1000) * perSecond);
+    b.atMs = now;
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  /** Forgets addresses whose bucket has refilled (they start full anyway); bounded by MAX_RATE_ENTRIES. */
+  private pruneOpens(now: number): void {
+    const { burst, perSecond } = this.opensPerAddress;
+    for (const [k, b] of this.opens) if (b.tokens + ((now - b.atMs) / 1000) * perSecond >= burst) this.opens.delete(k);
+    // Still full of busy addresses: the oldest entries go (a bound, not a promise to them).
+    for (const k of this.opens.keys()) {
+      if (this.opens.size < MAX_RATE_ENTRIES) break;
+      this.opens.delete(k);
+    }
   }
 
   release(key: string): void {
@@ -72,12 +118,14 @@ export function addressKey(remote: string): string {
   }
 }
 
-/** Answers a refused upgrade: 503 when the node is full, 429 with Retry-After for one address. */
+/** Answers a refused upgrade: 503 when the node is full, 429 with Retry-After for one address (too many open, or opened too fast). */
 export function refuseUpgrade(res: HttpResponse, verdict: Exclude<Admission, 'ok'>): void {
   const [status, code, message] =
     verdict === 'address_full'
       ? ['429 Too Many Requests', 'RATE_LIMITED', 'too many sockets from this address']
-      : ['503 Service Unavailable', 'SERVICE_UNAVAILABLE', 'concurrent socket cap reached'];
+      : verdict === 'address_rate'
+        ? ['429 Too Many Requests', 'RATE_LIMITED', 'too many new sockets from this address']
+        : ['503 Service Unavailable', 'SERVICE_UNAVAILABLE', 'concurrent socket cap reached'];
   res.cork(() => {
     res.writeStatus(status).writeHeader('content-type', 'application/json').writeHeader('retry-after', '5');
     res.end(JSON.stringify({ error: { code, message } }));
