@@ -87,9 +87,15 @@ export function createLocalTts(opts: LocalTtsOptions = {}): TtsProvider {
     const pool = opts.pool ?? sharedFlitePool();
     const sentences = splitSentences(req.text);
     if (sentences.length === 0) return;
-    // One sentence ahead: the next renders while this one is consumed.
+    // One sentence ahead: the next renders while this one is consumed. A piece whose Flite process
+    // died (retryable) is rendered once more in a new one: one crash lost the rest of a long
+    // greeting (the whole text is one request), though the same piece then rendered fine.
     const render = (i: number) => {
-      const p = pool.render(sentences[i]!, voice, req.signal);
+      const once = () => pool.render(sentences[i]!, voice, req.signal);
+      const p = once().catch((err: unknown) => {
+        if (err instanceof ProviderError && err.retryable && !req.signal.aborted) return once();
+        throw err;
+      });
       p.catch(() => {}); // observed when awaited; never an unhandled rejection if we stop early
       return p;
     };

@@ -128,6 +128,28 @@ describe('local TTS (Flite in a child process)', () => {
     }
   });
 
+  it('a piece whose process dies is rendered again in a new one: the rest of a long text is still spoken', { timeout: 30_000 }, async () => {
+    const p = new FlitePool();
+    try {
+      await p.render('Warm.', 'slt');
+      const [first] = p.pids;
+      const tts = createLocalTts({ pool: p });
+      const text = 'The first sentence is spoken in full. The second one is rendering when its process dies. The third follows it.';
+      let chunks = 0;
+      for await (const c of tts.synthesize({ text, preferredSampleRateHz: 16000, signal: new AbortController().signal })) {
+        // While the first piece plays, the second renders ahead: its process dies under it.
+        if (chunks++ === 0) process.kill(first!, 'SIGSEGV');
+        expect(c.samples.length).toBeGreaterThan(0);
+      }
+      const whole = await Promise.all(splitSentences(text).map((t) => renderFliteDirect(t, 'slt')));
+      // Every piece was spoken: as many 40 ms chunks as the three renderings hold.
+      expect(chunks).toBe(whole.reduce((n, w) => n + Math.ceil(w.samples.length / 640), 0));
+      expect(p.pids[0]).not.toBe(first);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('a stuck sentence is killed at its timeout and the process replaced', { timeout: 30_000 }, async () => {
     const p = new FlitePool({ timeoutMs: 50 });
     try {
