@@ -27,7 +27,7 @@ export const accountRoutes: RestRoute[] = [
   { method: 'POST', path: `${A}/register`, service: AuthService, rpc: 'register' },
   { method: 'POST', path: `${A}/verify-otp`, service: AuthService, rpc: 'verifyOtp' },
   { method: 'POST', path: `${A}/resend-otp`, service: AuthService, rpc: 'resendOtp' },
-  { method: 'POST', path: `${A}/login`, service: AuthService, rpc: 'login' },
+  { method: 'POST', path: `${A}/login`, service: AuthService, rpc: 'login', jsonContentTypeOnly: true },
   { method: 'POST', path: `${A}/refresh`, service: AuthService, rpc: 'refresh' },
   // The token travels only in X-Auth-Token (read from the headers by the service); the body is ignored.
   { method: 'POST', path: `${A}/validate`, service: AuthService, rpc: 'validate', request: () => ({}) },

@@ -52,6 +52,12 @@ export interface RestRoute {
   /** Body is not JSON (e.g. carrier form posts): `form` parses urlencoded; `text` keeps it as received (signed bodies). */
   bodyType?: 'json' | 'form' | 'none' | 'text';
   /**
+   * The body must say `content-type: application/json`: a route that needs no credential and does
+   * work for anyone (the logins) is then out of reach of a page on another site, whose browser
+   * sends text/plain or form posts cross-origin without asking (CORS preflight) first.
+   */
+  jsonContentTypeOnly?: boolean;
+  /**
    * Response is raw text with this content type (TwiML): the response message's `body` field is
    * sent, with the message's `content_type` field instead when it has a non-empty one.
    */
@@ -103,6 +109,10 @@ export function createRestRouter(opts: RestRouterOptions) {
       const headers = new NodeRequestHeaders(req.headers);
       // No body to read (GET, HEAD, bodyless routes): no promise and no microtask for it.
       const bodyType = route.bodyType ?? 'json';
+      if (route.jsonContentTypeOnly && !isJsonContentType(req.headers['content-type'])) {
+        req.resume();
+        throw new AppError('INVALID_BODY', 'this route takes content-type: application/json only');
+      }
       const body = bodyType === 'none' || req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req, bodyType, opts.maxBodyBytes);
       const query = url.search === '' ? NO_QUERY : queryObject(url.searchParams);
       const parts: RestRequestParts = { params: found.params, query, body, headers };
@@ -205,6 +215,12 @@ function clientSignal(req: NodeReq, res: NodeRes): AbortSignal {
     if (!res.writableFinished) ac.abort();
   });
   return ac.signal;
+}
+
+/** `application/json` or a `+json` type, parameters (charset) allowed. */
+function isJsonContentType(v: string | undefined): boolean {
+  const type = (v ?? '').split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
 /** A route's JSON body as an object: none is `{}`; `null`, an array or a scalar is 400 INVALID_BODY. */

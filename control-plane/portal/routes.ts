@@ -33,7 +33,7 @@ export const portalRoutes: RestRoute[] = [
   { method: 'GET', path: `${A}/presence/shifts/:agent_id`, service: S, rpc: 'agentShifts', response: list('shifts') },
   { method: 'DELETE', path: `${A}/presence/shifts/:shift_id`, service: S, rpc: 'deleteShift' },
   { method: 'POST', path: '/api/v1/call-center/calls/:call_id/handoff', service: S, rpc: 'requestHandoff' },
-  { method: 'POST', path: `${P}/login`, service: S, rpc: 'portalLogin' },
+  { method: 'POST', path: `${P}/login`, service: S, rpc: 'portalLogin', jsonContentTypeOnly: true },
   { method: 'POST', path: `${P}/reset-password`, service: S, rpc: 'confirmReset' },
   // Spec: "/agent-portal/health: liveness; aliases /healthz, /ready, /live", under the portal's own
   // prefix as the voice and conversations families serve theirs. No bearer. `/ready` is the

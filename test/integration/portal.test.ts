@@ -605,6 +605,19 @@ describe('access and limits', () => {
     expect((await login(cp2, `other-${rnd()}`, 'x-password', ip)).status).toBe(429);
     expect((await login(cp2, `other-${rnd()}`, 'x-password', '127.9.6.2')).status).toBe(401);
   });
+
+  it('the logins take application/json only: a cross-site form or text/plain post (no CORS preflight) is refused unread', async () => {
+    const body = JSON.stringify({ workspace_id: owner.workspaceId, agent_code: 'x', password: 'y-password' });
+    for (const path of ['/api/v1/agent-portal/login', '/api/v1/auth/login']) {
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+        const r = await api(cp, 'POST', path, { rawBody: body, headers: { 'content-type': type } });
+        expect([r.status, r.body.error.code], `${path} ${type}`).toEqual([400, 'INVALID_BODY']);
+      }
+      const json = await api(cp, 'POST', path, { rawBody: body, headers: { 'content-type': 'application/json; charset=utf-8' } });
+      expect(json.status, path).not.toBe(415);
+      expect(json.body.error?.code, path).not.toBe('INVALID_BODY');
+    }
+  });
 });
 
 describe('audit fixes: passwords, health aliases, check order, socket, reset token', () => {
