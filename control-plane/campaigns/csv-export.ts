@@ -1,7 +1,8 @@
 /**
  * CSV export (spec doc 2, rule 7): `phone`, each dynamic variable (every upload's columns in
  * first-seen order), `status`, `attempts`, `duration_seconds`, `dialed_at`, `completed_at`,
- * `error_message`. Produced batch by batch (keyset queries on `seq`), so a large campaign is never
+ * `error_message`. Uploaded cells that a spreadsheet would run as a formula are neutralised
+ * (`neutraliseFormula`). Produced batch by batch (keyset queries on `seq`), so a large campaign is never
  * held in memory and no connection waits on a slow reader; a campaign without contacts yields the header row alone.
  */
 import { stringify } from 'csv-stringify/sync';
@@ -33,19 +34,34 @@ export function variableHeaders(vars: readonly string[]): string[] {
   });
 }
 
+/** What a spreadsheet reads as the start of a formula (OWASP "CSV Injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * A cell written by the uploader (a variable's header or value) that a spreadsheet would run as a
+ * formula (`=HYPERLINK(...)`, `+cmd|...`, `@SUM(...)`) gets a leading single quote, which the
+ * spreadsheet shows as text (OWASP's advice). Our own columns are left alone: `phone` is the E.164
+ * number we normalised (always `+` and digits, and its `+` is meant), the others are our enums,
+ * counts and timestamps; `error_message` is ours too but may quote a carrier's text, so it gets
+ * the same treatment (it starts with our own words, so in practice it never changes).
+ */
+export function neutraliseFormula(cell: string): string {
+  return FORMULA_START.test(cell) ? `'${cell}` : cell;
+}
+
 export async function* exportCsv(sql: Sql, campaign: CampaignRow): AsyncGenerator<string> {
   const vars = campaign.variable_names;
-  yield stringify([['phone', ...variableHeaders(vars), ...FIXED_TAIL]], OPTIONS);
+  yield stringify([['phone', ...variableHeaders(vars).map(neutraliseFormula), ...FIXED_TAIL]], OPTIONS);
   for await (const rows of contactBatches(sql, campaign.id, BATCH_ROWS)) {
     const records = rows.map((r) => [
       r.to_number,
-      ...vars.map((v) => r.dynamic_variables[v] ?? ''),
+      ...vars.map((v) => neutraliseFormula(r.dynamic_variables[v] ?? '')),
       r.status,
       String(r.attempts),
       r.duration_seconds === null ? '' : String(r.duration_seconds),
       r.dialed_at ? r.dialed_at.toISOString() : '',
       r.completed_at ? r.completed_at.toISOString() : '',
-      r.error_message ?? '',
+      neutraliseFormula(r.error_message ?? ''),
     ]);
     yield stringify(records, OPTIONS);
   }

@@ -8,8 +8,9 @@
  *   CRLF: csv-parse. Empty lines and rows of empty values are skipped and not counted.
  * - Phone column: the header `column_map` maps to `phone`, else the first header containing
  *   phone, number, mobile, cell or tel (case-insensitive). None: 400 naming the column.
- * - Numbers: spaces, dashes, parentheses and dots stripped, `+` added when missing, then
- *   libphonenumber-js must accept it as E.164; otherwise counted in `invalid` and dropped.
+ * - Numbers: spaces, dashes, parentheses and dots stripped, `+` added when missing; what is left
+ *   must be digits that libphonenumber-js accepts as E.164 (an extension or other trailing text is
+ *   not stripped: invalid); otherwise counted in `invalid` and dropped.
  * - Every other column is a dynamic variable (`{{column}}`, renamed through `column_map`).
  */
 import { pipeline, Readable } from 'node:stream';
@@ -44,10 +45,15 @@ export interface ImportSummary {
   preview: Array<Record<string, string>>;
 }
 
-/** `+`, digits only: what the spec's stripping leaves before libphonenumber judges it. */
+/**
+ * The spec's rule: spaces, dashes, parentheses and dots stripped, `+` added when missing, and what
+ * is left must be `+` and digits that libphonenumber accepts. Anything else left over is invalid:
+ * libphonenumber alone reads "+14155552671 ext 12", "...x12" or "...;x" as the number with an
+ * extension, which the stored E.164 would silently drop (and the dial would not reach).
+ */
 export function normalisePhone(raw: string): string | undefined {
   const stripped = raw.trim().replace(/[\s\-().]/g, '');
-  if (!stripped) return undefined;
+  if (!/^\+?\d+$/.test(stripped)) return undefined;
   return toE164(stripped.startsWith('+') ? stripped : `+${stripped}`);
 }
 

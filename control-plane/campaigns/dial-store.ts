@@ -33,6 +33,26 @@ export async function leaseHeld(sql: Sql, id: string, now: Date): Promise<boolea
   return row?.held ?? false;
 }
 
+/**
+ * Moves the campaign's queued dial slice, if it waits for a later time, to now (`wake` in
+ * dialer.ts). The job queue (pg-boss, policy `stately`) keeps at most one queued job per
+ * singleton key, so while a delayed successor waits (a slice that found nothing due queues the
+ * next one up to maxHoldMs ahead) a new job for the campaign is refused: an upload's contacts
+ * waited out that delay. The queue's API has no way to move a job, hence this update of its table
+ * (`jobsSchema`: the queue's schema, `Jobs.schema`); workers pick the job up at their next poll.
+ */
+export async function advanceQueuedSlice(sql: Sql, jobsSchema: string, campaignId: string): Promise<void> {
+  await sql`update ${sql(jobsSchema)}.job set start_after = now()
+            where name = 'campaign.dial' and singleton_key = ${campaignId} and state = 'created' and start_after > now()`;
+}
+
+/** When the campaign's earliest queued contact is due (undefined: none queued). */
+export async function nextQueuedMs(sql: Sql, campaignId: string): Promise<number | undefined> {
+  const [next] = await sql<{ at: Date | null }[]>`
+    select min(scheduled_at) as at from campaign_contacts where campaign_id = ${campaignId} and status = 'queued'`;
+  return next?.at ? next.at.getTime() : undefined;
+}
+
 export type Claim =
   /** `previousDialedAt`: the contact's `dialed_at` before this claim (null: never dialed), for `unclaim`. */
   | { kind: 'claimed'; contact: ContactRow; previousDialedAt: Date | null }
@@ -100,6 +120,38 @@ export async function unclaim(sql: Sql, contactId: string, callId: string, atMs:
   await sql`update campaign_contacts set status = 'queued', attempts = greatest(attempts - 1, 0), call_id = null,
               dialed_at = ${previousDialedAt}, scheduled_at = ${new Date(atMs)}, error_message = ${why}
             where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
+}
+
+/**
+ * A dial refused by our own checks for this contact's data, before any carrier request: the
+ * contact ends `failed` with the reason, its attempt count and `dialed_at` as before the claim
+ * (nothing was placed).
+ */
+export async function refuseUnplaced(sql: Sql, contactId: string, callId: string, why: string, previousDialedAt: Date | null, now: Date): Promise<void> {
+  await sql`update campaign_contacts set status = 'failed', attempts = greatest(attempts - 1, 0), call_id = null,
+              dialed_at = ${previousDialedAt}, completed_at = ${now}, error_message = ${why}
+            where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
+}
+
+/**
+ * A dial refused before any carrier request because of the agent or the campaign (the same for
+ * every contact): `running` -> `paused`, and the contact back in the queue, due at once, with
+ * its attempt count and `dialed_at` restored and `why` as its error_message. One transaction, the
+ * pause first: a resume finds the contact queued. A campaign cancelled meanwhile gets the contact
+ * `cancelled` instead (as `settleRetry`: never a queued contact in a final campaign). True when
+ * this call paused the campaign (concurrent dials refused alike put their contacts back too).
+ */
+export async function pauseUnplaced(sql: Sql, campaignId: string, contactId: string, callId: string, why: string, previousDialedAt: Date | null, now: Date): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const paused = await tx`update campaigns set status = 'paused', updated_at = ${now} where id = ${campaignId} and status = 'running' returning id`;
+    const [{ status }] = await tx<{ status: string }[]>`select status from campaigns where id = ${campaignId} for share`;
+    const cancelled = status === 'cancelled';
+    await tx`update campaign_contacts set status = ${cancelled ? 'cancelled' : 'queued'}, attempts = greatest(attempts - 1, 0),
+               call_id = null, dialed_at = ${previousDialedAt}, scheduled_at = ${now},
+               completed_at = ${cancelled ? now : null}, error_message = ${cancelled ? 'campaign cancelled' : why}
+             where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
+    return paused.length > 0;
+  });
 }
 
 export interface Outcome {

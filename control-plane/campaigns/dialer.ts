@@ -18,7 +18,7 @@
 import type { Clock } from '../../shared/clock.js';
 import { sleepOn } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { toAppError } from '../../shared/errors.js';
+import { toAppError, type AppError } from '../../shared/errors.js';
 import { CarrierError } from '../telephony/carriers/index.js';
 import { newId } from '../../shared/ids.js';
 import type { Sql } from '../../shared/db/client.js';
@@ -30,6 +30,12 @@ import { failIfMediaNeverConnected } from './media-check.js';
 import type { CampaignRow, ContactRow } from './store.js';
 import { nextOpenMs, windowOf } from './window.js';
 
+
+/**
+ * Longest a loop sleeps waiting for a queued contact to come due before it claims again: contacts
+ * uploaded meanwhile (whose wake saw this loop's lease) are dialed within this, not at the retry's time.
+ */
+const IDLE_POLL_MS = 1000;
 
 /** Carrier failures in a row carried to the next slice at most: the hold is capped at maxHoldMs long before. */
 const MAX_CARRIED_FAILURES = 16;
@@ -67,6 +73,11 @@ export interface DialerDeps {
 export interface Dialer {
   /** Queues the campaign's dial job unless a live loop holds it (that loop queues its own successor). */
   kick(campaignId: string): Promise<void>;
+  /**
+   * A kick that also brings a delayed successor forward: the campaign's next slice runs now (start,
+   * resume, PATCH, an upload to a running campaign), not when a slice that found nothing due planned it.
+   */
+  wake(campaignId: string): Promise<void>;
   /** Settles an attempt whose call ended (called by the call-event hook). */
   settleEnded(callId: string, end: { carrierStatus: string; answered: boolean; amdVerdict: string; durationS?: number }): Promise<void>;
   readonly retryBaseMs: number;
@@ -76,6 +87,15 @@ export interface Dialer {
   start(): Promise<void>;
   /** Stops new slices and waits for the running ones to end theirs. */
   close(): Promise<void>;
+}
+
+/**
+ * A pre-carrier refusal naming the contact's own data (its number, its variables): only that
+ * contact fails. Anything else is the agent's or the campaign's configuration.
+ */
+const CONTACT_FIELDS = new Set(['to_number', 'dynamic_variables', 'session_metadata']);
+function isContactProblem(e: AppError): boolean {
+  return (e.details ?? []).some((d) => CONTACT_FIELDS.has(d.field));
 }
 
 export function createDialer(deps: DialerDeps): Dialer {
@@ -183,6 +203,18 @@ export function createDialer(deps: DialerDeps): Dialer {
     await enqueue(campaignId, 0);
   }
 
+  /**
+   * Lease held: the live loop sees the change (it re-reads the queue at least every IDLE_POLL_MS,
+   * and after its release when it ends idle). Otherwise a job is queued for now, and then a
+   * successor queued earlier with a delay is moved to now, in that order: a successor the last
+   * slice queues between the two is either refused (ours is queued) or moved.
+   */
+  async function wake(campaignId: string): Promise<void> {
+    if (await ds.leaseHeld(sql, campaignId, now())) return;
+    await enqueue(campaignId, 0);
+    await ds.advanceQueuedSlice(sql, jobs.schema, campaignId);
+  }
+
   /** Dial slices running in this process: close waits for them (they release their lease and write their last outcomes). */
   const running = new Set<Promise<void>>();
 
@@ -217,6 +249,8 @@ export function createDialer(deps: DialerDeps): Dialer {
      */
     let carrierFailures = Math.min(MAX_CARRIED_FAILURES, Math.max(0, Math.floor(Number(job.data.carrier_failures) || 0)));
     let wakeAt: number | undefined;
+    /** The slice ended waiting for contacts to come due (none queued, or none due yet). */
+    let idle = false;
     let stop = false;
     const signal = AbortSignal.any([job.signal, closing.signal]);
     const sleep = (ms: number) => sleepOn(clock, Math.max(0, Math.min(ms, sliceLeftMs())), signal, () => new Error('dialer stopped'));
@@ -225,7 +259,9 @@ export function createDialer(deps: DialerDeps): Dialer {
       try {
         const placed = await telephony.dial(
           {
-            agent_id: c.agent_id,
+            // Never null here: an agent with a campaign that is not finished cannot be deleted
+            // (agents/core/store.ts); were it null, the dial path's 400 would pause the campaign.
+            agent_id: c.agent_id ?? '',
             to_number: contact.to_number,
             from_number: c.config.from_number,
             telephony_provider: '',
@@ -246,12 +282,27 @@ export function createDialer(deps: DialerDeps): Dialer {
         // A carrier 429 or 503 is still an attempt here (retried by the contact's policy with the
         // campaign's growing hold), as its other 5xx are: it may be an outage, not a moment.
         const carrierBusy = carrier !== undefined && (carrier.status === 429 || carrier.status === 503);
-        if (e.code === 'SERVICE_UNAVAILABLE' && !carrierBusy) {
-          // No capacity or no credentials: not an attempt and no dial (dialed_at restored); the
-          // whole campaign waits the Retry-After.
+        if ((e.code === 'SERVICE_UNAVAILABLE' || e.code === 'RATE_LIMITED') && !carrierBusy) {
+          // No capacity or no credentials (or a rate limit of ours: a moment, not the agent's
+          // configuration): not an attempt and no dial (dialed_at restored); the whole campaign
+          // waits the Retry-After.
           const waitMs = (e.options.retryAfterS ?? 5) * 1000;
           holdUntil = Math.max(holdUntil, clock.now() + waitMs);
           await ds.unclaim(sql, contact.id, callId, clock.now() + waitMs, `requeued: ${e.message}`, previousDialedAt);
+        } else if (!carrier && e.status >= 400 && e.status < 500) {
+          // Our own checks refused the dial before any carrier request (carrier refusals are 502 /
+          // 503 with a CarrierError cause): nothing was placed, so no attempt and no dial time.
+          if (isContactProblem(e)) {
+            // This contact's own data: the next contacts may dial fine.
+            await ds.refuseUnplaced(sql, contact.id, callId, e.message, previousDialedAt, now());
+          } else {
+            // The agent or the campaign (call_direction inbound, a provider removed, unpublished,
+            // no caller ID ...): every contact would fail alike, so the campaign is paused and the
+            // contact put back, its error_message saying why; start resumes once it is fixed.
+            stop = true;
+            const paused = await ds.pauseUnplaced(sql, c.id, contact.id, callId, `requeued: campaign paused: ${e.message}`, previousDialedAt, now());
+            if (paused) log.warn({ campaignId: c.id, code: e.code, reason: e.message }, 'campaign paused: its agent cannot place the calls');
+          }
         } else if (carrier && (carrier.outcomeUnknown || carrier.status === 429 || carrier.status >= 500)) {
           // The carrier failed (5xx, 429) or never answered a create it may have carried out: an
           // attempt (it may have rung the callee), retried by the contact's policy like an unanswered
@@ -316,14 +367,19 @@ export function createDialer(deps: DialerDeps): Dialer {
             // come back for the recovery of attempts whose end is never heard of.
             await Promise.allSettled(inFlight);
             if (await ds.completeIfDone(sql, id, now())) stop = true;
-            else wakeAt = clock.now() + Math.min(maxHoldMs, staleAttemptMs);
+            else {
+              wakeAt = clock.now() + Math.min(maxHoldMs, staleAttemptMs);
+              idle = true;
+            }
             break;
           }
           if (claim.nextDueMs - clock.now() >= sliceLeftMs()) {
             wakeAt = claim.nextDueMs;
+            idle = true;
             break;
           }
-          await sleep(claim.nextDueMs - clock.now());
+          // Not all the way: contacts uploaded meanwhile are due now (their upload's wake saw our lease).
+          await sleep(Math.min(claim.nextDueMs - clock.now(), IDLE_POLL_MS));
         } else {
           // A database error while recording the outcome leaves the row `dialing`: recovery settles it.
           const p: Promise<void> = dialOne(c, claim.contact, callId, claim.previousDialedAt)
@@ -346,7 +402,13 @@ export function createDialer(deps: DialerDeps): Dialer {
       // whose kick saw our lease) is not missed.
       if (status === 'running' || status === 'scheduled') {
         // A hold that outlasts the slice delays the next one too.
-        const next = Math.max(wakeAt ?? 0, holdUntil);
+        let next = Math.max(wakeAt ?? 0, holdUntil);
+        // Ended idle: contacts added since the last claim (an upload whose wake saw our lease and
+        // so left the wake to us) are looked for after the release, so they do not wait for wakeAt.
+        if (idle) {
+          const due = await ds.nextQueuedMs(sql, id).catch(() => undefined);
+          if (due !== undefined) next = Math.max(holdUntil, Math.min(next, due));
+        }
         await enqueue(id, next === 0 ? 0 : next - clock.now(), carrierFailures).catch((err: Error) =>
           log.warn({ campaignId: id, err: err.message }, 'next dial slice not queued; the sweep will queue it'),
         );
@@ -356,6 +418,7 @@ export function createDialer(deps: DialerDeps): Dialer {
 
   return {
     kick,
+    wake,
     settleEnded,
     retryBaseMs,
     owner,

@@ -25,7 +25,7 @@ import type { Sql } from '../../shared/db/client.js';
 import { rawHandlerContext, sendError } from '../conversations/http-util.js';
 import { importCsv, MAX_CSV_BYTES } from './csv-import.js';
 import { exportCsv } from './csv-export.js';
-import { assertUploadable, createCampaignAccess, exportFilename } from './service.js';
+import { assertUploadable, createCampaignAccess, exportFilename, wakeAfterUpload } from './service.js';
 import { requestUrl } from '../http/request-url.js';
 
 export interface CampaignHttpDeps {
@@ -33,6 +33,8 @@ export interface CampaignHttpDeps {
   auth: Auth;
   clock: Clock;
   logger: Logger;
+  /** `Dialer.wake`: an upload to a running campaign dials its new contacts now. */
+  wake: (campaignId: string) => Promise<void>;
 }
 
 const UPLOAD = /^\/api\/v1\/campaigns\/([^/]+)\/csv-upload\/?$/;
@@ -57,6 +59,7 @@ export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: N
       try {
         await file.rest;
         const summary = await importCsv(deps.sql, row, createReadStream(spool.file), new Date(deps.clock.now()));
+        await wakeAfterUpload(row, deps.wake, deps.logger);
         sendJson(res, 200, successBody('envelope', summary));
       } finally {
         await spool.remove();

@@ -38,12 +38,13 @@ export function createCampaignsDomain(deps: CampaignsDeps): CampaignsDomain {
   const { sql, auth, clock, logger } = deps;
   const dialer = createDialer({ ...deps, options: deps.options });
   const hook = createOutcomeHook({ sql, clock, logger, dialer });
-  const service = createCampaignService({ sql, auth, clock, logger, kick: (id) => dialer.kick(id) });
+  const wake = (id: string) => dialer.wake(id);
+  const service = createCampaignService({ sql, auth, clock, logger, wake });
   let closed = false;
   return {
     services: [{ service: CampaignService, impl: service }] as ServiceBinding[],
     routes: campaignRoutes,
-    rawHandlers: createCampaignRawHandlers({ sql, auth, clock, logger }),
+    rawHandlers: createCampaignRawHandlers({ sql, auth, clock, logger, wake }),
     dialer,
     onCallEvent: (ev) => hook.onCallEvent(ev),
     start: () => dialer.start(),

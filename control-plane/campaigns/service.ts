@@ -14,6 +14,7 @@ import type { Auth } from '../http/auth.js';
 import { pageMeta, pageOf } from '../http/pagination.js';
 import type { Sql } from '../../shared/db/client.js';
 import { importCsv } from './csv-import.js';
+import { outboundProblem } from './preflight.js';
 import { exportCsv } from './csv-export.js';
 import * as store from './store.js';
 import { agentId, callsPage, campaignName, columnMap, configInput, defaultConfig, mergeConfig } from './validate.js';
@@ -26,8 +27,8 @@ export interface CampaignServiceDeps {
   auth: Auth;
   clock: Clock;
   logger: Logger;
-  /** Makes sure the campaign's dial job is queued (start, resume). */
-  kick: (campaignId: string) => Promise<void>;
+  /** Makes the campaign's dial loop run now (start, resume, PATCH, an upload to a running campaign): `Dialer.wake`. */
+  wake: (campaignId: string) => Promise<void>;
 }
 
 export interface CampaignAccess {
@@ -90,7 +91,13 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       const { row } = await createOnce({
         what: 'a campaign',
         find: () => store.getCampaign(sql, id, 'any'),
-        insert: () => store.insertCampaign(sql, want),
+        insert: () =>
+          store.insertCampaign(sql, want).catch((err: unknown) => {
+            // The agent was deleted between the check above and the insert: as if unknown.
+            const e = err as { code?: string; constraint_name?: string };
+            if (e.code === '23503' && e.constraint_name === 'campaigns_agent_id_fkey') throw forbidden('agent_id does not belong to one of your workspaces');
+            throw err;
+          }),
         same: (existing) => sameFields(existing, want, ['workspace_id', 'agent_id', 'name', 'config', 'column_map']),
       });
       return view(row);
@@ -104,9 +111,9 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       const row = await access.campaign(ctx, req.campaignId);
       const config = mergeConfig(row.config, configInput(req));
       const saved = await store.updateConfig(sql, row.id, config, now());
-      // A running campaign picks the change up at its next claim; a kick re-plans a held one
+      // A running campaign picks the change up at its next claim; a wake re-plans a held one
       // (e.g. a window or schedule that opens sooner now).
-      if (saved.status === 'running' || saved.status === 'scheduled') await deps.kick(saved.id);
+      if (saved.status === 'running' || saved.status === 'scheduled') await deps.wake(saved.id);
       return view(saved);
     },
 
@@ -114,6 +121,7 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       const row = await access.campaign(ctx, req.campaignId);
       assertUploadable(row);
       const s = await importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
+      await wakeAfterUpload(row, deps.wake, deps.logger);
       // The summary is snake_case (the REST body); the message's fields are camelCase.
       return { total: s.total, valid: s.valid, invalid: s.invalid, duplicates: s.duplicates, phoneColumn: s.phone_column, headers: s.headers, preview: s.preview };
     },
@@ -123,15 +131,14 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       if (!['draft', 'scheduled', 'paused'].includes(row.status)) throw invalid('status', `a ${row.status} campaign cannot be started (only draft, scheduled or paused)`);
       const n = (await store.counters(sql, [row.id])).get(row.id)!;
       if (n.total_calls === 0) throw invalid('total_calls', 'the campaign has no contacts: upload a CSV first');
-      if (!row.config.from_number) {
-        const facts = await store.agentFacts(sql, row.agent_id);
-        if (!facts?.live_phone_number) throw invalid('from_number', 'no caller ID: set from_number or attach (and publish) a phone number on the agent');
-      }
+      // An agent that cannot dial out would fail every contact at once: refuse, naming why.
+      const problem = await outboundProblem(sql, row.agent_id, row.config.from_number);
+      if (problem) throw problem;
       const t = now();
       const future = row.config.schedule_start !== null && Date.parse(row.config.schedule_start) > t.getTime();
       const moved = await store.transition(sql, row.id, ['draft', 'scheduled', 'paused'], future ? 'scheduled' : 'running', t, { started: !future });
       if (!moved) throw invalid('status', 'the campaign changed state meanwhile; read it and try again');
-      await deps.kick(moved.id);
+      await deps.wake(moved.id);
       return view(moved);
     },
 
@@ -168,6 +175,17 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
       return { filename: exportFilename(row), csv: chunks.join('') };
     },
   };
+}
+
+/**
+ * New contacts of a running campaign are dialed now, as at start: its loop may have ended idle
+ * (every contact in a call, or only retries not yet due) with its next slice planned up to a
+ * minute ahead. Other states dial nothing yet (a resume wakes the loop itself).
+ */
+export async function wakeAfterUpload(row: store.CampaignRow, wake: (campaignId: string) => Promise<void>, logger: Logger): Promise<void> {
+  if (row.status !== 'running') return;
+  // The contacts are stored: a failed wake only delays them (the loop's next slice finds them).
+  await wake(row.id).catch((err: Error) => logger.warn({ campaignId: row.id, err: err.message }, 'campaign dialer not woken after an upload'));
 }
 
 /** Contacts added to a finished campaign could never be dialed. */

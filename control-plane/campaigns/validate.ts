@@ -97,11 +97,24 @@ export function defaultConfig(): CampaignConfig {
   return { ...DEFAULTS, from_number: '', schedule_start: null, calling_hours_start: null, calling_hours_end: null, timezone: null };
 }
 
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
 function scheduleStart(v: string): string | null {
-  if (v.trim() === '') return null;
+  const s = v.trim();
+  if (s === '') return null;
   // ISO 8601 with a date and time; a bare date or free text is refused rather than guessed.
-  const ms = /^\d{4}-\d{2}-\d{2}T/.test(v.trim()) ? Date.parse(v.trim()) : NaN;
-  if (!Number.isFinite(ms)) throw invalid('schedule_start', 'must be an ISO 8601 timestamp such as 2026-12-01T09:00:00Z');
+  const m = ISO_DATE_TIME.exec(s);
+  const ms = m ? Date.parse(s) : NaN;
+  if (!m || !Number.isFinite(ms)) throw invalid('schedule_start', 'must be an ISO 8601 timestamp such as 2026-12-01T09:00:00Z');
+  // Date.parse rolls impossible values over instead of refusing them (2030-02-30 is read as
+  // 2030-03-02, T24:00 as the next day's midnight): a campaign would start on a day nobody chose.
+  const [year, month, day, hour, minute] = m.slice(1).map(Number) as [number, number, number, number, number];
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
+  if (days === undefined || day < 1 || day > days || hour > 23 || minute > 59) {
+    throw invalid('schedule_start', `${JSON.stringify(s)} is not a real date and time (months 01-12, days of that month, hours 00-23, minutes 00-59)`);
+  }
   return new Date(ms).toISOString();
 }
 

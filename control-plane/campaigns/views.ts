@@ -16,7 +16,8 @@ export function campaignView(c: CampaignRow, n: Counters): MessageInitShape<type
   return {
     id: c.id,
     userId: c.user_id,
-    agentId: c.agent_id,
+    // Empty once the agent was deleted (a finished campaign keeps its history): null over REST.
+    agentId: c.agent_id ?? '',
     workspaceId: c.workspace_id,
     name: c.name,
     status: c.status,
@@ -68,6 +69,8 @@ const CONTACT_NULLABLE = ['call_id', 'conversation_id', 'scheduled_at', 'dialed_
 /** REST JSON of a campaign: absent optionals as `null` (spec field table). */
 export function restCampaign(json: unknown): Record<string, unknown> {
   const c = withNulls(json as Record<string, unknown>, CAMPAIGN_NULLABLE);
+  // proto3 has no null string: the deleted agent's empty id is `null` in the REST shape.
+  if (c.agent_id === '') c.agent_id = null;
   c.config = withNulls((c.config ?? {}) as Record<string, unknown>, CONFIG_NULLABLE);
   return c;
 }

@@ -1,9 +1,10 @@
 /**
  * Campaign routes (spec doc 2, "Campaigns", rules 1 and 3-7, errors): create defaults (201) and
  * validation naming the field, list paging (limit/offset, meta, 400 out of range), 403 for another owner's agent or workspace, 404 for another
- * owner's campaign, PATCH merge semantics, start pre-flight, pause/cancel, the CSV upload's edge
- * cases (BOM, quoted commas, CRLF, empty lines, non-UTF-8, no phone column, 10 MB + 1 byte), the
- * calls list and the streamed export. Real Postgres and Redis; agents made over REST.
+ * owner's campaign, PATCH merge semantics, start pre-flight (an agent that cannot dial out),
+ * pause/cancel, the CSV upload's edge cases (BOM, quoted commas, CRLF, empty lines, non-UTF-8, no
+ * phone column, 10 MB + 1 byte, extensions), the calls list, the streamed export (formulas
+ * neutralised) and deleting the agent of campaigns. Real Postgres and Redis; agents made over REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
@@ -90,6 +91,11 @@ describe('create, get, list', () => {
     [{ pacing_per_minute: 0 }, 'pacing_per_minute'],
     [{ from_number: '555' }, 'from_number'],
     [{ schedule_start: 'tomorrow' }, 'schedule_start'],
+    // Impossible dates were rolled over by Date.parse and stored (02-30 as 03-02).
+    [{ schedule_start: '2030-02-30T10:00:00Z' }, 'schedule_start'],
+    [{ schedule_start: '2029-02-29T10:00:00Z' }, 'schedule_start'],
+    [{ schedule_start: '2030-04-31T10:00:00Z' }, 'schedule_start'],
+    [{ schedule_start: '2030-01-01T24:00:00Z' }, 'schedule_start'],
     [{ calling_hours_start: '09:00', timezone: 'UTC' }, 'calling_hours_end'],
     [{ calling_hours_end: '17:00', timezone: 'UTC' }, 'calling_hours_start'],
     [{ calling_hours_start: '9am', calling_hours_end: '17:00', timezone: 'UTC' }, 'calling_hours_start'],
@@ -272,6 +278,14 @@ describe('CSV upload, calls list, export', () => {
     ]);
   });
 
+  it('a number with an extension or other trailing text is counted invalid, not stored without it', async () => {
+    const id = await created();
+    const res = await upload(id, 'phone\n+14155552671 ext 12\n+14155552672x12\n+14155552674;x\n+1 (415) 555-2675\n');
+    expect(res.body.data).toMatchObject({ total: 4, valid: 1, invalid: 3, duplicates: 0 });
+    const calls = await h.call('GET', `/campaigns/${id}/calls`);
+    expect(calls.body.data.calls.map((c: { to_number: string }) => c.to_number)).toEqual(['+14155552675']);
+  });
+
   it('concurrent uploads to one campaign all land (they took turns; they deadlocked into 500s)', async () => {
     const id = await created();
     const file = (n: number) => `phone,batch\n${Array.from({ length: 300 }, (_, i) => `+1415555${String(n * 1000 + i).padStart(4, '0')},b${n}`).join('\n')}\n`;
@@ -291,6 +305,26 @@ describe('CSV upload, calls list, export', () => {
       ['+14155550111', 'Quote, Inc', 'Lon\ndon'],
       ['+14155550112', 'Cr\rLf', 'Paris'],
     ]);
+  });
+
+  it('the export neutralises uploaded cells a spreadsheet would run as formulas (leading quote); our phone column keeps its +', async () => {
+    const id = await created();
+    const csv = 'phone,name,note,"=HYPERLINK(""http://evil.example"",""x"")",alt\r\n' +
+      '+14155550131,=1+2,+44 20 7183 8750,a,-3\r\n' +
+      '+14155550132,@SUM(A1),"\tTab",b,"\rCR"\r\n' +
+      '+14155550133,plain,a=b,c,\r\n';
+    expect((await upload(id, csv)).status).toBe(200);
+    const ex = await exportCsv(h.app.port, h.user.token, id);
+    const rows = parseCsv(ex.text) as string[][];
+    expect(rows[0]).toEqual(['phone', 'name', 'note', `'=HYPERLINK("http://evil.example","x")`, 'alt', 'status', 'attempts', 'duration_seconds', 'dialed_at', 'completed_at', 'error_message']);
+    expect(rows.slice(1).map((r) => r.slice(0, 6))).toEqual([
+      ['+14155550131', "'=1+2", "'+44 20 7183 8750", 'a', "'-3", 'queued'],
+      ['+14155550132', "'@SUM(A1)", "'\tTab", 'b', "'\rCR", 'queued'],
+      ['+14155550133', 'plain', 'a=b', 'c', '', 'queued'],
+    ]);
+    // The stored values are the uploader's, unchanged: only the export is neutralised.
+    const calls = await h.call('GET', `/campaigns/${id}/calls`);
+    expect(calls.body.data.calls[0].dynamic_variables).toMatchObject({ name: '=1+2', note: '+44 20 7183 8750', alt: '-3' });
   });
 
   it('refuses columns of the same name and a second file part, adding nothing', async () => {
@@ -388,6 +422,29 @@ describe('start, pause, cancel', () => {
     expect(contacts.body.data.calls[0]).toMatchObject({ status: 'cancelled' });
   });
 
+  it('pre-flight: an agent that cannot dial out (call_direction inbound, no TTS provider) is refused naming why; nothing is spent', async () => {
+    const inbound = await h.createAgent({ number: '+14155550911', direction: 'inbound' });
+    const noTts = await h.createAgent({ number: '+14155550912', direction: 'outbound' });
+    expect((await h.call('DELETE', `/agents/${noTts}/providers/tts`)).status).toBe(200);
+    expect((await h.call('POST', `/agents/${noTts}/versions/publish`)).status).toBeLessThan(300);
+    for (const [agent, says] of [
+      [inbound, 'call_direction is inbound'],
+      [noTts, 'no tts provider'],
+    ] as const) {
+      const id = await created({ agent_id: agent });
+      await upload(id, 'phone\n+14155550913\n+14155550914\n');
+      const res = await h.call('POST', `/campaigns/${id}/start`);
+      expect(res.status, says).toBe(400);
+      expect(res.body.error.code).toBe('INVALID_REQUEST');
+      expect(res.body.error.details).toEqual([{ field: 'agent_id', problem: expect.stringContaining(says) }]);
+      const after = await h.call('GET', `/campaigns/${id}`);
+      expect(after.body.data).toMatchObject({ status: 'draft', started_at: null, completed_calls: 0, failed_calls: 0 });
+      const calls = (await h.call('GET', `/campaigns/${id}/calls`)).body.data.calls;
+      for (const c of calls) expect(c).toMatchObject({ status: 'queued', attempts: 0, dialed_at: null, error_message: null });
+    }
+    expect(h.sim.calls.size).toBe(0);
+  });
+
   it('a future schedule_start waits in scheduled; pause and resume keep it there; cancel is terminal', async () => {
     const at = new Date(Date.now() + 3_600_000).toISOString();
     const id = await created({ schedule_start: at });
@@ -405,5 +462,63 @@ describe('start, pause, cancel', () => {
     expect((await upload(id, 'phone\n+14155550108\n')).status).toBe(400);
     // Nothing was ever dialed.
     expect(h.sim.calls.size).toBe(0);
+  });
+});
+
+describe('deleting the agent of campaigns', () => {
+  it('is refused (409) while one of its campaigns is not finished; once all are finished it goes, and their history stays with agent_id null', async () => {
+    const agent = await h.createAgent({ number: '+14155550921', direction: 'outbound' });
+    const draft = await created({ agent_id: agent, name: 'draft one' });
+    const scheduled = await created({ agent_id: agent, name: 'scheduled one', schedule_start: new Date(Date.now() + 3_600_000).toISOString() });
+    const finished = await created({ agent_id: agent, name: 'finished one' });
+    for (const id of [draft, scheduled, finished]) expect((await upload(id, 'phone,name\n+14155550922,Ann\n+14155550923,=cmd\n')).status).toBe(200);
+    expect((await h.call('POST', `/campaigns/${scheduled}/start`)).body.data.status).toBe('scheduled');
+    expect((await h.call('POST', `/campaigns/${finished}/cancel`)).body.data.status).toBe('cancelled');
+
+    const refused = await h.call('DELETE', `/agents/${agent}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('CONFLICT');
+    expect(refused.body.error.message).toContain('2 campaigns that are not finished');
+    expect(refused.body.error.message).toContain(draft);
+    expect(refused.body.error.message).toContain(scheduled);
+    expect(refused.body.error.message).not.toContain(finished);
+    expect((await h.call('GET', `/agents/${agent}`)).status).toBe(200);
+    // Paused is not finished either.
+    expect((await h.call('POST', `/campaigns/${scheduled}/pause`)).body.data.status).toBe('paused');
+    expect((await h.call('POST', `/campaigns/${draft}/cancel`)).body.data.status).toBe('cancelled');
+    const stillRefused = await h.call('DELETE', `/agents/${agent}`);
+    expect(stillRefused.status).toBe(409);
+    expect(stillRefused.body.error.message).toContain(`1 campaign that is not finished (draft, scheduled, running or paused): ${scheduled};`);
+
+    expect((await h.call('POST', `/campaigns/${scheduled}/cancel`)).body.data.status).toBe('cancelled');
+    expect((await h.call('DELETE', `/agents/${agent}`)).status).toBe(200);
+    expect((await h.call('GET', `/agents/${agent}`)).status).toBe(404);
+    // The finished campaigns and their contacts' results outlive the agent.
+    for (const id of [draft, scheduled, finished]) {
+      const got = await h.call('GET', `/campaigns/${id}`);
+      expect(got.status).toBe(200);
+      expect(got.body.data).toMatchObject({ id, agent_id: null, status: 'cancelled', total_calls: 2 });
+      const calls = await h.call('GET', `/campaigns/${id}/calls`);
+      expect(calls.body.data.calls.map((c: { to_number: string; status: string }) => [c.to_number, c.status])).toEqual([
+        ['+14155550922', 'cancelled'],
+        ['+14155550923', 'cancelled'],
+      ]);
+      const ex = await exportCsv(h.app.port, h.user.token, id);
+      expect(ex.status).toBe(200);
+      expect((parseCsv(ex.text) as string[][]).map((r) => [r[0], r[1], r[2], r[7]])).toEqual([
+        ['phone', 'name', 'status', 'error_message'],
+        ['+14155550922', 'Ann', 'cancelled', 'campaign cancelled'],
+        ['+14155550923', "'=cmd", 'cancelled', 'campaign cancelled'],
+      ]);
+    }
+    const listed = (await h.call('GET', '/campaigns?limit=200')).body.data as Array<{ id: string; agent_id: string | null }>;
+    expect(listed.filter((c) => [draft, scheduled, finished].includes(c.id)).map((c) => c.agent_id)).toEqual([null, null, null]);
+    // A final campaign stays final; a new one cannot name the deleted agent.
+    expect((await h.call('POST', `/campaigns/${draft}/start`)).status).toBe(400);
+    expect((await create({ agent_id: agent })).status).toBe(403);
+    // Over gRPC the deleted agent's id is empty (proto3 strings have no null).
+    const client = createClient(CampaignService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${h.app.port}` }));
+    const viaGrpc = await client.getCampaign({ campaignId: finished }, { headers: { authorization: `Bearer ${h.user.token}` } });
+    expect(viaGrpc.agentId).toBe('');
   });
 });

@@ -3,9 +3,10 @@
  * 200-contact campaign at 600 calls/min and max 5 concurrent calls with callees that answer, go
  * busy, ring out and hit voicemail by number: never more than 5 live calls, starts spaced by the
  * pacing, exactly `max_retries` retries, the right end states, counters and export; pause and
- * resume; a 503 from the dial path requeues without an attempt; and the calling window on the
- * dialer's injected clock, including a window crossing midnight in America/New_York across the
- * 2026 fall-back change.
+ * resume; a 503 from the dial path requeues without an attempt; a dial our own checks refuse is
+ * never an attempt (the agent's problem pauses the campaign, the contact's fails only it); and
+ * the calling window on the dialer's injected clock, including a window crossing midnight in
+ * America/New_York across the 2026 fall-back change.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock, type Clock } from '../../shared/clock.js';
@@ -192,6 +193,55 @@ describe('pause, resume, 503', () => {
     expect((await get(id)).status).toBe('running');
     expect(simCallsTo(new Set(['+14155558001']))).toHaveLength(0);
     await h.call('POST', `/campaigns/${id}/cancel`);
+  });
+
+  it('an agent that stops dialing out after the start (call_direction inbound) pauses the campaign: no contact failed, no attempt, no dial time', { timeout: 30_000 }, async () => {
+    const numbers = Array.from({ length: 20 }, (_, i) => `+1415555${String(8400 + i)}`);
+    const mine = new Set(numbers);
+    const agent = await h.createAgent({ number: '+14155550803', direction: 'outbound' });
+    const setDirection = async (call_direction: string) => {
+      expect((await h.call('PUT', `/agents/${agent}/telephony`, { carrier_phone_number: '+14155550803', call_direction })).status).toBe(200);
+      expect((await h.call('POST', `/agents/${agent}/versions/publish`)).status).toBeLessThan(300);
+    };
+    // Scheduled a moment ahead: the start's pre-flight passes, then the agent changes before the first dial.
+    const res = await h.call('POST', '/campaigns', { name: 'agent changed', agent_id: agent, pacing_per_minute: 600, max_concurrent_calls: 5, max_retries: 0, schedule_start: new Date(clock.now() + 2000).toISOString() });
+    const id = res.body.data.id as string;
+    await uploadCsv(h.app.port, h.user.token, id, `phone\n${numbers.join('\n')}\n`);
+    expect((await h.call('POST', `/campaigns/${id}/start`)).body.data.status).toBe('scheduled');
+    await setDirection('inbound');
+    await until(async () => (await get(id)).status === 'paused', 15_000, 'campaign paused');
+    await sleep(500);
+    const rows = await contacts(id);
+    expect(rows).toHaveLength(20);
+    for (const r of rows) expect(r).toMatchObject({ status: 'queued', attempts: 0, dialed_at: null, call_id: null });
+    // The reason is on the contact(s) whose dial was refused.
+    const refused = rows.filter((r) => r.error_message);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const r of refused) expect(r.error_message).toMatch(/^requeued: campaign paused: agent_id: .*inbound/);
+    expect((await get(id))).toMatchObject({ status: 'paused', completed_calls: 0, failed_calls: 0 });
+    expect(simCallsTo(mine)).toHaveLength(0);
+
+    // Fixed and resumed: every contact is dialed once.
+    for (const n of numbers) h.callees.set(n, { outcome: 'no-answer', ringMs: 20 });
+    await setDirection('both');
+    const resumed = await h.call('POST', `/campaigns/${id}/start`);
+    expect(resumed.body.data.status).toBe('running');
+    await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed after the fix');
+    expect(simCallsTo(mine)).toHaveLength(20);
+  });
+
+  it('a dial refused for the contact\'s own number fails only that contact, without an attempt or a dial time', { timeout: 30_000 }, async () => {
+    const [good, bad] = ['+14155558501', '+14155558502'];
+    h.callees.set(good, { outcome: 'no-answer', ringMs: 20 });
+    const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 2, max_retries: 0 }, [bad, good]);
+    // Only a direct write can store a number the upload would refuse.
+    await h.infra.sql`update campaign_contacts set to_number = '+1555' where campaign_id = ${id} and to_number = ${bad}`;
+    await h.call('POST', `/campaigns/${id}/start`);
+    await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed');
+    const rows = new Map((await contacts(id)).map((r) => [r.to_number as string, r]));
+    expect(rows.get('+1555')).toMatchObject({ status: 'failed', attempts: 0, dialed_at: null, call_id: null });
+    expect(rows.get('+1555')!.error_message).toMatch(/^to_number: /);
+    expect(rows.get(good)).toMatchObject({ status: 'failed', attempts: 1, error_message: 'no answer after 1 attempt' });
   });
 
   it('a carrier 5xx on the create is an attempt retried by the policy, not a final failure', { timeout: 30_000 }, async () => {

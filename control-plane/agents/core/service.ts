@@ -3,7 +3,7 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { AgentService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
-import { invalid, notFound } from '../../../shared/errors.js';
+import { conflict, invalid, notFound } from '../../../shared/errors.js';
 import { newId } from '../../../shared/ids.js';
 import { canBindConnectors, requireAgentScope, requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
@@ -108,7 +108,15 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
 
     async deleteAgent(req, ctx) {
       const { agent } = await access.agent(ctx, req.id, 'delete');
-      if (!(await deleteAgentRow(sql, agent.id, ctx.signal))) throw notFound('agent');
+      const result = await deleteAgentRow(sql, agent.id, ctx.signal);
+      if (result.kind === 'not_found') throw notFound('agent');
+      if (result.kind === 'campaigns_unfinished') {
+        // Deleting it would strand (before: silently delete) campaigns that still dial or may be started.
+        const more = result.count > result.ids.length ? ` and ${result.count - result.ids.length} more` : '';
+        throw conflict(
+          `the agent has ${result.count} campaign${result.count === 1 ? '' : 's'} that ${result.count === 1 ? 'is' : 'are'} not finished (draft, scheduled, running or paused): ${result.ids.join(', ')}${more}; cancel ${result.count === 1 ? 'it' : 'them'} (POST /campaigns/{id}/cancel) or let ${result.count === 1 ? 'it' : 'them'} complete, then delete the agent`,
+        );
+      }
       return { message: 'deleted' };
     },
 

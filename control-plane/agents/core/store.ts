@@ -1,6 +1,6 @@
 /** SQL of the `agents` table (the draft agent fields). */
 import type { Sql } from '../../../shared/db/client.js';
-import { run } from '../db.js';
+import { ClientGoneError, run } from '../db.js';
 import type { AgentFields, AgentRow } from '../types.js';
 
 const COLUMNS = `id, workspace_id, user_id, name, description, system_prompt, welcome_message, language, max_turns,
@@ -60,9 +60,36 @@ export async function updateAgentRow(sql: Sql, id: string, p: AgentPatch, signal
   return rows[0];
 }
 
-export async function deleteAgentRow(sql: Sql, id: string, signal?: AbortSignal): Promise<boolean> {
-  const rows = await run(sql`delete from agents where id = ${id} returning id`, signal);
-  return rows.length > 0;
+/** Campaigns named in the 409 of a refused delete. */
+const MAX_NAMED_CAMPAIGNS = 5;
+
+export type DeleteAgentResult =
+  | { kind: 'deleted' }
+  | { kind: 'not_found' }
+  /** Campaigns of the agent that are not finished: how many, and the oldest few ids. */
+  | { kind: 'campaigns_unfinished'; count: number; ids: string[] };
+
+/**
+ * Deletes the agent unless one of its campaigns is not finished (draft, scheduled, running,
+ * paused: anything but the campaigns domain's final states, completed and cancelled). Finished
+ * campaigns keep their history with `agent_id` null (migration 0029); before, the delete cascaded
+ * to every campaign and its contacts' results, a running campaign included. The agent row is
+ * locked first: a campaign created for it meanwhile (its foreign-key check locks this row) either
+ * committed before and is counted here, or waits and then finds no agent.
+ */
+export async function deleteAgentRow(sql: Sql, id: string, signal?: AbortSignal): Promise<DeleteAgentResult> {
+  if (signal?.aborted) throw new ClientGoneError();
+  return sql.begin(async (tx): Promise<DeleteAgentResult> => {
+    const [agent] = await tx`select id from agents where id = ${id} for update`;
+    if (!agent) return { kind: 'not_found' };
+    const unfinished = await tx<{ id: string; n: number }[]>`
+      select id, count(*) over ()::int as n from campaigns
+      where agent_id = ${id} and status not in ('completed', 'cancelled')
+      order by created_at, id limit ${MAX_NAMED_CAMPAIGNS}`;
+    if (unfinished.length > 0) return { kind: 'campaigns_unfinished', count: unfinished[0]!.n, ids: unfinished.map((c) => c.id) };
+    await tx`delete from agents where id = ${id}`;
+    return { kind: 'deleted' };
+  });
 }
 
 /** Marks the draft as changed (child-table writes): `updated_at` tells clients the draft moved. */
