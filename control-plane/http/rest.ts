@@ -295,7 +295,7 @@ function stripNulls(json: unknown): unknown {
  * ~2 % of a small POST in the profile). Past `maxBytes` the request is destroyed, as a
  * declared-too-large one is drained: nothing more of it is read.
  */
-function readBody(req: NodeReq, type: 'json' | 'form' | 'text', maxBytes: number): Promise<unknown> {
+export function readBody(req: NodeReq, type: 'json' | 'form' | 'text', maxBytes: number): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume();

@@ -10,7 +10,7 @@ import { toAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { htmlText, sendHtmlPage } from '../http/html-page.js';
 import { rawRoute, requestUrl } from '../http/request-url.js';
-import type { NodeReq } from '../http/rest.js';
+import { readBody, type NodeReq } from '../http/rest.js';
 import type { Credentials } from './credentials.js';
 import type { TokenBuckets } from './rate-limit.js';
 
@@ -37,16 +37,17 @@ export function resetPage(deps: { credentials: Credentials; buckets: TokenBucket
       res.writeHead(405, { allow: 'GET, HEAD, POST', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
       return;
     }
-    const fields = await readForm(req);
-    if (!fields) {
-      // The rest of the body was not read: the connection cannot carry another request.
-      if (req.httpVersionMajor === 1) res.setHeader('connection', 'close');
+    let fields: Record<string, string>;
+    try {
+      fields = ((await readBody(req, 'form', MAX_FORM_BYTES)) ?? {}) as Record<string, string>;
+    } catch (err) {
+      if (toAppError(err).code !== 'PAYLOAD_TOO_LARGE') throw err;
       return sendHtmlPage(res, { status: 413, title: 'Request too large', body: '<p>Open the link from the email again.</p>' });
     }
-    const token = fields.get('token') ?? '';
+    const token = fields.token ?? '';
     const retry = form(TOKEN.test(token) ? token : '');
-    const password = fields.get('password') ?? '';
-    if (password !== (fields.get('password_again') ?? '')) {
+    const password = fields.password ?? '';
+    if (password !== (fields.password_again ?? '')) {
       return sendHtmlPage(res, { status: 400, title: 'Choose a new password', body: `<p>The two passwords differ.</p>${retry}`, formAction: true });
     }
     try {
@@ -85,16 +86,4 @@ function form(token: string): string {
     '<p><label>The same again<br><input type="password" name="password_again" autocomplete="new-password" required minlength="8" maxlength="256"></label></p>' +
     '<p><button type="submit">Set password</button></p></form>'
   );
-}
-
-/** The urlencoded body, or undefined past MAX_FORM_BYTES (the rest is not read). */
-async function readForm(req: NodeReq): Promise<URLSearchParams | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_FORM_BYTES) return undefined;
-    chunks.push(chunk);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }

@@ -7,6 +7,8 @@
  */
 import ipaddr from 'ipaddr.js';
 import type { HttpResponse } from '../uws.js';
+import { realClock, type Clock } from '../../shared/clock.js';
+import { TokenBucket } from '../session/token-bucket.js';
 
 export type Admission = 'ok' | 'node_full' | 'address_full' | 'address_rate';
 
@@ -17,7 +19,7 @@ export type Admission = 'ok' | 'node_full' | 'address_full' | 'address_rate';
  * core from the node's calls. Refused upgrades cost a few microseconds and no parse.
  */
 export const SOCKET_OPENS_PER_ADDRESS = { burst: 400, perSecond: 100 };
-/** Rate entries kept at most; past it the entries of addresses whose bucket is full again go. */
+/** Addresses whose open rate is tracked at most; past it the longest-tracked one is forgotten (a fresh bucket). */
 const MAX_RATE_ENTRIES = 10_000;
 
 export class SocketAdmission {
@@ -28,14 +30,14 @@ export class SocketAdmission {
   /** Open sockets per address key; entries are deleted at 0, so the map holds at most `total` keys. */
   private readonly perAddress = new Map<string, number>();
 
-  /** Token bucket of new sockets per address key (tokens, at when). */
-  private readonly opens = new Map<string, { tokens: number; atMs: number }>();
+  /** New sockets per address key. */
+  private readonly opens = new Map<string, TokenBucket>();
 
   constructor(
     private readonly maxSockets: number,
     private readonly maxPerAddress: number,
+    private readonly clock: Clock = realClock,
     private readonly opensPerAddress = SOCKET_OPENS_PER_ADDRESS,
-    private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
   /** 'ok' reserves a slot for `key`; the caller must `release(key)` it exactly once. */
@@ -60,30 +62,13 @@ export class SocketAdmission {
   }
 
   private takeOpen(key: string): boolean {
-    const now = this.nowMs();
-    const { burst, perSecond } = this.opensPerAddress;
-    let b = this.opens.get(key);
-    if (!b) {
-      if (this.opens.size >= MAX_RATE_ENTRIES) this.pruneOpens(now);
-      b = { tokens: burst, atMs: now };
-      this.opens.set(key, b);
+    let bucket = this.opens.get(key);
+    if (!bucket) {
+      if (this.opens.size >= MAX_RATE_ENTRIES) this.opens.delete(this.opens.keys().next().value!);
+      bucket = new TokenBucket(this.clock, this.opensPerAddress.burst, this.opensPerAddress.perSecond);
+      this.opens.set(key, bucket);
     }
-    b.tokens = Math.min(burst, b.tokens + ((now - b.atMs) / 1000) * perSecond);
-    b.atMs = now;
-    if (b.tokens < 1) return false;
-    b.tokens -= 1;
-    return true;
-  }
-
-  /** Forgets addresses whose bucket has refilled (they start full anyway); bounded by MAX_RATE_ENTRIES. */
-  private pruneOpens(now: number): void {
-    const { burst, perSecond } = this.opensPerAddress;
-    for (const [k, b] of this.opens) if (b.tokens + ((now - b.atMs) / 1000) * perSecond >= burst) this.opens.delete(k);
-    // Still full of busy addresses: the oldest entries go (a bound, not a promise to them).
-    for (const k of this.opens.keys()) {
-      if (this.opens.size < MAX_RATE_ENTRIES) break;
-      this.opens.delete(k);
-    }
+    return bucket.take();
   }
 
   release(key: string): void {
