@@ -122,6 +122,8 @@ export interface ControlPlaneOptions {
   portal?: PortalOptions;
   /** Telephony tuning: hold rounds, step deadlines (tests shorten them). Default: the domain's defaults. */
   telephony?: TelephonyOptions;
+  /** Tests: how long a started voice session waits for its socket. Default 30 s (CONNECT_WINDOW_MS). */
+  voiceConnectWindowMs?: number;
 }
 
 export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -146,7 +148,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     streamMaxPerUser: opts.simTests?.streamMaxPerUser,
   });
   const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder, publishGate: simTests.publishGate });
-  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections });
+  const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections, connectWindowMs: opts.voiceConnectWindowMs });
   const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound });
   // Every conversation that ends (engine, carrier or PUT) gets its summary job.
   postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));

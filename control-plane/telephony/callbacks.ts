@@ -11,6 +11,7 @@ import type { CarrierAdapter, CarrierCallEvent, CarrierRecording, WebhookRequest
 import { adapterOf, type Ctx, emit, inBackground, resolveAccount, verifyWebhook, webhookOf } from './context.js';
 import { advances, type CallRecord, mapCarrierStatus } from './live-calls.js';
 import { endSession } from './manage.js';
+import { extendAnswerWindow } from './outbound.js';
 import { recordingRef } from './carriers/recording.js';
 import { isUuid } from '../../shared/ids.js';
 
@@ -142,6 +143,8 @@ async function applyStatus(ctx: Ctx, c: CallRecord, callStatus: string, reported
   if (next === 'in_progress' && !c.answered_at_ms) patch.answered_at_ms = ctx.deps.clock.now();
   const saved = await ctx.calls.patch(c.call_id, patch);
   if (saved) emit(ctx, { type: 'status', call: saved, detail: next });
+  // A call queued at the carrier rings (or answers) late: its answer window starts again from there.
+  if (c.direction === 'outbound') await extendAnswerWindow(ctx, c.session_id, ctx.deps.clock.now());
 }
 
 export async function onRecording(ctx: Ctx, hc: HandlerContext, req: { callId: string; recordingUrl: string; recordingSid: string; recordingStatus: string; params: Record<string, string> }) {

@@ -19,6 +19,17 @@ import { type CarrierAccount, type CarrierAdapter, type CarrierAdapters, type Ca
 export interface TelephonyOptions {
   /** Seconds an outbound call rings before `no-answer`. Default 30. */
   ringTimeoutS?: number;
+  /**
+   * How long an outbound call's session waits for the carrier's stream beyond the ring timeout,
+   * counted from the placement and again from the carrier's `ringing` or answer. Default 30,000 ms.
+   */
+  answerMarginMs?: number;
+  /**
+   * Time a placed call may wait in the carrier's queue before it rings (a carrier paces an
+   * account's calls per second: a campaign's calls queue there), added to the window counted from
+   * the placement. Default 60,000 ms.
+   */
+  carrierQueueAllowanceMs?: number;
   /** Pause of one hold round (no hold audio URL). Default 10 s. */
   holdPauseS?: number;
   /** Hold rounds before the caller is told to call back and hung up on. Default 60 (10 minutes). */
@@ -94,6 +105,8 @@ export function createCtx(deps: TelephonyDeps): Ctx {
     log: deps.logger.child({ domain: 'telephony' }),
     opts: {
       ringTimeoutS: o.ringTimeoutS ?? 30,
+      answerMarginMs: o.answerMarginMs ?? 30_000,
+      carrierQueueAllowanceMs: o.carrierQueueAllowanceMs ?? 60_000,
       holdPauseS: o.holdPauseS ?? 10,
       maxHoldRounds: o.maxHoldRounds ?? 60,
       amdRouteWaitMs: o.amdRouteWaitMs ?? 5000,

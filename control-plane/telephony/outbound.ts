@@ -41,9 +41,6 @@ export interface OutboundResult {
   agent_id: string;
 }
 
-/** A started session waits this much beyond the ring timeout for the carrier's stream. */
-const ANSWER_MARGIN_MS = 30_000;
-
 /** Who places a call and from where its callbacks come back (the route: the request's caller). */
 export interface DialAs {
   userId: string;
@@ -137,8 +134,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
     } satisfies StartRequest,
     as.signal,
   );
-  const ringMs = ctx.opts.ringTimeoutS * 1000;
-  await extendConnectWindow(ctx, session.session_id, now + ringMs + ANSWER_MARGIN_MS);
+  await extendAnswerWindow(ctx, session.session_id, now + ctx.opts.carrierQueueAllowanceMs);
   await ctx.calls.patch(callId, { session_id: session.session_id });
 
   const callbacks = `${as.publicBase}/api/v1/telephony/calls/${callId}`;
@@ -178,10 +174,15 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
   };
 }
 
-/** The callee may take longer to answer than the 30 s a browser session gets to connect. */
-async function extendConnectWindow(ctx: Ctx, sessionId: string, deadlineMs: number): Promise<void> {
-  const stored = await ctx.deps.registry.sessions.getSession(sessionId);
-  if (stored && stored.connectDeadlineMs < deadlineMs) await ctx.deps.registry.sessions.putSession({ ...stored, connectDeadlineMs: deadlineMs });
+/**
+ * The callee may take longer to answer than the 30 s a browser session gets to connect: the
+ * session waits for the stream the ring timeout plus a margin from `fromMs` (the placement plus the
+ * carrier queue allowance, then the carrier's `ringing` or answer). Never shortened; a session
+ * ended or claimed meanwhile is left alone.
+ */
+export async function extendAnswerWindow(ctx: Ctx, sessionId: string, fromMs: number): Promise<void> {
+  if (!sessionId) return;
+  await ctx.deps.registry.sessions.extendConnectDeadline(sessionId, fromMs + ctx.opts.ringTimeoutS * 1000 + ctx.opts.answerMarginMs);
 }
 
 /**

@@ -97,6 +97,12 @@ export interface SessionStore {
   sessionOwner(sessionId: string): Promise<string | undefined>;
   /** Forgets a session (ended). */
   deleteSession(sessionId: string): Promise<void>;
+  /**
+   * Moves an unclaimed session's connect deadline later (never earlier), atomically: a session that
+   * is gone (ended, expired) or claimed meanwhile is left as it is, never brought back. True when
+   * the deadline moved.
+   */
+  extendConnectDeadline(sessionId: string, deadlineMs: number): Promise<boolean>;
 }
 
 /** Request/reply commands to the node that owns a session (`/text`, `/end`, AMD verdicts, ...). */

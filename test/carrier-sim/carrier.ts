@@ -31,6 +31,8 @@ export interface CalleeBehaviour {
   outcome?: 'answer' | 'busy' | 'no-answer' | 'failed';
   /** Ringing time before the outcome. Default 100 ms. */
   ringMs?: number;
+  /** Time queued at the carrier (`queued`) before the phone rings. Default 20 ms. */
+  queueMs?: number;
   /** `AnsweredBy` reported when AMD was requested; null: no verdict ever (timeout). Default `human`. */
   answeredBy?: string | null;
   /** Delay of the AMD verdict after answer. Default 800 ms. */
@@ -333,7 +335,8 @@ export class CarrierSim {
   private async runOutbound(call: SimCall): Promise<void> {
     const b = call.behaviour;
     await this.statusEvent(call, 'initiated', 'queued');
-    await sleep(20);
+    await sleep(b.queueMs ?? 20);
+    if (call.isFinal) return;
     call.status = 'ringing';
     await this.statusEvent(call, 'ringing', 'ringing');
     await sleep(b.ringMs ?? 100);

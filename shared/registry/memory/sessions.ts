@@ -58,6 +58,13 @@ export class MemorySessionStore implements SessionStore, Sweepable {
     return o && o.expiresAtMs > this.sweeper.clock.now() ? o.nodeId : undefined;
   }
 
+  async extendConnectDeadline(sessionId: string, deadlineMs: number): Promise<boolean> {
+    const s = this.sessions.get(sessionId);
+    if (!s || this.owners.has(sessionId) || this.expired(sessionId, s, this.sweeper.clock.now()) || s.connectDeadlineMs >= deadlineMs) return false;
+    s.connectDeadlineMs = deadlineMs;
+    return true;
+  }
+
   async deleteSession(sessionId: string): Promise<void> {
     this.sessions.delete(sessionId);
     this.owners.delete(sessionId);

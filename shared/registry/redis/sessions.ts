@@ -18,6 +18,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {'claimed', cfg}
 `;
 
+// Compare-and-set of an unclaimed config: the caller read ARGV[1] and wrote its new deadline into
+// ARGV[2] (JSON edited in Node: Lua's cjson would turn empty arrays of the config into objects).
+const EXTEND_SCRIPT = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+`;
+
 export class RedisSessionStore implements SessionStore {
   constructor(private readonly conn: RedisConnection) {}
 
@@ -55,6 +64,26 @@ export class RedisSessionStore implements SessionStore {
 
   async sessionOwner(sessionId: string): Promise<string | undefined> {
     return (await this.conn.op(() => this.conn.client.get(this.ownerKey(sessionId)))) ?? undefined;
+  }
+
+  async extendConnectDeadline(sessionId: string, deadlineMs: number): Promise<boolean> {
+    // Two tries: a concurrent extension of the same session changes the stored JSON under us.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const stored = await this.conn.op(() => this.conn.client.get(this.sessionKey(sessionId)));
+      if (!stored) return false;
+      const session = JSON.parse(stored) as StoredSession;
+      if (session.connectDeadlineMs >= deadlineMs) return false;
+      const next: StoredSession = { ...session, connectDeadlineMs: deadlineMs };
+      const ttl = Math.max(1, deadlineMs - this.conn.clock.now());
+      const done = await this.conn.op(() =>
+        this.conn.client.eval(EXTEND_SCRIPT, { keys: [this.sessionKey(sessionId), this.ownerKey(sessionId)], arguments: [stored, JSON.stringify(next), String(ttl)] }),
+      );
+      if (done === 1) {
+        this.conn.journal.putSession(next);
+        return true;
+      }
+    }
+    return false;
   }
 
   async deleteSession(sessionId: string): Promise<void> {
