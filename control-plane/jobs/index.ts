@@ -15,6 +15,7 @@ import PgBoss from 'pg-boss';
 import type postgres from 'postgres';
 import { realClock, sleepOn } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
+import { AppError } from '../../shared/errors.js';
 import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import { type JobName, type JobPayloads } from './names.js';
 
@@ -207,6 +208,26 @@ async function settledWithin(set: Set<Promise<void>>, ms: number): Promise<void>
  */
 const COMPLETION_RETRY_MS = 30_000;
 
+/** System error codes (ENOTFOUND, ECONNRESET, EAI_AGAIN, ...) and undici's, not Node's ERR_ programming errors. */
+const NETWORK_CODE = /^(E(?!RR_)[A-Z0-9_]+|UND_ERR_[A-Z_]+|CONNECT_TIMEOUT|CONNECTION_[A-Z]+)$/;
+
+/**
+ * What a failed job's log line carries. An expected failure (our own error, a network or database
+ * error with a system code, a timeout) is retried and says what it was in one line: its message
+ * and code. Anything else may be a bug: the error with its stack.
+ */
+export function jobFailureFields(err: unknown): Record<string, unknown> {
+  if (err instanceof AppError && err.code !== 'INTERNAL') return { error: err.message, code: err.code };
+  let cur: unknown = err;
+  for (let depth = 0; depth < 5 && cur instanceof Error; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODE.test(code)) return { error: (err as Error).message, code, ...(cur !== err ? { cause: cur.message } : {}) };
+    if (cur.name === 'TimeoutError' || cur.name === 'AbortError') return { error: (err as Error).message, code: cur.name };
+    cur = cur.cause;
+  }
+  return { err };
+}
+
 /** A listener count that never warns (0 would mean the same but breaks Node 20's getMaxListeners). */
 const UNBOUNDED_LISTENERS = 1_000_000;
 
@@ -321,7 +342,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
             try {
               await done;
             } catch (err) {
-              logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, err }, 'job failed');
+              logger.warn({ job: name, id: job.id, attempt: job.retryCount + 1, ...jobFailureFields(err) }, 'job failed');
               failedAttempts.set(name, (failedAttempts.get(name) ?? 0) + 1);
               throw err;
             } finally {
