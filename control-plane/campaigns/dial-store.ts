@@ -5,16 +5,17 @@
  * changes nothing twice.
  */
 import type { Sql } from '../../shared/db/client.js';
-import type { CampaignRow, ContactRow } from './store.js';
+import { CAMPAIGN_COLS, type CampaignRow, type ContactRow } from './store.js';
 
-const COLS = 'id, user_id, workspace_id, agent_id, name, status, config, column_map, variable_names, created_at, started_at, completed_at, updated_at';
+/** Longest `status_reason` kept (an error message of ours; bounded whatever it says). */
+const STATUS_REASON_MAX_CHARS = 500;
 
 /** Takes (or renews) the campaign's dial lease for `owner`; undefined when another owner holds it. */
 export async function takeLease(sql: Sql, id: string, owner: string, now: Date, untilMs: number): Promise<CampaignRow | undefined> {
   const [row] = await sql<CampaignRow[]>`
     update campaigns set dialer_owner = ${owner}, dialer_lease_until = ${new Date(untilMs)}
     where id = ${id} and (dialer_owner is null or dialer_owner = ${owner} or dialer_lease_until < ${now})
-    returning ${sql.unsafe(COLS)}`;
+    returning ${sql.unsafe(CAMPAIGN_COLS)}`;
   return row;
 }
 
@@ -136,19 +137,21 @@ export async function refuseUnplaced(sql: Sql, contactId: string, callId: string
 /**
  * A dial refused before any carrier request because of the agent or the campaign (the same for
  * every contact): `running` -> `paused`, and the contact back in the queue, due at once, with
- * its attempt count and `dialed_at` restored and `why` as its error_message. One transaction, the
+ * its attempt count and `dialed_at` restored and `why` as the campaign's `status_reason` (and, with
+ * "requeued: campaign paused: " before it, the contact's error_message). One transaction, the
  * pause first: a resume finds the contact queued. A campaign cancelled meanwhile gets the contact
  * `cancelled` instead (as `settleRetry`: never a queued contact in a final campaign). True when
  * this call paused the campaign (concurrent dials refused alike put their contacts back too).
  */
 export async function pauseUnplaced(sql: Sql, campaignId: string, contactId: string, callId: string, why: string, previousDialedAt: Date | null, now: Date): Promise<boolean> {
   return sql.begin(async (tx) => {
-    const paused = await tx`update campaigns set status = 'paused', updated_at = ${now} where id = ${campaignId} and status = 'running' returning id`;
+    const paused = await tx`update campaigns set status = 'paused', updated_at = ${now}, status_reason = ${`paused: ${why}`.slice(0, STATUS_REASON_MAX_CHARS)}
+                            where id = ${campaignId} and status = 'running' returning id`;
     const [{ status }] = await tx<{ status: string }[]>`select status from campaigns where id = ${campaignId} for share`;
     const cancelled = status === 'cancelled';
     await tx`update campaign_contacts set status = ${cancelled ? 'cancelled' : 'queued'}, attempts = greatest(attempts - 1, 0),
                call_id = null, dialed_at = ${previousDialedAt}, scheduled_at = ${now},
-               completed_at = ${cancelled ? now : null}, error_message = ${cancelled ? 'campaign cancelled' : why}
+               completed_at = ${cancelled ? now : null}, error_message = ${cancelled ? 'campaign cancelled' : `requeued: campaign paused: ${why}`}
              where id = ${contactId} and call_id = ${callId} and status = 'dialing'`;
     return paused.length > 0;
   });
@@ -216,7 +219,7 @@ export async function staleAttempts(sql: Sql, campaignId: string, beforeMs: numb
  */
 export async function completeIfDone(sql: Sql, campaignId: string, now: Date): Promise<boolean> {
   const rows = await sql`
-    update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}
+    update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}, status_reason = null
     where id = ${campaignId} and status = 'running'
       and not exists (select 1 from campaign_contacts where campaign_id = ${campaignId} and status in ('queued', 'dialing', 'in_progress'))
     returning id`;

@@ -298,9 +298,10 @@ export function createDialer(deps: DialerDeps): Dialer {
           } else {
             // The agent or the campaign (call_direction inbound, a provider removed, unpublished,
             // no caller ID ...): every contact would fail alike, so the campaign is paused and the
-            // contact put back, its error_message saying why; start resumes once it is fixed.
+            // contact put back, the campaign's status_reason and the contact's error_message saying
+            // why; start resumes once it is fixed.
             stop = true;
-            const paused = await ds.pauseUnplaced(sql, c.id, contact.id, callId, `requeued: campaign paused: ${e.message}`, previousDialedAt, now());
+            const paused = await ds.pauseUnplaced(sql, c.id, contact.id, callId, e.message, previousDialedAt, now());
             if (paused) log.warn({ campaignId: c.id, code: e.code, reason: e.message }, 'campaign paused: its agent cannot place the calls');
           }
         } else if (carrier && (carrier.outcomeUnknown || carrier.status === 429 || carrier.status >= 500)) {

@@ -39,6 +39,8 @@ export interface CampaignRow {
   started_at: Date | null;
   completed_at: Date | null;
   updated_at: Date;
+  /** Why the service (not the owner) moved the campaign last, e.g. the dialer's pause; null otherwise (migration 0030). */
+  status_reason: string | null;
 }
 
 export interface Counters {
@@ -69,9 +71,9 @@ export interface ContactRow {
 
 export const TERMINAL: ReadonlySet<CampaignStatus> = new Set(['completed', 'cancelled']);
 
-const CAMPAIGN_COLS = 'id, user_id, workspace_id, agent_id, name, status, config, column_map, variable_names, created_at, started_at, completed_at, updated_at';
+export const CAMPAIGN_COLS = 'id, user_id, workspace_id, agent_id, name, status, config, column_map, variable_names, created_at, started_at, completed_at, updated_at, status_reason';
 
-export async function insertCampaign(sql: Sql, c: Omit<CampaignRow, 'variable_names' | 'started_at' | 'completed_at'>): Promise<CampaignRow> {
+export async function insertCampaign(sql: Sql, c: Omit<CampaignRow, 'variable_names' | 'started_at' | 'completed_at' | 'status_reason'>): Promise<CampaignRow> {
   const [row] = await sql<CampaignRow[]>`
     insert into campaigns (id, user_id, workspace_id, agent_id, name, status, config, column_map, created_at, updated_at)
     values (${c.id}, ${c.user_id}, ${c.workspace_id}, ${c.agent_id}, ${c.name}, ${c.status}, ${sql.json(c.config as never)},
@@ -141,7 +143,7 @@ export async function transition(
   extra: { started?: boolean; completed?: boolean } = {},
 ): Promise<CampaignRow | undefined> {
   const [row] = await sql<CampaignRow[]>`
-    update campaigns set status = ${to}, updated_at = ${now},
+    update campaigns set status = ${to}, updated_at = ${now}, status_reason = null,
       started_at = ${extra.started ? sql`coalesce(started_at, ${now})` : sql`started_at`},
       completed_at = ${extra.completed ? now : null}
     where id = ${id} and status = any(${from as string[]}::text[])

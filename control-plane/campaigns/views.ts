@@ -40,6 +40,7 @@ export function campaignView(c: CampaignRow, n: Counters): MessageInitShape<type
     startedAt: iso(c.started_at),
     completedAt: iso(c.completed_at),
     updatedAt: isoTime(c.updated_at.getTime()),
+    statusReason: opt(c.status_reason),
   };
 }
 
@@ -62,7 +63,7 @@ export function contactView(r: ContactRow): MessageInitShape<typeof CampaignCont
   };
 }
 
-const CAMPAIGN_NULLABLE = ['started_at', 'completed_at'];
+const CAMPAIGN_NULLABLE = ['started_at', 'completed_at', 'status_reason'];
 const CONFIG_NULLABLE = ['schedule_start', 'calling_hours_start', 'calling_hours_end', 'timezone'];
 const CONTACT_NULLABLE = ['call_id', 'conversation_id', 'scheduled_at', 'dialed_at', 'completed_at', 'duration_seconds', 'error_message', 'amd_verdict'];
 

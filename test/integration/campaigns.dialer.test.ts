@@ -218,14 +218,17 @@ describe('pause, resume, 503', () => {
     const refused = rows.filter((r) => r.error_message);
     expect(refused.length).toBeGreaterThanOrEqual(1);
     for (const r of refused) expect(r.error_message).toMatch(/^requeued: campaign paused: agent_id: .*inbound/);
-    expect((await get(id))).toMatchObject({ status: 'paused', completed_calls: 0, failed_calls: 0 });
+    // And on the campaign itself, until the owner moves it.
+    const paused = await get(id);
+    expect(paused).toMatchObject({ status: 'paused', completed_calls: 0, failed_calls: 0 });
+    expect(paused.status_reason).toMatch(/^paused: agent_id: .*inbound/);
     expect(simCallsTo(mine)).toHaveLength(0);
 
     // Fixed and resumed: every contact is dialed once.
     for (const n of numbers) h.callees.set(n, { outcome: 'no-answer', ringMs: 20 });
     await setDirection('both');
     const resumed = await h.call('POST', `/campaigns/${id}/start`);
-    expect(resumed.body.data.status).toBe('running');
+    expect(resumed.body.data).toMatchObject({ status: 'running', status_reason: null });
     await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed after the fix');
     expect(simCallsTo(mine)).toHaveLength(20);
   });
