@@ -95,7 +95,7 @@ export class Conversation {
       return undefined;
     }
     // Tools the reply already called stay, results and all: asking again would run them again.
-    const tools = run.cutToolExchange();
+    const tools = run.cutToolExchange(this.d.config.session_id, this.d.clock.monotonicMs());
     let unanswered: string | undefined;
     const last = this.history.last;
     if (!heard && tools.length === 0 && last?.role === 'user') {

@@ -10,7 +10,8 @@ export interface ToolCallRecord {
   tool_name: string;
   tool_input: unknown;
   tool_output: unknown;
-  status: 'success' | 'error';
+  /** `interrupted`: the turn was cut while the tool ran (its request may have been sent). */
+  status: 'success' | 'error' | 'interrupted';
   latency_ms: number;
   error_message?: string;
 }

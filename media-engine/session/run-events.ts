@@ -5,7 +5,7 @@
  */
 import type { ServerEvent } from '../../shared/protocol/voice-socket.js';
 import type { TurnMsg } from './messages.js';
-import type { RunState } from './run-state.js';
+import { type RunState, toolInput } from './run-state.js';
 
 /** Longest tool result in the live `tool_call_result` event (spec Limits); the record keeps all. */
 export const LIVE_TOOL_RESULT_CHARS = 200;
@@ -41,14 +41,14 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       }
       return { type: 'llm_error', text: m.message, turn, ...(m.code ? { code: m.code } : {}) };
     case 'tools_started': {
-      run.toolsStarted(m.calls);
+      run.toolsStarted(m.calls, m.step, m.atMs);
       const step = run.steps.find((s) => s.step === m.step);
       if (step) step.tools = m.calls.map((c) => c.name);
-      const tools = m.calls.map((c) => ({ id: c.id, name: c.name, arguments: safeJson(c.arguments) }));
+      const tools = m.calls.map((c) => ({ id: c.id, name: c.name, arguments: toolInput(c.arguments) }));
       return { type: 'tool_calls_started', turn, tools, step: m.step, parallel: m.calls.length > 1, timing: { llm_ms: m.llmMs } };
     }
     case 'tool_progress':
-      return { type: 'tool_call_in_progress', turn, tool_name: m.call.name, tool_call_id: m.call.id, tool_input: safeJson(m.call.arguments), step: m.step };
+      return { type: 'tool_call_in_progress', turn, tool_name: m.call.name, tool_call_id: m.call.id, tool_input: toolInput(m.call.arguments), step: m.step };
     case 'tool_result': {
       const r = m.result;
       run.toolFinished(m.call.id, r.content);
@@ -61,7 +61,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
         id: `${sessionId}:${run.turn}:${m.call.id}`,
         tool_call_id: m.call.id,
         tool_name: m.call.name,
-        tool_input: safeJson(m.call.arguments),
+        tool_input: toolInput(m.call.arguments),
         tool_output: r.output,
         status: r.status,
         latency_ms: r.latencyMs,
@@ -89,10 +89,3 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
   }
 }
 
-function safeJson(s: string): unknown {
-  try {
-    return s.trim() ? JSON.parse(s) : {};
-  } catch {
-    return s;
-  }
-}

@@ -11,6 +11,15 @@ export const INTERRUPTED_TOOL_RESULT = JSON.stringify({ status: 'interrupted', n
 
 export type RunKind = 'reply' | 'welcome' | 'nudge' | 'goodbye';
 
+/** A tool call's arguments (JSON text from the model) as the record and the socket show them: parsed, or the text as it came. */
+export function toolInput(args: string): unknown {
+  try {
+    return args.trim() ? JSON.parse(args) : {};
+  } catch {
+    return args;
+  }
+}
+
 export class RunState {
   readonly abort = new AbortController();
   /** The runner reported `run_done`. */
@@ -23,8 +32,8 @@ export class RunState {
    * effects), so the next request neither forgets nor repeats them.
    */
   private readonly toolExchange: LlmMessage[] = [];
-  /** Calls of `toolExchange` still waiting for their result. */
-  private readonly pendingToolCalls = new Set<string>();
+  /** Calls of `toolExchange` still waiting for their result, with their step and start (monotonic ms). */
+  private readonly pendingToolCalls = new Map<string, { call: LlmToolCall; step: number; startedAtMs: number }>();
   llmText = '';
   steps: TurnTimingStep[] = [];
   /** Monotonic start of each LLM step (index 0 = step 1): trace spans are placed from it. */
@@ -66,9 +75,9 @@ export class RunState {
     readonly startedAtMs: number,
   ) {}
 
-  toolsStarted(calls: LlmToolCall[]): void {
+  toolsStarted(calls: LlmToolCall[], step: number, atMs: number): void {
     this.toolExchange.push({ role: 'assistant', content: null, toolCalls: calls });
-    for (const c of calls) this.pendingToolCalls.add(c.id);
+    for (const call of calls) this.pendingToolCalls.set(call.id, { call, step, startedAtMs: atMs });
   }
 
   toolFinished(callId: string, content: string): void {
@@ -78,10 +87,24 @@ export class RunState {
 
   /**
    * The tool exchange of a run that was cut: every call gets a result (providers refuse a call
-   * without one); those still running are marked interrupted.
+   * without one); those still running are marked interrupted, in the history and in the record
+   * (status `interrupted`): the request may have reached the tool's endpoint, with its effects.
    */
-  cutToolExchange(): LlmMessage[] {
-    for (const id of this.pendingToolCalls) this.toolExchange.push({ role: 'tool', toolCallId: id, content: INTERRUPTED_TOOL_RESULT });
+  cutToolExchange(sessionId: string, nowMs: number): LlmMessage[] {
+    for (const [id, { call, step, startedAtMs }] of this.pendingToolCalls) {
+      this.toolExchange.push({ role: 'tool', toolCallId: id, content: INTERRUPTED_TOOL_RESULT });
+      this.toolSteps.push(step);
+      this.toolCalls.push({
+        id: `${sessionId}:${this.turn}:${id}`,
+        tool_call_id: id,
+        tool_name: call.name,
+        tool_input: toolInput(call.arguments),
+        tool_output: JSON.parse(INTERRUPTED_TOOL_RESULT) as unknown,
+        status: 'interrupted',
+        latency_ms: Math.max(0, Math.round(nowMs - startedAtMs)),
+        error_message: 'the turn was cut before the tool answered; its outcome is unknown',
+      });
+    }
     this.pendingToolCalls.clear();
     return this.toolExchange;
   }

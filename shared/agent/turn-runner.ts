@@ -65,7 +65,7 @@ export type TurnMsg =
   | { kind: 'llm_started'; step: number; atMs: number }
   | { kind: 'llm_delta'; step: number; text: string }
   | { kind: 'llm_step_done'; step: number; text: string; ttfbMs: number; totalMs: number; inputTokens: number; outputTokens: number; toolCalls: number }
-  | { kind: 'tools_started'; step: number; calls: LlmToolCall[]; llmMs: number }
+  | { kind: 'tools_started'; step: number; calls: LlmToolCall[]; llmMs: number; /** `now()` as the tools start. */ atMs: number }
   | { kind: 'tool_progress'; step: number; call: LlmToolCall }
   | { kind: 'tool_result'; step: number; call: LlmToolCall; result: ToolResult }
   /** `code`: the ProviderError code when there was one (RESPONSE_TOO_LARGE for our own bounds). */
@@ -214,7 +214,7 @@ async function runLlmSteps(input: TurnRunInput, pieces: AsyncQueue<Piece>, appen
     }
     appended.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
     messages.push({ role: 'assistant', content: stepText || null, toolCalls: calls });
-    post({ kind: 'tools_started', step, calls, llmMs: Math.round(end - started) });
+    post({ kind: 'tools_started', step, calls, llmMs: Math.round(end - started), atMs: end });
     const results = await Promise.all(calls.map((call) => runOneTool(input, tools, ctx, step, call)));
     if (signal.aborted) return spoken;
     calls.forEach((call, i) => {

@@ -98,18 +98,27 @@ describe('CallActor portal hand-off', () => {
     expect(last[4]).toEqual({ role: 'user', content: 'never mind' });
   });
 
-  it('a tool still running when the reply is cut gets an interrupted result, so the history stays well-formed', () => {
+  it('a tool still running when the reply is cut gets an interrupted result, so the history stays well-formed, and the record keeps it', () => {
     const run = new RunState(1, 'reply', 1, 0, 0, 'book it and text me', 0);
     const calls = [
       { id: 'a', name: 'book', arguments: '{}' },
-      { id: 'b', name: 'sms', arguments: '{}' },
+      { id: 'b', name: 'sms', arguments: '{"to":"+14155550100"}' },
     ];
-    recordRunMsg(run, { kind: 'tools_started', step: 1, calls, llmMs: 5 }, 's1');
+    recordRunMsg(run, { kind: 'tools_started', step: 1, calls, llmMs: 5, atMs: 1000 }, 's1');
     recordRunMsg(run, { kind: 'tool_result', step: 1, call: calls[0]!, result: { status: 'success', content: '{"booked":true}', output: { booked: true }, latencyMs: 3, attempts: 1 } }, 's1');
-    expect(run.cutToolExchange()).toEqual([
+    expect(run.cutToolExchange('s1', 1750)).toEqual([
       { role: 'assistant', content: null, toolCalls: calls },
       { role: 'tool', toolCallId: 'a', content: '{"booked":true}' },
       { role: 'tool', toolCallId: 'b', content: INTERRUPTED_TOOL_RESULT },
     ]);
+    // The cut tool's request may have reached its endpoint: the record says so (it had no trace).
+    expect(run.toolCalls).toEqual([
+      expect.objectContaining({ id: 's1:1:a', tool_name: 'book', status: 'success' }),
+      { id: 's1:1:b', tool_call_id: 'b', tool_name: 'sms', tool_input: { to: '+14155550100' }, tool_output: JSON.parse(INTERRUPTED_TOOL_RESULT), status: 'interrupted', latency_ms: 750, error_message: 'the turn was cut before the tool answered; its outcome is unknown' },
+    ]);
+    expect(run.toolSteps).toEqual([1, 1]);
+    // Cut twice (the call's end after a barge-in): recorded once.
+    run.cutToolExchange('s1', 2000);
+    expect(run.toolCalls).toHaveLength(2);
   });
 });
