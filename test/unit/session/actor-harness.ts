@@ -18,6 +18,7 @@ import { createSimTts, type SimTtsOptions } from '../../../shared/providers/tts/
 import type { AsrProvider, LlmMessage, LlmProvider, TtsProvider } from '../../../shared/providers/types.js';
 import type { CallTelemetry } from '../../../shared/observability/call-telemetry.js';
 import type { CallConnectors } from '../../../media-engine/session/connector-tools.js';
+import type { OutboundClient } from '../../../shared/outbound/index.js';
 import { captureLogger } from '../../helpers/infra.js';
 import { sessionConfig } from '../../helpers/session-config.js';
 
@@ -123,6 +124,8 @@ export interface HarnessOptions {
   connectors?: CallConnectors;
   /** Portal hand-off request (issue 21); default none. */
   requestHandoff?: () => void;
+  /** The outbound client HTTP tools go through; default none (tool calls refused). */
+  outbound?: OutboundClient;
 }
 
 export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: HarnessOptions = {}): ActorHarness {
@@ -147,6 +150,7 @@ export function actorHarness(overrides: Partial<SessionConfig> = {}, opts: Harne
       allowanceMs: opts.allowanceMs,
       connectors: opts.connectors,
       requestHandoff: opts.requestHandoff,
+      outbound: opts.outbound,
     },
     opts.tuning,
   );
