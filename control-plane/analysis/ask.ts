@@ -9,7 +9,7 @@
  * Provider failures (network, 5xx, timeout) throw: the job decides whether to retry them. A reply
  * that is still invalid after the second request is a result, not an exception: `ok: false`.
  */
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Clock } from '../../shared/clock.js';
 import type { LlmMessage, LlmProvider, LlmToolCall } from '../../shared/providers/types.js';
 
@@ -50,7 +50,13 @@ export type AskOutcome = { ok: true; values: Record<string, unknown>; requests: 
 const ajv = new Ajv({ allErrors: true, strict: false });
 
 export async function askForObject(o: AskOptions): Promise<AskOutcome> {
-  const validate = ajv.compile(o.schema);
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(o.schema);
+  } catch (err) {
+    // Deterministic (a schema stored before its names were checked): a result now, not retries.
+    return { ok: false, error: `the schema cannot be used: ${(err as Error).message}`, requests: 0 };
+  }
   const toolName = o.tool ?? EXTRACT_TOOL;
   const tool = { name: toolName, description: o.description || 'Record the values of this call.', parameters: o.schema };
   const messages: LlmMessage[] = [

@@ -38,6 +38,8 @@ export function parseFields(value: unknown): AnalysisField[] {
     const f = raw as Record<string, unknown>;
     const name = typeof f.name === 'string' ? f.name.trim() : '';
     if (!NAME_RE.test(name)) throw invalid(`${at}.name`, 'must be 1-64 letters, digits or _ and not start with a digit');
+    // A JavaScript object's prototype slot: as a property name it never reaches the JSON Schema.
+    if (name === '__proto__') throw invalid(`${at}.name`, '"__proto__" is reserved: choose another name');
     // Case-insensitive: `Reason` and `reason` would be one column to a reader of the insights.
     if (seen.has(name.toLowerCase())) throw invalid(`${at}.name`, `duplicates the field name "${name}"`);
     seen.add(name.toLowerCase());
@@ -73,12 +75,13 @@ function parseEnum(at: string, value: unknown): string[] {
 
 /** The JSON Schema of one extraction: an object with every field, each nullable. */
 export function jsonSchemaOf(fields: AnalysisField[]): Record<string, unknown> {
-  const properties: Record<string, unknown> = {};
-  for (const f of fields) {
-    const p: Record<string, unknown> = propertyOf(f);
-    if (f.description) p.description = f.description;
-    properties[f.name] = p;
-  }
+  const properties = Object.fromEntries(
+    fields.map((f) => {
+      const p: Record<string, unknown> = propertyOf(f);
+      if (f.description) p.description = f.description;
+      return [f.name, p];
+    }),
+  );
   return { type: 'object', properties, required: fields.map((f) => f.name), additionalProperties: false };
 }
 

@@ -84,4 +84,14 @@ describe('askForObject', () => {
     expect(first).toEqual({ ok: true, requests: 1, values: { reason: 'refund', amount: 40, wants_callback: true, complaint: null } });
     expect(await ask(createSimLlm(), transcript)).toEqual(first);
   });
+
+  it('a schema that cannot be compiled (stored before its names were checked) is a failed result at once, not an exception the job retries', async () => {
+    const llm = scripted([]);
+    // What `properties['__proto__'] = {...}` made of such a stored field: the object's prototype, not a property.
+    const properties = Object.setPrototypeOf({}, { type: ['string', 'null'] }) as Record<string, unknown>;
+    const out = await askForObject({ llm, schema: { type: 'object', properties }, description: 'facts', transcript: 'Caller: hi', clock: realClock, timeoutMs: 5000, signal: new AbortController().signal });
+    expect(out).toMatchObject({ ok: false, requests: 0, error: expect.stringMatching(/^the schema cannot be used: /) });
+    expect(llm.seen).toHaveLength(0);
+  });
 });
+

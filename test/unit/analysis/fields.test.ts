@@ -1,6 +1,6 @@
 /** Field checks of analysis schemas (control-plane/analysis/fields.ts): each failure names its field. */
 import { describe, expect, it } from 'vitest';
-import { MAX_FIELDS, parseFields } from '../../../control-plane/analysis/fields.js';
+import { jsonSchemaOf, MAX_FIELDS, parseFields } from '../../../control-plane/analysis/fields.js';
 
 const fieldOf = (value: unknown): string | undefined => {
   try {
@@ -25,6 +25,7 @@ describe('parseFields', () => {
     ['enum value twice', [{ name: 'a', type: 'enum', enum: ['x', 'x'] }], 'fields[0].enum[1]'],
     ['enum on a string', [{ name: 'a', type: 'string', enum: ['x'] }], 'fields[0].enum'],
     ['description not text', [{ name: 'a', type: 'string', description: 3 }], 'fields[0].description'],
+    ['the prototype slot as a name', [{ name: 'a', type: 'string' }, { name: '__proto__', type: 'string' }], 'fields[1].name'],
   ])('%s -> 400 naming %s', (_what, value, field) => {
     expect(fieldOf(value)).toBe(field);
   });
@@ -34,5 +35,11 @@ describe('parseFields', () => {
       { name: 'a', type: 'enum', enum: ['x', 'y'] },
       { name: 'b', type: 'string[]', description: 'why' },
     ]);
+  });
+
+  it('names that are Object.prototype members are real properties of the JSON Schema', () => {
+    const schema = jsonSchemaOf(parseFields([{ name: 'constructor', type: 'boolean' }, { name: 'toString', type: 'string' }]));
+    expect(Object.keys(schema.properties as object)).toEqual(['constructor', 'toString']);
+    expect(JSON.parse(JSON.stringify(schema)).properties.constructor).toEqual({ type: ['boolean', 'null'] });
   });
 });
