@@ -240,7 +240,25 @@ export function defaultRequest(input: DescMessage, parts: RestRequestParts): unk
   }
   const body = (parts.body ?? {}) as Record<string, unknown>;
   checkBodyShape(input, body);
-  return { ...coerceQuery(input, parts.query), ...body, ...coerceQuery(input, parts.params) };
+  const query = coerceQuery(input, parts.query);
+  refuseConflicts(input, query, body);
+  return { ...query, ...body, ...coerceQuery(input, parts.params) };
+}
+
+/**
+ * A field in the query and in the body with different values (`?workspace_id=A` and a read-back
+ * body naming B): which was meant is a guess, and the body winning silently changed another
+ * workspace's settings. 400 naming the field; the same value twice is fine.
+ */
+function refuseConflicts(input: DescMessage, query: Record<string, unknown>, body: Record<string, unknown>): void {
+  for (const [name, fromQuery] of Object.entries(query)) {
+    const field = input.fields.find((f) => f.name === name);
+    const inBody = body[name] ?? (field ? body[field.jsonName] : undefined);
+    if (inBody === undefined || inBody === null) continue;
+    if (JSON.stringify(inBody) !== JSON.stringify(fromQuery) && String(inBody) !== String(fromQuery)) {
+      throw invalid(name, 'is given in the query and in the body with different values');
+    }
+  }
 }
 
 /** Query strings are text; turn them into the JSON type of the target field so decoding works. */

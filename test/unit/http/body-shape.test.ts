@@ -3,6 +3,7 @@ import { coerceQuery, decodeInput, defaultRequest } from '../../../control-plane
 import { CreateToolRequestSchema, ListAgentsRequestSchema, PutFlowRequestSchema, UpdateAgentRequestSchema } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
 import { CreateApiKeyRequestSchema, CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import type { DescMessage } from '@bufbuild/protobuf';
+import { PutWebhookSettingsRequestSchema } from '../../../shared/gen/voiceplane/v1/webhooks_pb.js';
 import type { AppError } from '../../../shared/errors.js';
 
 const parts = (body: unknown, params: Record<string, string> = {}, query: Record<string, string> = {}) => ({ body, params, query, headers: new Headers() });
@@ -24,6 +25,17 @@ describe('the REST body shape check (defaultRequest)', () => {
 
   it('merges query, body and params (params win)', () => {
     expect(tool({ name: 'x', agent_id: 'body' }, { agent_id: 'path' })).toEqual({ name: 'x', agent_id: 'path' });
+  });
+
+  it('a field in the query and the body with different values is 400 naming it (the body won silently); the same value twice is fine', () => {
+    const put = (query: Record<string, string>, body: unknown) => defaultRequest(PutWebhookSettingsRequestSchema, parts(body, {}, query));
+    expect(failure(() => put({ workspace_id: 'A' }, { workspace_id: 'B', webhook_url: 'https://x.example' }))).toEqual(['INVALID_REQUEST', 'workspace_id', 'is given in the query and in the body with different values']);
+    expect(failure(() => put({ workspace_id: 'A' }, { workspaceId: 'B' }))?.[1]).toBe('workspace_id');
+    expect(put({ workspace_id: 'A' }, { workspace_id: 'A', webhook_url: 'https://x.example' })).toEqual({ workspace_id: 'A', webhook_url: 'https://x.example' });
+    expect(put({ workspace_id: 'A' }, { webhook_url: 'https://x.example' })).toEqual({ workspace_id: 'A', webhook_url: 'https://x.example' });
+    const list = (query: Record<string, string>, body: unknown) => defaultRequest(ListAgentsRequestSchema, parts(body, {}, query));
+    expect(list({ limit: '5' }, { limit: 5 })).toMatchObject({ limit: 5 });
+    expect(failure(() => list({ limit: '5' }, { limit: 6 }))?.[1]).toBe('limit');
   });
 
   it('names the path of an object or array field of the wrong kind', () => {
