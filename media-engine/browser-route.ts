@@ -11,7 +11,7 @@
  * PR #1929; we measured about 1 in 20-60 sockets dropped under back-to-back connects. Uncorked
  * async upgrades avoid it but print a warning per socket, so the claim moved behind `open`.
  */
-import { INSUFFICIENT_BALANCE, parseClientMessage, SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
+import { INSUFFICIENT_BALANCE, parseClientMessage, SESSION_IN_USE, SOCKET_ERRORS } from '../shared/protocol/voice-socket.js';
 import type { TimerHandle } from '../shared/clock.js';
 import type { SessionConfig } from '../shared/voice/session-config.js';
 import type { VadProfile } from './audio/vad.js';
@@ -112,8 +112,9 @@ export function registerBrowserRoute(app: TemplatedApp, ctx: EngineContext): voi
           return;
         }
         if (c.status === 'timeout') return refuse('session claim timed out, try again', {}, CLOSE_TRY_AGAIN_LATER);
-        // One session, one socket: a second socket for a live call is refused like an unknown session.
-        if (c.status !== 'claimed' || !c.config || calls.has(c.config.session_id)) return refuse(SOCKET_ERRORS.sessionNotFound);
+        // One session, one socket: a second socket for a live call is told so (it was told "not found").
+        if (c.status === 'taken' || (c.status === 'claimed' && c.config && calls.has(c.config.session_id))) return refuse(SOCKET_ERRORS.sessionInUse, { code: SESSION_IN_USE });
+        if (c.status !== 'claimed' || !c.config) return refuse(SOCKET_ERRORS.sessionNotFound);
         if (c.credit?.ok === false) {
           // The session is spent: after a top-up the client starts a new one.
           giveBack(data.sessionId);

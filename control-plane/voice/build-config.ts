@@ -8,6 +8,7 @@ import { normalizeVariables, substitute } from '../../shared/voice/templates.js'
 import type { ProviderSettings, SessionConfig, WelcomeMode } from '../../shared/voice/session-config.js';
 import { textSearchConfig } from '../../shared/voice/text-search.js';
 import { checkFliteVoice } from '../../shared/providers/tts/local.js';
+import { SUPPORTED_PROVIDER_NAMES } from '../../shared/providers/registry.js';
 import type { AgentLiveView, KnowledgeItem, ProviderKind } from './agent-view.js';
 
 /** The spec's voice session start request (snake_case as on the wire). Empty strings mean "not given". */
@@ -297,6 +298,8 @@ function requireProviders(agent: AgentLiveView): Record<ProviderKind, ProviderSe
  */
 function ttsWithOverrides(agentTts: ProviderSettings, req: StartRequest): ProviderSettings {
   const vendor = text(req.tts_provider);
+  // A 400 now, not a session that starts and then refuses its socket (UNKNOWN_PROVIDER, close 1008).
+  if (vendor && !SUPPORTED_PROVIDER_NAMES.tts.includes(vendor.toLowerCase())) throw invalid('tts_provider', `must be one of ${SUPPORTED_PROVIDER_NAMES.tts.join(', ')}`);
   const tts: ProviderSettings = vendor && vendor.toLowerCase() !== agentTts.provider_name.toLowerCase() ? { provider_name: vendor } : { ...agentTts };
   const model = text(req.tts_model);
   if (model) tts.model_name = model;

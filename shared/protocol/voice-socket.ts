@@ -99,9 +99,14 @@ export function parseClientMessage(text: string): ClientMessage | undefined {
 
 export const SOCKET_ERRORS = {
   sessionNotFound: 'session not found, start a session first',
+  /** Not in the spec's table (which covers unknown or expired sessions): a live session's second socket. */
+  sessionInUse: 'session already has a socket: one socket per session',
   atCapacity: 'server at capacity',
   insufficientBalance: 'insufficient credit balance: top up the workspace to call',
 } as const;
+
+/** `code` of the failure frame for a second socket to a live session (`SOCKET_ERRORS.sessionInUse`). */
+export const SESSION_IN_USE = 'session_in_use';
 
 /** `code` of the failure frame for an empty credit balance (spec doc 2, socket failure frames). */
 export const INSUFFICIENT_BALANCE = 'insufficient_balance';

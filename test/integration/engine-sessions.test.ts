@@ -143,7 +143,9 @@ describe('sessions across two engine nodes on one Redis', () => {
     const c1 = await VoiceClient.connect(s.ws_url);
     await c1.waitForType('pipeline_ready');
     const c2 = await VoiceClient.connect(s.ws_url, { sendAudio: false });
-    expect((await c2.waitForType('error')).message).toBe('session not found, start a session first');
+    expect(await c2.waitForType('error')).toMatchObject({ fatal: true, code: 'session_in_use', message: 'session already has a socket: one socket per session' });
+    await c2.closed();
+    expect(c2.closeCode).toBe(1008);
     c1.close();
     await c1.closed();
   });

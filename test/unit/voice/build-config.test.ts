@@ -242,6 +242,10 @@ describe('override precedence', () => {
     expect(build({ tts_provider: 'ElevenLabs' }).providers.tts.api_key).toBe('el-key');
   });
 
+  it('tts_provider naming no vendor we support is 400 naming it (the socket refused the call later)', () => {
+    expect(() => build({ tts_provider: 'nosuchprovider' })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST', details: [{ field: 'tts_provider', problem: expect.stringMatching(/^must be one of .*elevenlabs/) }] }));
+  });
+
   it('language: the request wins', () => {
     expect(build({ language: 'fr' }).language).toBe('fr');
     expect(build({ language: '' }).language).toBe('en');
