@@ -70,13 +70,13 @@ function checkField(field: DescField, value: unknown, path: string): void {
 }
 
 function checkMessage(desc: DescMessage, value: unknown, path: string): void {
-  if (desc.typeName === VALUE) return; // any JSON
+  if (desc.typeName === VALUE) return checkFreeJson(value, path, 0); // any JSON
   if (desc.typeName === LIST_VALUE) {
     if (!Array.isArray(value)) throw invalid(path, 'must be an array');
-    return;
+    return checkFreeJson(value, path, 0);
   }
   if (!isPlainObject(value)) throw invalid(path, 'must be an object');
-  if (desc.typeName === STRUCT) return;
+  if (desc.typeName === STRUCT) return checkFreeJson(value, path, 0);
   // Other well-known types (none in request bodies today) keep their own JSON forms.
   if (desc.typeName.startsWith('google.protobuf.')) return;
   checkBodyShape(desc, value, path);
@@ -117,4 +117,25 @@ function expected(type: ScalarType): string {
   if (type === ScalarType.BOOL) return 'must be true or false';
   if (type === ScalarType.DOUBLE || type === ScalarType.FLOAT) return 'must be a number';
   return 'must be an integer';
+}
+
+/** Deeper than this, the decoder's own nesting bound answers (rest.ts decodeInput). */
+const FREE_JSON_MAX_DEPTH = 64;
+
+/**
+ * Free-form JSON (Struct, Value, ListValue) can hold anything but a number past a double
+ * (`1e309` parses to Infinity, which protobuf's Value cannot carry): named by its full path
+ * (`criteria[0].weight`), where the decoder would name only the top field.
+ */
+function checkFreeJson(value: unknown, path: string, depth: number): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(path, 'is out of range');
+    return;
+  }
+  if (value === null || typeof value !== 'object' || depth >= FREE_JSON_MAX_DEPTH) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) checkFreeJson(value[i], `${path}[${i}]`, depth + 1);
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) checkFreeJson(v, `${path}.${k}`, depth + 1);
 }

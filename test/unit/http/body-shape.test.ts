@@ -4,6 +4,7 @@ import { CreateToolRequestSchema, ListAgentsRequestSchema, PutFlowRequestSchema,
 import { CreateApiKeyRequestSchema, CreateMemoryItemRequestSchema } from '../../../shared/gen/voiceplane/v1/accounts_pb.js';
 import type { DescMessage } from '@bufbuild/protobuf';
 import { PutWebhookSettingsRequestSchema } from '../../../shared/gen/voiceplane/v1/webhooks_pb.js';
+import { CreateQaRubricRequestSchema } from '../../../shared/gen/voiceplane/v1/qa_pb.js';
 import type { AppError } from '../../../shared/errors.js';
 
 const parts = (body: unknown, params: Record<string, string> = {}, query: Record<string, string> = {}) => ({ body, params, query, headers: new Headers() });
@@ -68,6 +69,13 @@ describe('the REST body shape check (defaultRequest)', () => {
   it('lets Value fields carry anything and treats nulls as not sent', () => {
     expect(tool({ request_body: [1], headers: null })).toEqual({ request_body: [1], headers: null });
     expect(agent({ max_turns: null })).toEqual({ max_turns: null });
+  });
+
+  it('a number past a double inside free-form JSON (1e309) is named by its full path, not by the top field', () => {
+    const rubric = req(CreateQaRubricRequestSchema);
+    const body = JSON.parse('{"name":"r","criteria":[{"name":"a","weight":1},{"name":"b","weight":1e309}]}') as unknown;
+    expect(failure(() => rubric(body))).toEqual(['INVALID_REQUEST', 'criteria[1].weight', 'is out of range']);
+    expect(failure(() => tool(JSON.parse('{"request_body":{"deep":[0,-1e400]}}') as unknown))?.[1]).toBe('request_body.deep[1]');
   });
 
   it('JSON nested past the decoder\'s bound is named as too deep, not as a wrong type', () => {
