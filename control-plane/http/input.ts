@@ -17,6 +17,7 @@
  */
 import { toJson, type DescField, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
+import { unstorableProblem } from '../../shared/unstorable.js';
 
 /**
  * Deepest nesting walked (messages and JSON together); deeper requests are refused. 32, not more:
@@ -27,8 +28,6 @@ import { invalid } from '../../shared/errors.js';
  */
 export const MAX_INPUT_DEPTH = 32;
 
-/** NUL, or a UTF-16 surrogate without its partner. */
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const NON_FINITE = 'must not hold a number beyond the range of a double (such as 1e309)';
 const UNSET_VALUE = 'holds a google.protobuf.Value with no kind set: give null, a number, a string, a boolean, an object or a list';
@@ -41,14 +40,13 @@ export function assertStorableText(desc: DescMessage, message: unknown): void {
 }
 
 export function isStorableText(s: string): boolean {
-  return !UNSTORABLE.test(s);
+  return unstorableProblem(s) === undefined;
 }
 
 /** Throws 400 naming `path` when Postgres cannot store `s` (the REST body check runs it before decoding). */
 export function checkString(s: string, path: string): void {
-  if (UNSTORABLE.test(s)) {
-    throw invalid(path || 'body', s.includes('\u0000') ? 'must not contain NUL (\\u0000) characters' : 'must not contain unpaired UTF-16 surrogates');
-  }
+  const problem = unstorableProblem(s);
+  if (problem) throw invalid(path || 'body', problem);
 }
 
 function deeper(path: string, depth: number): number {

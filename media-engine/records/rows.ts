@@ -4,6 +4,7 @@
  * Every builder sets every column (postgres.js multi-row inserts take the first row's keys).
  */
 import { newId } from '../../shared/ids.js';
+import { storableText } from '../../shared/unstorable.js';
 import type { AgentMessageRecord, CallEndRecord, TurnRecord } from '../session/recorder.js';
 import type { TranscriptMessage } from '../../shared/records/bus.js';
 import type { ConversationRecordRow, MessageRow, ToolCallRow } from '../../shared/records/rows.js';
@@ -116,7 +117,7 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     conversation_id: conversationId,
     turn_number: rec.turn,
     role: 'user',
-    content: noNul(rec.user_text),
+    content: storableText(rec.user_text),
     asr_provider: rec.asr.provider,
     asr_model: rec.asr.model ?? null,
     asr_latency_ms: Math.round(t.asr_ms),
@@ -131,7 +132,7 @@ export function turnRows(conversationId: string, rec: TurnRecord): TurnRows {
     conversation_id: conversationId,
     turn_number: rec.turn,
     role: 'assistant',
-    content: noNul(rec.assistant_text),
+    content: storableText(rec.assistant_text),
     tool_calls: toolCalls.map((c) => ({ id: c.id, name: c.tool_name })),
     asr_latency_ms: Math.round(t.asr_ms),
     llm_provider: rec.llm.provider,
@@ -174,7 +175,7 @@ export function agentMessageRow(conversationId: string, rec: AgentMessageRecord)
     conversation_id: conversationId,
     turn_number: rec.turn,
     role: 'assistant',
-    content: noNul(rec.text),
+    content: storableText(rec.text),
     tts_provider: rec.tts.provider,
     metadata: { prompt: rec.kind, interrupted: rec.interrupted, ...(rec.notice ? { platform_notice: rec.notice } : {}) },
     // A platform notice is not the customer's usage (docs/billing.md).
@@ -183,17 +184,6 @@ export function agentMessageRow(conversationId: string, rec: AgentMessageRecord)
   };
 }
 
-/** NUL, or a UTF-16 surrogate without its partner (jsonb refuses the `\\ud800` escape). */
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * Postgres text and jsonb refuse U+0000 and jsonb refuses lone surrogates; caller speech, injected
- * text and tool output come from outside, and a stray character must not cost the whole row.
- */
-function noNul(s: string): string {
-  UNSTORABLE.lastIndex = 0;
-  return UNSTORABLE.test(s) ? s.replace(UNSTORABLE, (c) => (c === '\u0000' ? '' : '\uFFFD')) : s;
-}
 
 /**
  * A plain JSON copy of a tool's input or output (turn-level cost, not per frame): drops what
@@ -205,7 +195,7 @@ export function jsonSafe(v: unknown): unknown {
     return JSON.parse(
       JSON.stringify(v, (_k, x: unknown) => {
         if (typeof x === 'bigint') return x.toString();
-        if (typeof x === 'string') return noNul(x);
+        if (typeof x === 'string') return storableText(x);
         if (x && typeof x === 'object') {
           if (seen.has(x)) return '[circular]';
           seen.add(x);

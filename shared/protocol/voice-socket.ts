@@ -2,6 +2,7 @@
  * The browser voice socket protocol (spec document 2, "Events"): typed, decoded only at the edge.
  * Audio travels as binary frames (16 kHz 16-bit LE mono PCM, no header), control as JSON text.
  */
+import { unstorableProblem } from '../unstorable.js';
 
 export interface TurnTimingStep {
   step: number;
@@ -91,6 +92,9 @@ export function parseClientMessage(text: string): ClientMessage | undefined {
     // Checked as POST /voice/sessions/{id}/text checks them; blank or too long text is the call's
     // admission's to refuse (INVALID_REQUEST, the same messages as the route's).
     if (typeof m.text !== 'string') return { type: 'invalid', message: 'text_inject: text must be a string' };
+    // As the HTTP text route refuses it (it was stored with the NUL dropped).
+    const problem = unstorableProblem(m.text);
+    if (problem) return { type: 'invalid', message: `text_inject: text ${problem}` };
     if (m.role !== undefined && m.role !== null && m.role !== 'user' && m.role !== 'system') return { type: 'invalid', message: 'text_inject: role must be user or system' };
     return { type: 'text_inject', text: m.text, role: m.role === 'system' ? 'system' : 'user' };
   }

@@ -23,4 +23,10 @@ describe('parseClientMessage', () => {
     expect(parseClientMessage(j({ type: 'text_inject', text: 5 }))).toEqual({ type: 'invalid', message: 'text_inject: text must be a string' });
     expect(parseClientMessage(j({ type: 'text_inject', text: 'y'.repeat(MAX_CLIENT_MESSAGE_CHARS) }))).toMatchObject({ type: 'invalid' });
   });
+
+  it('refuses text Postgres cannot store, as the HTTP text route does (it was stored with the NUL dropped)', () => {
+    expect(parseClientMessage(j({ type: 'text_inject', text: 'a\u0000b' }))).toEqual({ type: 'invalid', message: 'text_inject: text must not contain NUL (\\u0000) characters' });
+    expect(parseClientMessage('{"type":"text_inject","text":"a\\ud800b"}')).toEqual({ type: 'invalid', message: 'text_inject: text must not contain unpaired UTF-16 surrogates' });
+    expect(parseClientMessage(j({ type: 'text_inject', text: 'caf\u00e9 \ud83d\ude00' }))).toEqual({ type: 'text_inject', text: 'caf\u00e9 \ud83d\ude00', role: 'user' });
+  });
 });
