@@ -76,7 +76,12 @@ export class CallerTurns {
     if (v.onset) this.onSpeechOnset();
     if (this.bargeCandidate && v.speech && !this.heardBackchannel && this.host.bargeInAllowed()) {
       const needMs = this.d.providers.asr.capabilities.interim ? VAD_ONLY_BARGE_CONFIRM_MS : VAD_BARGE_CONFIRM_MS;
-      if (v.speechMs >= needMs) this.confirmBargeIn();
+      if (v.speechMs >= needMs) {
+        this.confirmBargeIn();
+        // Confirmed by the voice alone (no words yet): clients cut playback on
+        // `interim_transcription` (spec), so they get one, with no text, or they play on.
+        this.host.emit({ type: 'interim_transcription', text: '' });
+      }
     }
     if (this.host.phase() === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
       // Silence long enough: close the turn with what ASR has, after forcing it to finalize.

@@ -88,9 +88,12 @@ describe('CallActor barge-in by voice alone (a streaming ASR that returns no wor
     await answerPlaying(h, 600);
     await h.hum(VAD_ONLY_BARGE_CONFIRM_MS - 200);
     expect(h.transport.clears).toBe(0);
+    expect(h.transport.of('interim_transcription')).toHaveLength(0);
     await h.hum(400);
     expect(h.transport.clears).toBe(1);
     expect(h.actor.phase).toBe('user_speaking');
+    // A browser client cuts its playback on interim_transcription (spec): it gets one, without words.
+    expect(h.transport.of('interim_transcription')).toEqual([expect.objectContaining({ type: 'interim_transcription', text: '' })]);
   });
 
   it('speech the ASR heard as a backchannel does not, however long it goes on', async () => {
