@@ -5,7 +5,7 @@
  *   node dist-bench/bench/alloc-summary.js <file.heapprofile> [--top 30]
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -13,7 +13,7 @@ interface ProfileNode {
   children: ProfileNode[];
 }
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string' } }, allowPositionals: true });
+const { values, positionals } = benchArgs({ options: { top: { type: 'string' } }, allowPositionals: true });
 const file = positionals[0];
 if (!file) throw new Error('usage: alloc-summary.js <file.heapprofile> [--top 30]');
 const top = Number(values.top ?? 30);

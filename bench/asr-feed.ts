@@ -11,7 +11,7 @@
  * pushing to no stream (the pacing itself), per frame and per stream. Rows are interleaved over
  * two rounds; the mean is shown. The fake's byte count checks every pushed byte arrived.
  */
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { createDeepgramAsr } from '../shared/providers/asr/deepgram.js';
 import type { AsrStream } from '../shared/providers/types.js';
 import { forkChild } from './lib/child.js';
@@ -148,7 +148,7 @@ export async function runAsrFeedBench(o: Options, log: (l: string) => void = () 
 
 const isEntryPoint = process.argv[1]?.endsWith('asr-feed.js');
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: { streams: { type: 'string' }, seconds: { type: 'string' }, chunks: { type: 'string' }, rounds: { type: 'string' }, 'no-append': { type: 'boolean' } },
   });
   const o: Options = {

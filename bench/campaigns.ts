@@ -12,13 +12,13 @@
  * (`dialed_at`, the claim's time). CPU: this process (control plane + engine + carrier simulator
  * share it) during the dial window, as % of one core.
  */
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { startTelephonyHarness } from '../test/carrier-sim/harness.js';
 import { uploadCsv } from '../test/helpers/campaigns.js';
 import { appendResults, commandLine, num, renderSection, table, type Section } from './lib/report.js';
 import { summarize } from './lib/stats.js';
 
-const { values: args } = parseArgs({
+const { values: args } = benchArgs({
   options: {
     contacts: { type: 'string', default: '10000' },
     'dial-contacts': { type: 'string', default: '600' },

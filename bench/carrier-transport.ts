@@ -11,7 +11,7 @@
  * CPU time of this process (process.cpuUsage), rounds interleaved across wires, median reported.
  */
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { mulawEncode } from '../media-engine/audio/g711.js';
 import { CarrierTransport } from '../media-engine/transports/carrier-transport.js';
 import { PROTOCOLS } from '../media-engine/transports/carrier-protocols.js';
@@ -111,5 +111,5 @@ export function runCarrierTransportBench(o: { messages: number; rounds: number }
   return lines.join('\n');
 }
 
-const { values } = parseArgs({ options: { messages: { type: 'string' }, rounds: { type: 'string' } } });
+const { values } = benchArgs({ options: { messages: { type: 'string' }, rounds: { type: 'string' } } });
 console.log(runCarrierTransportBench({ messages: Number(values.messages ?? 20_000), rounds: Number(values.rounds ?? 5) }));

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { Piscina } from 'piscina';
 import { mulawDecode, mulawEncode } from '../media-engine/audio/g711.js';
 import { Resampler } from '../media-engine/audio/resampler.js';
@@ -300,7 +300,7 @@ export async function runOffloadBench(opts: Partial<OffloadBenchOptions> = {}): 
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({ options: { frames: { type: 'string' }, jobs: { type: 'string' }, threads: { type: 'string' }, 'no-append': { type: 'boolean' } } });
+  const { values } = benchArgs({ options: { frames: { type: 'string' }, jobs: { type: 'string' }, threads: { type: 'string' }, 'no-append': { type: 'boolean' } } });
   const base = await runDspBaseSection();
   console.log(renderSection(base.section) + '\n');
   const { section: s } = await runOffloadBench({

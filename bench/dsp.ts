@@ -15,7 +15,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { mulawDecode, mulawEncode } from '../media-engine/audio/g711.js';
 import { JitterBuffer } from '../media-engine/audio/jitter-buffer.js';
 import { Resampler } from '../media-engine/audio/resampler.js';
@@ -253,7 +253,7 @@ export function formatDspTable(rows: Row[], opts: DspBenchOptions = {}): string 
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: { runs: { type: 'string' }, frames: { type: 'string' }, warmup: { type: 'string' } },
   });
   const opts: DspBenchOptions = {

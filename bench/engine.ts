@@ -17,7 +17,7 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { appendResults, commandLine, renderSection, type Section } from './lib/report.js';
 import { runEngineStep, type StepOptions, type StepResult } from './engine/step.js';
 import type { ProviderMode } from './engine/providers.js';
@@ -198,7 +198,7 @@ function parseList(v: string | undefined): number[] | undefined {
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: {
       drivers: { type: 'string' },
       calls: { type: 'string' },

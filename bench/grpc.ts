@@ -16,7 +16,7 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import autocannon from 'autocannon';
@@ -292,7 +292,7 @@ export async function runGrpcBench(opts: Partial<GrpcBenchOptions> = {}, log: (l
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: { concurrency: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, servers: { type: 'string' }, only: { type: 'string' }, 'grpc-only': { type: 'boolean' }, profile: { type: 'boolean' }, 'no-append': { type: 'boolean' } },
   });
   const r = await runGrpcBench({

@@ -9,7 +9,7 @@
  * ("native: system / JSArrayBufferData"), not under the object that owns it.
  */
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 
 interface Snapshot {
   snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
@@ -41,7 +41,7 @@ export function sumByKind(file: string): Map<string, { bytes: number; count: num
 }
 
 function main(): void {
-  const { positionals, values } = parseArgs({ allowPositionals: true, options: { top: { type: 'string' } } });
+  const { positionals, values } = benchArgs({ allowPositionals: true, options: { top: { type: 'string' } } });
   const [baseFile, idleFile, callsArg] = positionals;
   const calls = Number(callsArg);
   if (!baseFile || !idleFile || !Number.isInteger(calls) || calls <= 0) {

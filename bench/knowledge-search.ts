@@ -18,7 +18,7 @@
  * 20 questions is printed per scope (with 10,000 distractors for `all`).
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { createSql } from '../shared/db/client.js';
 import { newId } from '../shared/ids.js';
 import { migrate } from '../control-plane/db/migrate.js';
@@ -149,7 +149,7 @@ export async function runKnowledgeSearchBench(o: KnowledgeBenchOptions, log: (l:
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values: args } = parseArgs({
+  const { values: args } = benchArgs({
     options: {
       entries: { type: 'string', default: '10000' },
       runs: { type: 'string', default: '400' },

@@ -13,9 +13,9 @@
  * as printed in the sample headers); `--only` keeps samples whose stack has a frame matching it.
  */
 import readline from 'node:readline';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({ options: { from: { type: 'string' }, to: { type: 'string' }, top: { type: 'string' }, only: { type: 'string' } } });
+const { values } = benchArgs({ options: { from: { type: 'string' }, to: { type: 'string' }, top: { type: 'string' }, only: { type: 'string' } } });
 const from = Number(values.from ?? -Infinity);
 const to = Number(values.to ?? Infinity);
 const top = Number(values.top ?? 40);

@@ -16,7 +16,7 @@
  * (fetch to the response body). The plan of the heaviest query is printed (EXPLAIN ANALYZE).
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { startControlPlane } from '../control-plane/app.js';
 import { api, createTestUser } from '../test/helpers/accounts.js';
 import { startTestInfra } from '../test/helpers/infra.js';
@@ -175,7 +175,7 @@ export async function runPipelineAnalyticsBench(o: PipelineBenchOptions, log: (l
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values: args } = parseArgs({
+  const { values: args } = benchArgs({
     options: {
       events: { type: 'string', default: String(PIPELINE_DEFAULTS.events) },
       agents: { type: 'string', default: String(PIPELINE_DEFAULTS.agents) },

@@ -26,7 +26,7 @@
  * subclass that stamps the first binary frame of each connection.
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import type { WebSocket } from 'ws';
 import { realClock } from '../shared/clock.js';
 import { loadConfig } from '../shared/config.js';
@@ -250,7 +250,7 @@ function render(o: PrewarmBenchOptions, rows: Array<{ delayMs: number; mode: Mod
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: {
       runs: { type: 'string' },
       delays: { type: 'string' },

@@ -13,7 +13,7 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import autocannon from 'autocannon';
 import { forkChild } from './lib/child.js';
 import type { WindowStats } from './lib/proc-stats.js';
@@ -184,7 +184,7 @@ function restSection(o: RestBenchOptions, rows: RestRow[], unhandled: Record<str
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, rate: { type: 'string' }, 'older-conversations': { type: 'string' }, 'no-append': { type: 'boolean' } } });
+  const { values } = benchArgs({ options: { connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' }, 'log-level': { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean' }, rate: { type: 'string' }, 'older-conversations': { type: 'string' }, 'no-append': { type: 'boolean' } } });
   const r = await runRestBench({
     ...(values.connections ? { connections: Number(values.connections) } : {}),
     ...(values.duration ? { durationSec: Number(values.duration) } : {}),

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { RedisRegistry } from '../shared/registry/index.js';
 import { TEST_REDIS_URL } from '../test/helpers/infra.js';
 import { forkChild, type Child } from './lib/child.js';
@@ -213,7 +213,7 @@ export async function runRoutingBench(opts: Partial<RoutingBenchOptions> = {}, l
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string' }, duration: { type: 'string' }, profile: { type: 'boolean' }, 'no-append': { type: 'boolean' } } });
+  const { values } = benchArgs({ options: { concurrency: { type: 'string' }, duration: { type: 'string' }, profile: { type: 'boolean' }, 'no-append': { type: 'boolean' } } });
   const r = await runRoutingBench({
     ...(values.concurrency ? { concurrency: Number(values.concurrency) } : {}),
     ...(values.duration ? { durationSec: Number(values.duration) } : {}),

@@ -6,7 +6,7 @@
  *   npm run bench            (= npm run build:bench --silent && node dist-bench/bench/run-all.js)
  *   node dist-bench/bench/run-all.js [--only engine,rest] [--no-append]
  */
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { appendResults, commandLine, num, renderSection, table, type Section } from './lib/report.js';
 import { runDspBaseSection, runOffloadBench } from './dsp-offload.js';
 import { runEngineBench, type EngineBenchOptions, type EngineRamp } from './engine.js';
@@ -19,7 +19,7 @@ import { runRoutingBench } from './routing.js';
 import { GOAL_P95_MS, PIPELINE_DEFAULTS, runPipelineAnalyticsBench } from './pipeline-analytics.js';
 import { runAsrFeedBench } from './asr-feed.js';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-append': { type: 'boolean' } } });
+const { values } = benchArgs({ options: { only: { type: 'string' }, 'no-append': { type: 'boolean' } } });
 const only = values.only ? new Set(values.only.split(',')) : undefined;
 const want = (name: string): boolean => !only || only.has(name);
 const log = (l: string) => console.error(l);

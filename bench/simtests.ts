@@ -13,7 +13,7 @@
  * Not part of `npm run bench` (run-all.ts): it adds nothing the issue's goal does not already say.
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { startControlPlane } from '../control-plane/app.js';
 import { api, createTestUser } from '../test/helpers/accounts.js';
 import { startTestInfra } from '../test/helpers/infra.js';
@@ -122,7 +122,7 @@ export async function runSimTestsBench(cases: number, concurrencies: number[]): 
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values: args } = parseArgs({
+  const { values: args } = benchArgs({
     options: {
       cases: { type: 'string', default: '50' },
       concurrency: { type: 'string', default: '4,8' },

@@ -17,7 +17,7 @@
  * plan of the heaviest latency query is printed (EXPLAIN ANALYZE).
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { startControlPlane } from '../control-plane/app.js';
 import { api, createTestUser } from '../test/helpers/accounts.js';
 import { startTestInfra } from '../test/helpers/infra.js';
@@ -198,7 +198,7 @@ export async function runSystemAnalyticsBench(o: SystemBenchOptions, log: (l: st
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values: args } = parseArgs({
+  const { values: args } = benchArgs({
     options: {
       conversations: { type: 'string', default: String(SYSTEM_DEFAULTS.conversations) },
       users: { type: 'string', default: String(SYSTEM_DEFAULTS.users) },

@@ -9,7 +9,7 @@
  *     [--window 30] [--window-1 60] [--warmup 4] [--providers sim-net|sim] [--no-append]
  */
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.js';
 import { appendResults, commandLine, renderSection, type Section } from './lib/report.js';
 import { runEngineStep, type StepResult } from './engine/step.js';
 import type { DriverKind } from './engine/drivers.js';
@@ -100,7 +100,7 @@ export function turnsSection(o: Pick<TurnsBenchOptions, 'windowSec' | 'windowOne
 
 const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isEntryPoint) {
-  const { values } = parseArgs({
+  const { values } = benchArgs({
     options: {
       drivers: { type: 'string' },
       calls: { type: 'string' },
