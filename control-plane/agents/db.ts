@@ -1,4 +1,5 @@
 /** Small SQL helpers shared by the agents domain and the provider registry. */
+import type { Sql, SqlOrTx } from '../../shared/db/client.js';
 import { isoOf } from '../../shared/iso-time.js';
 
 /**
@@ -11,6 +12,21 @@ import { isoOf } from '../../shared/iso-time.js';
 export function run<T>(query: PromiseLike<T>, signal?: AbortSignal): Promise<T> {
   if (signal?.aborted) return Promise.reject(new ClientGoneError());
   return Promise.resolve(query);
+}
+
+/**
+ * A read-merge-write of an agent's sub-resource (a tool, a provider, the telephony binding) in one
+ * transaction holding the agent row's lock: concurrent edits of one agent take turns, so none
+ * merges into a row another is replacing (three PUTs of one tool each kept the others' old
+ * fields; an edit without a key undid a concurrent key rotation). Not started when the client is
+ * already gone; once started it completes, as `run`.
+ */
+export function withAgentLock<T>(sql: Sql, agentId: string, signal: AbortSignal | undefined, fn: (tx: SqlOrTx) => Promise<T>): Promise<T> {
+  if (signal?.aborted) return Promise.reject(new ClientGoneError());
+  return sql.begin(async (tx) => {
+    await tx`select 1 from agents where id = ${agentId} for update`;
+    return fn(tx);
+  }) as Promise<T>;
 }
 
 /** The request's client disconnected before this work began; nobody is waiting for an answer. */

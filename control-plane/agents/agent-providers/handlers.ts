@@ -6,6 +6,7 @@ import { newId } from '../../../shared/ids.js';
 import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
+import { withAgentLock } from '../db.js';
 import { PROVIDER_TYPES, type ProviderType } from '../types.js';
 import { oneOf, optionalText, required, sameOrigin, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
@@ -41,21 +42,20 @@ export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Im
         }
       }
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
-      const existing = await getProviderRow(sql, agent.id, type, ctx.signal);
-      // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change),
-      // and never to another host: anyone who may edit the draft could otherwise send the stored key,
-      // which they cannot read, to an address of their choosing.
-      const keepsKey = existing && existing.provider_name === name;
-      if (req.apiKey === undefined && keepsKey && existing.api_key_enc && !sameOrigin(existing.base_url, baseUrl)) {
-        throw invalid('api_key', 'must be sent again when base_url moves to another host (the stored key is never sent to a new address)');
-      }
-      const apiKeyEnc = req.apiKey === undefined ? (keepsKey ? existing.api_key_enc : null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
-      const row = await upsertProviderRow(
-        sql,
-        { id: existing?.id ?? newId(), agent_id: agent.id, provider_type: type, provider_name: name, api_key_enc: apiKeyEnc, model_name: model, base_url: baseUrl },
-        ctx.signal,
-      );
-      await touchAgent(sql, agent.id, ctx.signal);
+      const row = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
+        const existing = await getProviderRow(tx, agent.id, type);
+        // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change),
+        // and never to another host: anyone who may edit the draft could otherwise send the stored key,
+        // which they cannot read, to an address of their choosing.
+        const keepsKey = existing && existing.provider_name === name;
+        if (req.apiKey === undefined && keepsKey && existing.api_key_enc && !sameOrigin(existing.base_url, baseUrl)) {
+          throw invalid('api_key', 'must be sent again when base_url moves to another host (the stored key is never sent to a new address)');
+        }
+        const apiKeyEnc = req.apiKey === undefined ? (keepsKey ? existing.api_key_enc : null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
+        const saved = await upsertProviderRow(tx, { id: existing?.id ?? newId(), agent_id: agent.id, provider_type: type, provider_name: name, api_key_enc: apiKeyEnc, model_name: model, base_url: baseUrl });
+        await touchAgent(tx, agent.id);
+        return saved;
+      });
       return providerView(secrets, row);
     },
 

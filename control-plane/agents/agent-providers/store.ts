@@ -1,5 +1,5 @@
 /** SQL of `agent_providers` (one row per agent and provider type; `api_key_enc` encrypted). */
-import type { Sql } from '../../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { AgentProviderRow, ProviderType } from '../types.js';
 
@@ -9,14 +9,14 @@ export function listProviderRows(sql: Sql, agentId: string, signal?: AbortSignal
   return run(sql.unsafe<AgentProviderRow[]>(`select * from agent_providers where agent_id = $1 order by ${ORDER}`, [agentId]), signal);
 }
 
-export async function getProviderRow(sql: Sql, agentId: string, type: ProviderType, signal?: AbortSignal): Promise<AgentProviderRow | undefined> {
+export async function getProviderRow(sql: SqlOrTx, agentId: string, type: ProviderType, signal?: AbortSignal): Promise<AgentProviderRow | undefined> {
   const rows = await run(sql<AgentProviderRow[]>`select * from agent_providers where agent_id = ${agentId} and provider_type = ${type}`, signal);
   return rows[0];
 }
 
 /** Creates or replaces the provider of `provider_type` (the row id survives a replace). */
 export async function upsertProviderRow(
-  sql: Sql,
+  sql: SqlOrTx,
   row: Pick<AgentProviderRow, 'id' | 'agent_id' | 'provider_type' | 'provider_name' | 'api_key_enc' | 'model_name' | 'base_url'>,
   signal?: AbortSignal,
 ): Promise<AgentProviderRow> {

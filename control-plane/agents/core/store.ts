@@ -1,5 +1,5 @@
 /** SQL of the `agents` table (the draft agent fields). */
-import type { Sql } from '../../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../../shared/db/client.js';
 import { ClientGoneError, run } from '../db.js';
 import type { AgentFields, AgentRow } from '../types.js';
 
@@ -93,7 +93,7 @@ export async function deleteAgentRow(sql: Sql, id: string, signal?: AbortSignal)
 }
 
 /** Marks the draft as changed (child-table writes): `updated_at` tells clients the draft moved. */
-export async function touchAgent(sql: Sql, id: string, signal?: AbortSignal): Promise<void> {
+export async function touchAgent(sql: SqlOrTx, id: string, signal?: AbortSignal): Promise<void> {
   await run(sql`update agents set updated_at = now() where id = ${id}`, signal);
 }
 

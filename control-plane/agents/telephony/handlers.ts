@@ -9,7 +9,7 @@ import { isUuid } from '../../../shared/ids.js';
 import type { Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
-import { isUniqueViolation } from '../db.js';
+import { isUniqueViolation, withAgentLock } from '../db.js';
 import { oneOf, optionalText, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { telephonyView } from '../views.js';
@@ -28,39 +28,40 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
   return {
     async putAgentTelephony(req, ctx) {
       const { agent } = await access.agent(ctx, req.agentId, 'edit');
-      const cur = await getTelephonyRow(sql, agent.id, ctx.signal);
-      const phone =
-        req.carrierPhoneNumber === undefined
-          ? (cur?.carrier_phone_number ?? null)
-          : req.carrierPhoneNumber.trim() === ''
-            ? null
-            : requireE164('carrier_phone_number', req.carrierPhoneNumber);
-      const transfer =
-        req.humanTransferNumber === undefined
-          ? (cur?.human_transfer_number ?? '')
-          : req.humanTransferNumber.trim() === ''
-            ? ''
-            : requireE164('human_transfer_number', req.humanTransferNumber);
+      // Checked before the lock: nothing below reads the stored row.
       const token = req.carrierAuthToken;
       if (token !== undefined && token.length > MAX_TOKEN_CHARS) throw invalid('carrier_auth_token', `must be at most ${MAX_TOKEN_CHARS} characters`);
-      const row: TelephonyWrite = {
-        agent_id: agent.id,
-        carrier_phone_number: phone,
-        carrier_account_sid: optionalText('carrier_account_sid', req.carrierAccountSid, 200) ?? cur?.carrier_account_sid ?? '',
-        // omitted, or the masked read-back sent again: keep; "" clears (inherit the workspace account)
-        carrier_auth_token_enc:
-          token === undefined || token.startsWith('•') ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : secrets.encrypt(token),
-        call_direction: oneOf('call_direction', req.callDirection, CALL_DIRECTIONS) ?? cur?.call_direction ?? 'both',
-        webhook_url: tenantUrl('webhook_url', req.webhookUrl, outboundPolicy) ?? cur?.webhook_url ?? '',
-        human_transfer_number: transfer,
-        human_transfer_mode: oneOf('human_transfer_mode', req.humanTransferMode, TRANSFER_MODES) ?? cur?.human_transfer_mode ?? 'phone',
-        panel_project_id: panelProject(req.panelProjectId, agent.workspace_id) ?? cur?.panel_project_id ?? '',
-        transcribe_human_segment: req.transcribeHumanSegment ?? cur?.transcribe_human_segment ?? false,
-        generate_call_summary: req.generateCallSummary ?? cur?.generate_call_summary ?? false,
-      };
+      const sid = optionalText('carrier_account_sid', req.carrierAccountSid, 200);
+      const direction = oneOf('call_direction', req.callDirection, CALL_DIRECTIONS);
+      const webhookUrl = tenantUrl('webhook_url', req.webhookUrl, outboundPolicy);
+      const transferMode = oneOf('human_transfer_mode', req.humanTransferMode, TRANSFER_MODES);
+      const panel = panelProject(req.panelProjectId, agent.workspace_id);
+      const newPhone = req.carrierPhoneNumber === undefined || req.carrierPhoneNumber.trim() === '' ? undefined : requireE164('carrier_phone_number', req.carrierPhoneNumber);
+      const newTransfer = req.humanTransferNumber === undefined || req.humanTransferNumber.trim() === '' ? undefined : requireE164('human_transfer_number', req.humanTransferNumber);
+      const newTokenEnc = token === undefined || token.startsWith('•') || token === '' ? undefined : secrets.encrypt(token);
+      let phone: string | null = null;
       try {
-        const saved = await upsertTelephonyRow(sql, row, ctx.signal);
-        await touchAgent(sql, agent.id, ctx.signal);
+        const saved = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
+          const cur = await getTelephonyRow(tx, agent.id);
+          phone = req.carrierPhoneNumber === undefined ? (cur?.carrier_phone_number ?? null) : (newPhone ?? null);
+          const row: TelephonyWrite = {
+            agent_id: agent.id,
+            carrier_phone_number: phone,
+            carrier_account_sid: sid ?? cur?.carrier_account_sid ?? '',
+            // omitted, or the masked read-back sent again: keep; "" clears (inherit the workspace account)
+            carrier_auth_token_enc: token === undefined || token.startsWith('•') ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : newTokenEnc!,
+            call_direction: direction ?? cur?.call_direction ?? 'both',
+            webhook_url: webhookUrl ?? cur?.webhook_url ?? '',
+            human_transfer_number: req.humanTransferNumber === undefined ? (cur?.human_transfer_number ?? '') : (newTransfer ?? ''),
+            human_transfer_mode: transferMode ?? cur?.human_transfer_mode ?? 'phone',
+            panel_project_id: panel ?? cur?.panel_project_id ?? '',
+            transcribe_human_segment: req.transcribeHumanSegment ?? cur?.transcribe_human_segment ?? false,
+            generate_call_summary: req.generateCallSummary ?? cur?.generate_call_summary ?? false,
+          };
+          const upserted = await upsertTelephonyRow(tx, row);
+          await touchAgent(tx, agent.id);
+          return upserted;
+        });
         return telephonyView(secrets, agent.id, saved);
       } catch (e) {
         if (isUniqueViolation(e, 'agent_telephony_phone_key')) {

@@ -1,9 +1,9 @@
 /** SQL of `agent_telephony` (the draft binding; the phone number is unique platform-wide). */
-import type { Sql } from '../../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { TelephonyRow } from '../types.js';
 
-export async function getTelephonyRow(sql: Sql, agentId: string, signal?: AbortSignal): Promise<TelephonyRow | undefined> {
+export async function getTelephonyRow(sql: SqlOrTx, agentId: string, signal?: AbortSignal): Promise<TelephonyRow | undefined> {
   const rows = await run(sql<TelephonyRow[]>`select * from agent_telephony where agent_id = ${agentId}`, signal);
   return rows[0];
 }
@@ -16,7 +16,7 @@ export async function telephonyByNumber(sql: Sql, e164: string, signal?: AbortSi
 export type TelephonyWrite = Omit<TelephonyRow, 'created_at' | 'updated_at'>;
 
 /** Writes the complete binding (the handler merged the request into the stored one). */
-export async function upsertTelephonyRow(sql: Sql, t: TelephonyWrite, signal?: AbortSignal): Promise<TelephonyRow> {
+export async function upsertTelephonyRow(sql: SqlOrTx, t: TelephonyWrite, signal?: AbortSignal): Promise<TelephonyRow> {
   const rows = await run(
     sql<TelephonyRow[]>`
       insert into agent_telephony (agent_id, carrier_phone_number, carrier_account_sid, carrier_auth_token_enc, call_direction,

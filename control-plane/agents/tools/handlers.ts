@@ -10,7 +10,7 @@ import type { SecretBox } from '../../../shared/secrets.js';
 import { requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
 import { touchAgent } from '../core/store.js';
-import { isUniqueViolation } from '../db.js';
+import { isUniqueViolation, withAgentLock } from '../db.js';
 import type { ToolRow } from '../types.js';
 import { pathId, sameOrigin } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
@@ -123,23 +123,29 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
     async updateTool(req, ctx) {
       const acc = await access.agent(ctx, req.agentId, 'edit');
       const { agent } = acc;
-      const existing = await getToolRow(sql, agent.id, pathId('tool', req.toolId), ctx.signal);
-      if (!existing) throw notFound('tool');
+      const toolId = pathId('tool', req.toolId);
       const patch = checkToolInput({ ...req, requestBody: bodyJson(req.requestBody) } as ToolInput, outboundPolicy);
-      // A tool saved with such a name before it was reserved may still be edited; a rename may not take one.
-      if (patch.name !== undefined && patch.name !== existing.name) refuseReservedName(patch.name);
       // Switching a connector tool on or off is the connectors' enable/disable: a manager's.
       if (patch.connector_binding) requireConnectorBinding(acc);
-      if (existing.connector_binding && patch.is_active !== undefined && patch.is_active !== existing.is_active) requireConnectorBinding(acc, 'switching a connector tool on or off');
       await checkConnection(agent.workspace_id, patch);
-      const row = merge(withoutTimestamps(existing), patch, secrets);
+      let name = patch.name ?? '';
       try {
-        const saved = await updateToolRow(sql, row, ctx.signal);
-        if (!saved) throw notFound('tool');
-        await touchAgent(sql, agent.id, ctx.signal);
+        const saved = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
+          const existing = await getToolRow(tx, agent.id, toolId);
+          if (!existing) throw notFound('tool');
+          // A tool saved with such a name before it was reserved may still be edited; a rename may not take one.
+          if (patch.name !== undefined && patch.name !== existing.name) refuseReservedName(patch.name);
+          if (existing.connector_binding && patch.is_active !== undefined && patch.is_active !== existing.is_active) requireConnectorBinding(acc, 'switching a connector tool on or off');
+          const row = merge(withoutTimestamps(existing), patch, secrets);
+          name = row.name;
+          const updated = await updateToolRow(tx, row);
+          if (!updated) throw notFound('tool');
+          await touchAgent(tx, agent.id);
+          return updated;
+        });
         return toolView(secrets, saved);
       } catch (e) {
-        if (isUniqueViolation(e, 'agent_tools_name_key')) throw nameTaken(row.name);
+        if (isUniqueViolation(e, 'agent_tools_name_key')) throw nameTaken(name);
         throw e;
       }
     },

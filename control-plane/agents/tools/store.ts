@@ -1,10 +1,10 @@
 /** SQL of `agent_tools` (name unique per agent; `auth_token_enc` encrypted). */
-import type { Sql } from '../../../shared/db/client.js';
+import type { Sql, SqlOrTx } from '../../../shared/db/client.js';
 import { run } from '../db.js';
 import type { ToolRow } from '../types.js';
 
 /** jsonb parameter (postgres.js would double-encode a pre-stringified value); null stays SQL null. */
-const jsonb = (sql: Sql, v: unknown) => (v === null || v === undefined ? null : sql.json(v as never));
+const jsonb = (sql: SqlOrTx, v: unknown) => (v === null || v === undefined ? null : sql.json(v as never));
 
 export type ToolWrite = Omit<ToolRow, 'created_at' | 'updated_at'>;
 
@@ -12,7 +12,7 @@ export function listToolRows(sql: Sql, agentId: string, signal?: AbortSignal): P
   return run(sql<ToolRow[]>`select * from agent_tools where agent_id = ${agentId} order by created_at, id`, signal);
 }
 
-export async function getToolRow(sql: Sql, agentId: string, toolId: string, signal?: AbortSignal): Promise<ToolRow | undefined> {
+export async function getToolRow(sql: SqlOrTx, agentId: string, toolId: string, signal?: AbortSignal): Promise<ToolRow | undefined> {
   const rows = await run(sql<ToolRow[]>`select * from agent_tools where agent_id = ${agentId} and id = ${toolId}`, signal);
   return rows[0];
 }
@@ -33,7 +33,7 @@ export async function insertToolRow(sql: Sql, t: ToolWrite, signal?: AbortSignal
 }
 
 /** Writes the complete tool (the handler merged the request into the stored one). */
-export async function updateToolRow(sql: Sql, t: ToolWrite, signal?: AbortSignal): Promise<ToolRow | undefined> {
+export async function updateToolRow(sql: SqlOrTx, t: ToolWrite, signal?: AbortSignal): Promise<ToolRow | undefined> {
   const rows = await run(
     sql<ToolRow[]>`
       update agent_tools set name = ${t.name}, description = ${t.description}, function_schema = ${jsonb(sql, t.function_schema)}::jsonb,
