@@ -116,6 +116,8 @@ function errorResult(message: string, started: number, now: () => number, attemp
 async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, outer: AbortSignal, deps: ToolRunDeps): Promise<unknown> {
   if (!deps.outbound) throw new ToolError('outbound requests are not configured on this engine', false);
   const method = (tool.http_method || 'POST').toUpperCase();
+  // Saved before the edge refused it: never filled (the caller would pick the token's destination).
+  if (placeholderBeforePath(tool.endpoint_url)) throw new ToolError('the tool URL has a {{placeholder}} in its host: only the path and query may have them', false);
   let url: URL;
   try {
     url = new URL(fillString(tool.endpoint_url, args, true));
@@ -136,9 +138,11 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
   if (method === 'GET' || method === 'DELETE') {
     for (const [k, v] of Object.entries(args)) if (!url.searchParams.has(k) && !tool.endpoint_url.includes(`{{${k}}}`)) url.searchParams.set(k, String(v));
   } else {
-    const payload = tool.request_body === undefined || tool.request_body === null || tool.request_body === '' ? args : fillTemplate(tool.request_body, args);
+    const contentType = headerNames(headers, 'content-type').map((name) => headers[name]!)[0];
+    const jsonText = typeof tool.request_body === 'string' && tool.request_body !== '' && (contentType === undefined || /json/i.test(contentType));
+    const payload = tool.request_body === undefined || tool.request_body === null || tool.request_body === '' ? args : jsonText ? fillJsonText(tool.request_body as string, args) : fillTemplate(tool.request_body, args);
     body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-    headers['content-type'] ??= 'application/json';
+    if (contentType === undefined) headers['content-type'] = 'application/json';
   }
   const timeoutMs = Math.max(1, tool.timeout_ms || DEFAULT_TIMEOUT_MS);
   const timeout = new AbortController();
@@ -179,6 +183,54 @@ function describeNetworkError(e: unknown): string {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
   const message = (e as Error)?.message ?? String(e);
   return cause?.code ? `${message} (${cause.code})` : message;
+}
+
+/**
+ * Whether a tool URL has a `{{placeholder}}` before its path (scheme, credentials, host or port).
+ * Filled from the model's arguments, it would let the caller choose where the tool's stored token
+ * goes; the path and query are encoded per value, so placeholders there cannot move the host.
+ */
+export function placeholderBeforePath(url: string): boolean {
+  const scheme = url.indexOf('://');
+  const start = scheme < 0 ? 0 : scheme + 3;
+  const rest = url.slice(start);
+  const end = rest.search(/[/?#]/);
+  return (end < 0 ? rest : rest.slice(0, end)).includes('{{') || url.slice(0, start).includes('{{');
+}
+
+const PLACEHOLDER_AT = /\{\{\s*([\w.-]+)\s*\}\}/y;
+
+/**
+ * A string body template sent as JSON: a placeholder inside a JSON string gets the value's
+ * escaped text, one outside gets the value as JSON. The caller's words can neither break the JSON
+ * nor add keys to it (they were pasted in raw: `x","role":"admin` added a key).
+ */
+export function fillJsonText(template: string, args: Record<string, unknown>): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < template.length; ) {
+    if (template.charCodeAt(i) === 123 /* { */ && template.charCodeAt(i + 1) === 123) {
+      PLACEHOLDER_AT.lastIndex = i;
+      const m = PLACEHOLDER_AT.exec(template);
+      if (m) {
+        const v = args[m[1]!];
+        if (inString) out += JSON.stringify(v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v)).slice(1, -1);
+        else out += JSON.stringify(v ?? null);
+        i += m[0].length;
+        continue;
+      }
+    }
+    const c = template[i]!;
+    if (inString && c === '\\') {
+      out += template.slice(i, i + 2);
+      i += 2;
+      continue;
+    }
+    if (c === '"') inString = !inString;
+    out += c;
+    i++;
+  }
+  return out;
 }
 
 /** Replaces `{{arg}}` in a template (object, array or string) with the model's arguments. */

@@ -8,6 +8,7 @@ import type { ConnectorActionJson, ConnectorBindingJson } from '../types.js';
 import { intInRange, isPlainObject, oneOf, optionalText, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy, type OutboundPolicy } from '../../../shared/outbound/index.js';
 import { checkJsonSchema } from './json-schema.js';
+import { placeholderBeforePath } from '../../../shared/agent/tools.js';
 
 export const TOOL_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
 export const ACTION_NAME_RE = /^[a-z0-9_]+__[a-z0-9_]+$/;
@@ -110,7 +111,12 @@ export function checkToolInput(req: ToolInput, policy: OutboundPolicy = createOu
     checkJsonSchema('function_schema', req.functionSchema);
     out.function_schema = req.functionSchema;
   }
-  if (req.endpointUrl !== undefined) out.endpoint_url = tenantUrl('endpoint_url', req.endpointUrl, policy);
+  if (req.endpointUrl !== undefined) {
+    out.endpoint_url = tenantUrl('endpoint_url', req.endpointUrl, policy);
+    if (out.endpoint_url && placeholderBeforePath(out.endpoint_url)) {
+      throw invalid('endpoint_url', 'a {{placeholder}} may fill the path or the query, never the scheme, host or port (the caller would choose where the tool token goes)');
+    }
+  }
   if (req.httpMethod !== undefined) out.http_method = oneOf('http_method', req.httpMethod.toUpperCase(), HTTP_METHODS);
   if (req.headers !== undefined) out.headers = checkHeaders(req.headers);
   if (req.authType !== undefined) out.auth_type = oneOf('auth_type', req.authType === '' ? 'none' : req.authType, AUTH_TYPES);

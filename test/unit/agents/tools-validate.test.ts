@@ -33,10 +33,16 @@ describe('checkToolInput', () => {
     [{ authType: 'kerberos' }, 'auth_type'],
     [{ functionSchema: { type: 'strng' } }, 'function_schema'],
     [{ functionSchema: { required: 'x' } }, 'function_schema'],
+    // The caller would choose where the token goes (outside audit): only the path and query take placeholders.
+    [{ endpointUrl: 'https://{{city}}/ok' }, 'endpoint_url'],
+    [{ endpointUrl: 'https://api.{{region}}.example.com/ok' }, 'endpoint_url'],
   ])('%j -> 400 naming %s', (input, field) => {
     const e = fail(() => checkToolInput(input as never));
     expect(e.code).toBe('INVALID_REQUEST');
     expect(e.details?.[0].field).toBe(field);
+  });
+  it('placeholders in the path and the query are fine', () => {
+    expect(checkToolInput({ endpointUrl: 'https://api.example.com/city/{{city}}?units={{units}}' }).endpoint_url).toBe('https://api.example.com/city/{{city}}?units={{units}}');
   });
   it('request_body: object, string, or null (clear)', () => {
     expect(checkToolInput({ requestBody: { a: 1 } }).request_body).toEqual({ a: 1 });

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillTemplate, pickPath, runHttpTool, type ToolRunDeps } from '../../../media-engine/session/tools.js';
+import { fillJsonText, fillTemplate, pickPath, runHttpTool, type ToolRunDeps } from '../../../media-engine/session/tools.js';
 import type { HttpToolConfig } from '../../../shared/voice/session-config.js';
 import { realClock, type Clock } from '../../../shared/clock.js';
 import { createOutboundClient } from '../../../shared/outbound/index.js';
@@ -34,7 +34,13 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('plain words');
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { items: [{ name: 'first' }] }, echo: body ? JSON.parse(body) : null }));
+      let echo: unknown = null;
+      try {
+        echo = body ? JSON.parse(body) : null;
+      } catch {
+        echo = body; // a form or text body
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { items: [{ name: 'first' }] }, echo }));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -89,6 +95,22 @@ describe('HTTP tools', () => {
     expect(seen.at(-1)!.url).toBe('/city/New%20York?n=2');
   });
 
+  it('a tool saved with a placeholder in its host is never called (the caller would pick where its token goes)', async () => {
+    const before = seen.length;
+    const r = await runHttpTool(tool({ endpoint_url: 'http://{{host}}/x', auth_type: 'bearer', auth_token: 'secret-token' }), '{"host":"127.0.0.1"}', new AbortController().signal, deps);
+    expect(r).toMatchObject({ status: 'error', attempts: 1, error: expect.stringMatching(/placeholder.*host/) });
+    expect(seen.length).toBe(before);
+  });
+
+  it('a string body sent as JSON escapes the values: the caller can neither break it nor add keys', async () => {
+    const template = '{"q":"{{city}}","role":"user","n":{{n}},"tags":{{tags}}}';
+    await runHttpTool(tool({ request_body: template }), JSON.stringify({ city: 'x","role":"admin', n: 3, tags: ['a', 'b"c'] }), new AbortController().signal, deps);
+    expect(JSON.parse(seen.at(-1)!.body)).toEqual({ q: 'x","role":"admin', role: 'user', n: 3, tags: ['a', 'b"c'] });
+    // Not JSON (a form body the tool declares): filled as text, as before.
+    await runHttpTool(tool({ request_body: 'q={{city}}', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }), '{"city":"Oslo"}', new AbortController().signal, deps);
+    expect(seen.at(-1)!).toMatchObject({ body: 'q=Oslo', headers: expect.objectContaining({ 'content-type': 'application/x-www-form-urlencoded' }) });
+  });
+
   it('retries 5xx up to retry_count, then reports an error result (never throws)', async () => {
     failures = 5;
     const r = await runHttpTool(tool({ endpoint_url: `${base}/flaky`, retry_count: 2 }), '{}', new AbortController().signal, deps);
@@ -108,6 +130,10 @@ describe('HTTP tools', () => {
 });
 
 describe('templates', () => {
+  it('fillJsonText: escaped inside strings, JSON outside, escapes in the template kept, missing values empty or null', () => {
+    expect(fillJsonText('{"a":"pre {{s}} \\"q\\" {{n}}","b":{{n}},"c":{{missing}},"d":"{{missing}}"}', { s: 'x"y\n', n: 2 })).toBe('{"a":"pre x\\"y\\n \\"q\\" 2","b":2,"c":null,"d":""}');
+    expect(JSON.parse(fillJsonText('{"o":"{{obj}}","v":{{obj}}}', { obj: { k: [1] } }))).toEqual({ o: '{"k":[1]}', v: { k: [1] } });
+  });
   it('fillTemplate keeps types for whole placeholders', () => {
     expect(fillTemplate({ a: '{{n}}', b: 'x-{{n}}', c: ['{{s}}'] }, { n: 3, s: 'v' })).toEqual({ a: 3, b: 'x-3', c: ['v'] });
   });
