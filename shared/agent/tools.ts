@@ -83,7 +83,8 @@ export async function runHttpTool(tool: HttpToolConfig, argsJson: string, signal
     attempts = attempt;
     try {
       const output = await callOnce(tool, args, signal, deps);
-      const picked = pickPath(output, tool.response_path);
+      // An answer that is not JSON has no path to pick: the model gets its text (it got null).
+      const picked = typeof output === 'string' ? output : pickPath(output, tool.response_path);
       return {
         status: 'success',
         content: typeof picked === 'string' ? picked : JSON.stringify(picked ?? null),

@@ -126,6 +126,8 @@ describe('HTTP tools', () => {
     expect((await runHttpTool(tool({}), 'not json', new AbortController().signal, deps)).status).toBe('error');
     expect((await runHttpTool(tool({ endpoint_url: 'http://127.0.0.1:1/x' }), '{}', new AbortController().signal, deps)).error).toMatch(/request failed/);
     expect((await runHttpTool(tool({ endpoint_url: `${base}/text` }), '{}', new AbortController().signal, deps)).content).toBe('plain words');
+    // A response_path cannot apply to text: the model gets the text, not null.
+    expect(await runHttpTool(tool({ endpoint_url: `${base}/text`, response_path: 'data.items.0.name' }), '{}', new AbortController().signal, deps)).toMatchObject({ status: 'success', content: 'plain words', value: 'plain words' });
   });
 });
 
