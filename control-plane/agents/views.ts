@@ -5,6 +5,7 @@
 import { fromJson, type DescMessage, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { maskSecret, type SecretBox } from '../../shared/secrets.js';
+import { invalid } from '../../shared/errors.js';
 import type {
   AgentProviderSchema,
   AgentSchema,
@@ -40,6 +41,20 @@ export function maskStored(secrets: SecretBox, enc: string | null | undefined): 
   } catch {
     return '••••••••';
   }
+}
+
+/**
+ * Whether `sent` is the masked read-back of the stored secret (a client that PUTs back what it
+ * read): the stored secret stays. A masked value that is not this secret's mask (another
+ * secret's, or none is stored) was kept silently, or for provider keys stored as the key itself:
+ * 400 naming the field.
+ */
+export function isMaskedReadBack(secrets: SecretBox, field: string, sent: string | undefined, storedEnc: string | null | undefined): boolean {
+  if (sent === undefined || !sent.startsWith('•')) return false;
+  if (sent !== maskStored(secrets, storedEnc)) {
+    throw invalid(field, 'is a masked value that is not the stored secret\'s: send the secret itself, leave the field out to keep the stored one, or "" to clear it');
+  }
+  return true;
 }
 
 export function agentView(r: AgentRow): Init<typeof AgentSchema> {

@@ -12,7 +12,7 @@ import { oneOf, optionalText, required, sameOrigin, tenantUrl } from '../../http
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
 import { checkFliteVoice } from '../../../shared/providers/tts/local.js';
 import { baseUrlProtocols } from '../../../shared/providers/registry.js';
-import { providerView } from '../views.js';
+import { isMaskedReadBack, providerView } from '../views.js';
 import { deleteProviderRow, getProviderRow, listProviderRows, upsertProviderRow } from './store.js';
 
 type Impl = ServiceImpl<typeof AgentConfigService>;
@@ -44,14 +44,16 @@ export function agentProviderHandlers(deps: AgentsDeps, access: Access): Pick<Im
       if (req.apiKey !== undefined && req.apiKey.length > MAX_API_KEY_CHARS) throw invalid('api_key', `must be at most ${MAX_API_KEY_CHARS} characters`);
       const row = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
         const existing = await getProviderRow(tx, agent.id, type);
+        // The masked read-back of the stored key counts as omitted (it was stored as the key itself).
+        const apiKey = isMaskedReadBack(secrets, 'api_key', req.apiKey, existing?.api_key_enc) ? undefined : req.apiKey;
         // Omitted key: keep the stored one only for the same provider (a key never follows a vendor change),
         // and never to another host: anyone who may edit the draft could otherwise send the stored key,
         // which they cannot read, to an address of their choosing.
         const keepsKey = existing && existing.provider_name === name;
-        if (req.apiKey === undefined && keepsKey && existing.api_key_enc && !sameOrigin(existing.base_url, baseUrl)) {
+        if (apiKey === undefined && keepsKey && existing.api_key_enc && !sameOrigin(existing.base_url, baseUrl)) {
           throw invalid('api_key', 'must be sent again when base_url moves to another host (the stored key is never sent to a new address)');
         }
-        const apiKeyEnc = req.apiKey === undefined ? (keepsKey ? existing.api_key_enc : null) : req.apiKey === '' ? null : secrets.encrypt(req.apiKey);
+        const apiKeyEnc = apiKey === undefined ? (keepsKey ? existing.api_key_enc : null) : apiKey === '' ? null : secrets.encrypt(apiKey);
         const saved = await upsertProviderRow(tx, { id: existing?.id ?? newId(), agent_id: agent.id, provider_type: type, provider_name: name, api_key_enc: apiKeyEnc, model_name: model, base_url: baseUrl });
         await touchAgent(tx, agent.id);
         return saved;

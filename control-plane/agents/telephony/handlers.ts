@@ -12,7 +12,7 @@ import { touchAgent } from '../core/store.js';
 import { isUniqueViolation, withAgentLock } from '../db.js';
 import { oneOf, optionalText, tenantUrl } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
-import { telephonyView } from '../views.js';
+import { isMaskedReadBack, telephonyView } from '../views.js';
 import { requireE164 } from './phone.js';
 import { getTelephonyRow, upsertTelephonyRow, type TelephonyWrite } from './store.js';
 
@@ -39,6 +39,7 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
       const newPhone = req.carrierPhoneNumber === undefined || req.carrierPhoneNumber.trim() === '' ? undefined : requireE164('carrier_phone_number', req.carrierPhoneNumber);
       const newTransfer = req.humanTransferNumber === undefined || req.humanTransferNumber.trim() === '' ? undefined : requireE164('human_transfer_number', req.humanTransferNumber);
       const newTokenEnc = token === undefined || token.startsWith('•') || token === '' ? undefined : secrets.encrypt(token);
+      const masked = token !== undefined && token.startsWith('•');
       let phone: string | null = null;
       try {
         const saved = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
@@ -49,7 +50,8 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
             carrier_phone_number: phone,
             carrier_account_sid: sid ?? cur?.carrier_account_sid ?? '',
             // omitted, or the masked read-back sent again: keep; "" clears (inherit the workspace account)
-            carrier_auth_token_enc: token === undefined || token.startsWith('•') ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : newTokenEnc!,
+            carrier_auth_token_enc:
+              token === undefined || (masked && isMaskedReadBack(secrets, 'carrier_auth_token', token, cur?.carrier_auth_token_enc)) ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : newTokenEnc!,
             call_direction: direction ?? cur?.call_direction ?? 'both',
             webhook_url: webhookUrl ?? cur?.webhook_url ?? '',
             human_transfer_number: req.humanTransferNumber === undefined ? (cur?.human_transfer_number ?? '') : (newTransfer ?? ''),

@@ -14,7 +14,7 @@ import { isUniqueViolation, withAgentLock } from '../db.js';
 import type { ToolRow } from '../types.js';
 import { pathId, sameOrigin } from '../../http/validate.js';
 import { createOutboundPolicy } from '../../../shared/outbound/index.js';
-import { toolView } from '../views.js';
+import { isMaskedReadBack, toolView } from '../views.js';
 import { deleteToolRow, getToolRow, insertToolRow, listToolRows, updateToolRow, type ToolWrite } from './store.js';
 import { checkConnectorRequest, checkToolInput, TOOL_DEFAULTS, type ToolInput, type ToolPatch } from './validate.js';
 
@@ -28,10 +28,10 @@ function nameTaken(name: string): AppError {
   return new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${name}`);
 }
 
-/** New encrypted token: omitted or a masked read-back keeps the stored one, "" clears it. */
-function tokenEnc(secrets: SecretBox, plain: string | undefined, stored: string | null): string | null {
-  if (plain === undefined || plain.startsWith('•')) return stored;
-  return plain === '' ? null : secrets.encrypt(plain);
+/** New encrypted token: omitted or the masked read-back keeps the stored one, "" clears it. */
+function tokenEnc(secrets: SecretBox, plain: string | undefined, stored: string | null, keeps: boolean): string | null {
+  if (keeps) return stored;
+  return plain === '' || plain === undefined ? null : secrets.encrypt(plain);
 }
 
 /** The platform's own function names (shared/agent/reserved-tools.ts): a tool of that name would shadow them. */
@@ -43,16 +43,16 @@ function merge(base: ToolWrite, patch: ToolPatch, secrets: SecretBox): ToolWrite
   const { auth_token, ...rest } = patch;
   // The stored token is never sent to another host than the one it was saved for: whoever may edit
   // the draft could otherwise point the tool at their own server and receive a token they cannot read.
-  const keepsToken = auth_token === undefined || auth_token.startsWith('•');
+  const keepsToken = auth_token === undefined || isMaskedReadBack(secrets, 'auth_token', auth_token, base.auth_token_enc);
   if (keepsToken && base.auth_token_enc && patch.endpoint_url !== undefined && !sameOrigin(base.endpoint_url, patch.endpoint_url)) {
     throw invalid('auth_token', 'must be sent again when endpoint_url moves to another host (the stored token is never sent to a new address)');
   }
   // `auth_type: none` sent explicitly means "send no credential": it clears the stored token (a
   // switch from basic to none kept sending it), and a token sent with it is a contradiction.
-  if (patch.auth_type === 'none' && auth_token && !auth_token.startsWith('•')) {
+  if (patch.auth_type === 'none' && auth_token && !keepsToken) {
     throw invalid('auth_type', 'is none, so auth_token would not be sent: choose api_key, bearer or basic, or leave auth_type out (a token alone is sent as Bearer)');
   }
-  const tokenOut = patch.auth_type === 'none' ? null : tokenEnc(secrets, auth_token, base.auth_token_enc);
+  const tokenOut = patch.auth_type === 'none' ? null : tokenEnc(secrets, auth_token, base.auth_token_enc, keepsToken);
   const out: ToolWrite = { ...base, ...rest, auth_token_enc: tokenOut };
   // A tool must be callable: an HTTP endpoint, or a connector binding.
   if (!out.connector_binding && !out.endpoint_url) throw invalid('endpoint_url', 'is required for a tool without connector_binding');
