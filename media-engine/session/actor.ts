@@ -106,7 +106,14 @@ export class CallActor {
     );
     if (deps.config.flow) this.flow = new FlowState(deps.config.flow, deps.config.dynamic_variables);
     const limits = resolveCallLimits(deps.config.call_limits);
-    this.conversation = new Conversation(deps, limits, deps.clock.now(), (ev) => this.emit(ev), () => this.caller.takeAudio());
+    this.conversation = new Conversation(
+      deps,
+      limits,
+      deps.clock.now(),
+      (ev) => this.emit(ev),
+      () => this.caller.takeAudio(),
+      () => this.runs.takeSentAudio(),
+    );
     this.timers = new CallTimers(deps.clock, (m) => this.post(m));
     this.idle = new IdleNudges(deps.config.idle_max_attempts);
     this.amd = new AmdControl(deps.amd, deps.logger, deps.config.session_id);

@@ -55,7 +55,8 @@ export class AgentRuns {
     const { clock, config } = this.d;
     const run = new RunState(this.nextRunId++, kind, turn, originMs, asrMs, userText, clock.now());
     this.current = run;
-    this.output.resetTurn();
+    // A reply's audio is kept for its turn record (the agent's side of the call).
+    this.output.resetTurn(kind === 'reply');
     const providers = config.providers;
     const step =
       flow && speakOnly === undefined
@@ -131,6 +132,11 @@ export class AgentRuns {
         if (this.output.queuedSamples === 0) this.finish(run);
         return;
     }
+  }
+
+  /** The current reply's audio sent so far, for its turn record (taken once). */
+  takeSentAudio(): { samples: Int16Array; sampleRateHz: number } | undefined {
+    return this.output.takeSentAudio();
   }
 
   /** Sends the frames due at `nowMs`; the run finishes when its audio is out and the runner done. */

@@ -23,6 +23,8 @@ export class Conversation {
     private readonly emit: (ev: ServerEvent) => void,
     /** The caller's audio of the turn, for the record (taken only when there is a recorder). */
     private readonly takeCallerAudio: () => Int16Array | undefined,
+    /** The reply's audio as sent to the caller, likewise. */
+    private readonly takeAgentAudio: () => { samples: Int16Array; sampleRateHz: number } | undefined = () => undefined,
   ) {
     this.history = new CallHistory({ tokenBudget: limits.historyTokenBudget, maxMessages: limits.historyMaxMessages });
     this.turns = new TurnAccounting(startedAtMs);
@@ -114,7 +116,7 @@ export class Conversation {
     // The caller's unanswered last words are no agent reply: not in the reply metrics and traces.
     if (!run.unanswered) this.d.telemetry?.turn(turnObservation(run, timing, this.d.clock.monotonicMs()));
     this.emit({ type: 'turn_complete', turn: run.turn, user_text: run.userText, assistant_text: assistantText, timing });
-    this.d.recorder?.turn(turnRecord(this.d, run, assistantText, timing, this.takeCallerAudio()));
+    this.d.recorder?.turn(turnRecord(this.d, run, assistantText, timing, this.takeCallerAudio(), run.unanswered ? undefined : this.takeAgentAudio()));
   }
 
   /** `metadata`: merged into the conversation's metadata (flow mode: node path and variables). */

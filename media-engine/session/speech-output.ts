@@ -9,6 +9,10 @@ import { PlayoutQueue } from './playout.js';
 import type { CallTransport } from './transport.js';
 
 const FRAME_MS = 20;
+/** The sent audio of a reply kept for the record: from 4 s at its first frame, doubling up to 60 s (the rest of a longer answer is not kept). */
+const SENT_INITIAL_SECONDS = 4;
+const SENT_MAX_SECONDS = 60;
+const NO_AUDIO = new Int16Array(0);
 
 export class SpeechOutput {
   private readonly playout: PlayoutQueue;
@@ -23,6 +27,11 @@ export class SpeechOutput {
   private paceFramesSent = 0;
   /** Monotonic time the first frame of the current turn left, 0 before. */
   firstFrameSentAtMs = 0;
+  /** Keep what this turn sends, for the record (replies only: a welcome held until the next turn would cost every idle call). */
+  private capture = false;
+  /** What this turn sent, at the transport rate (handed over whole by takeSentAudio, never reused). */
+  private sent = NO_AUDIO;
+  private sentLen = 0;
 
   constructor(
     private readonly transport: CallTransport,
@@ -36,8 +45,11 @@ export class SpeechOutput {
     return this.playout.queuedSamples;
   }
 
-  /** Starts a new turn's audio: empty queue, positions and text segments from zero. */
-  resetTurn(): void {
+  /** Starts a new turn's audio: empty queue, positions and text segments from zero. `capture`: keep what it sends (takeSentAudio). */
+  resetTurn(capture = false): void {
+    this.capture = capture;
+    this.sent = NO_AUDIO;
+    this.sentLen = 0;
     this.playout.resetTurn();
     this.playing = false;
     this.inputOpen = false;
@@ -108,9 +120,35 @@ export class SpeechOutput {
       }
       if (!this.firstFrameSentAtMs) this.firstFrameSentAtMs = this.clock.monotonicMs();
       this.transport.sendAudio(this.frame);
+      if (this.capture) this.keepSent();
       this.paceFramesSent++;
     }
     return false;
+  }
+
+  /**
+   * The audio this turn sent so far (what the caller was played, up to the lead of an interrupted
+   * answer), at `rateHz`; taken once: the next call returns undefined until more is sent.
+   */
+  takeSentAudio(): { samples: Int16Array; sampleRateHz: number } | undefined {
+    if (!this.sentLen) return undefined;
+    const samples = this.sent.subarray(0, this.sentLen);
+    this.sent = NO_AUDIO;
+    this.sentLen = 0;
+    return { samples, sampleRateHz: this.transport.outRateHz };
+  }
+
+  private keepSent(): void {
+    const n = this.frame.length;
+    const max = this.transport.outRateHz * SENT_MAX_SECONDS;
+    if (this.sentLen + n > max) return;
+    if (this.sentLen + n > this.sent.length) {
+      const next = new Int16Array(Math.min(max, Math.max(this.transport.outRateHz * SENT_INITIAL_SECONDS, this.sent.length * 2)));
+      next.set(this.sent.subarray(0, this.sentLen));
+      this.sent = next;
+    }
+    this.sent.set(this.frame, this.sentLen);
+    this.sentLen += n;
   }
 
   /** Barge-in: drop everything queued here and at the far end; filters start clean. */

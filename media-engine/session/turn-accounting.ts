@@ -41,7 +41,14 @@ export class TurnAccounting {
 }
 
 /** The durable record of one reply: what was said and heard, timing, providers, tools, audio. */
-export function turnRecord(d: CallActorDeps, run: RunState, assistantText: string, timing: TurnTiming, userAudio: Int16Array | undefined): TurnRecord {
+export function turnRecord(
+  d: CallActorDeps,
+  run: RunState,
+  assistantText: string,
+  timing: TurnTiming,
+  userAudio: Int16Array | undefined,
+  agentAudio?: { samples: Int16Array; sampleRateHz: number },
+): TurnRecord {
   const { asr, llm, tts } = d.providers;
   return {
     turn: run.turn,
@@ -55,6 +62,7 @@ export function turnRecord(d: CallActorDeps, run: RunState, assistantText: strin
     tool_calls: run.toolCalls,
     user_audio: userAudio,
     user_audio_rate_hz: d.transport.inRateHz,
+    ...(agentAudio ? { agent_audio: agentAudio } : {}),
     started_at_ms: run.startedAtMs,
     metadata: d.transportStats ? { transport: d.transportStats() } : undefined,
     ...(run.unanswered ? { unanswered: true } : {}),
