@@ -291,6 +291,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const orgApiKey = str(env, 'ORG_API_KEY');
   if (orgApiKey !== undefined && orgApiKey.length < 16) throw new ConfigError('ORG_API_KEY', 'must be at least 16 characters');
   const smtpUrl = url(env, 'SMTP_URL', ['smtp:', 'smtps:']);
+  // Checked here, before anything starts: they failed later with a stack trace, after the
+  // embedded database had started, and a DATA_DIR left by a development run supplied its
+  // generated secrets key without a word.
+  if (nodeEnv === 'production' && secretsKey === undefined) throw new ConfigError('SECRETS_KEY', 'must be set in production (a key generated under DATA_DIR is for development only)');
+  if (nodeEnv === 'production' && smtpUrl === undefined && role !== 'media-engine') throw new ConfigError('SMTP_URL', 'must be set in production (the development mailbox is refused)');
   const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://127.0.0.1:${httpPort}`).replace(/\/$/, '');
   const config: Config = {
     role,

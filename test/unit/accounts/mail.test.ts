@@ -28,14 +28,16 @@ describe('createMailer', () => {
   });
 
   it('SMTP when configured (no dev mailbox)', async () => {
-    const r = createMailer(loadConfig({ SMTP_URL: 'smtp://127.0.0.1:2525', NODE_ENV: 'production' }), logger, clock);
+    const r = createMailer(loadConfig({ SMTP_URL: 'smtp://127.0.0.1:2525', NODE_ENV: 'production', SECRETS_KEY: 'a'.repeat(64) }), logger, clock);
     expect(r.mailer).toBeInstanceOf(SmtpMailer);
     expect(r.mailbox).toBeUndefined();
     await r.mailer.close?.();
   });
 
   it('production without SMTP refuses to start', () => {
-    expect(() => createMailer(loadConfig({ NODE_ENV: 'production' }), logger, clock)).toThrow(/SMTP_URL/);
+    // Refused as the configuration loads (one line naming it, exit 2), and by the mailer itself.
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: 'a'.repeat(64) })).toThrow(/^invalid configuration: SMTP_URL must be set in production/);
+    expect(() => createMailer({ ...loadConfig({}), nodeEnv: 'production', smtpUrl: undefined }, logger, clock)).toThrow(/SMTP_URL/);
   });
 });
 

@@ -71,7 +71,7 @@ describe('deploy artefacts stay in sync with shared/config.ts', () => {
       }
     }
     // The shipped values start a process (placeholders of the secret example aside).
-    const cfg = loadConfig({ ...Object.fromEntries(config), REDIS_URL: 'redis://redis:6379', DATABASE_URL: 'postgres://u:p@db:5432/v' });
+    const cfg = loadConfig({ ...Object.fromEntries(config), REDIS_URL: 'redis://redis:6379', DATABASE_URL: 'postgres://u:p@db:5432/v', SECRETS_KEY: 'a'.repeat(64), SMTP_URL: 'smtp://mail:25' });
     expect(cfg.nodeEnv).toBe('production');
   });
 

@@ -47,3 +47,15 @@ describe('HOST', () => {
     expect(refused({ HOST: 'not-an-address' })).toBe('HOST');
   });
 });
+
+describe('production', () => {
+  const KEY = 'a'.repeat(64);
+  it('needs SECRETS_KEY on every role and SMTP_URL where the API runs, refused as the configuration loads', () => {
+    expect(refused({ NODE_ENV: 'production', SMTP_URL: 'smtp://mail:25' })).toBe('SECRETS_KEY');
+    expect(refused({ NODE_ENV: 'production', ROLE: 'media-engine' })).toBe('SECRETS_KEY');
+    expect(refused({ NODE_ENV: 'production', SECRETS_KEY: KEY })).toBe('SMTP_URL');
+    expect(refused({ NODE_ENV: 'production', ROLE: 'control-plane', SECRETS_KEY: KEY })).toBe('SMTP_URL');
+    expect(loadConfig({ NODE_ENV: 'production', ROLE: 'media-engine', SECRETS_KEY: KEY }).role).toBe('media-engine');
+    expect(loadConfig({ NODE_ENV: 'production', SECRETS_KEY: KEY, SMTP_URL: 'smtp://mail:25' }).nodeEnv).toBe('production');
+  });
+});
