@@ -9,7 +9,7 @@ import { AppError } from '../../shared/errors.js';
 import { VoiceService, type StartVoiceSessionRequest } from '../../shared/gen/voiceplane/v1/voice_pb.js';
 import type { StartRequest } from './build-config.js';
 import { voiceCapabilities } from './capabilities.js';
-import { createVoiceSessions, type VoiceSessions, type VoiceSessionsDeps } from './sessions.js';
+import { createVoiceSessions, noNodeReason, type VoiceSessions, type VoiceSessionsDeps } from './sessions.js';
 
 export type VoiceServiceDeps = VoiceSessionsDeps & {
   /** Shared with the domain's programmatic `startSession`; built from the deps when absent. */
@@ -39,9 +39,11 @@ export function createVoiceService(deps: VoiceServiceDeps): ServiceImpl<typeof V
     },
     async ready() {
       const nodes = await sessions.engineNodes();
-      if (nodes.length === 0) throw new AppError('SERVICE_UNAVAILABLE', 'no live voice engine node', { retryAfterS: 1 });
-      const freeSlots = nodes.reduce((sum, n) => sum + Math.max(0, n.capacity - n.load), 0);
-      return { status: 'ok', service: 'voice', engineNodes: nodes.length, freeSlots };
+      // Ready means a start can be placed: a draining node (or one whose records are down) takes none.
+      const open = nodes.filter((n) => !n.draining && !n.unavailable);
+      if (open.length === 0) throw new AppError('SERVICE_UNAVAILABLE', noNodeReason(nodes), { retryAfterS: 1 });
+      const freeSlots = open.reduce((sum, n) => sum + Math.max(0, n.capacity - n.load), 0);
+      return { status: 'ok', service: 'voice', engineNodes: open.length, freeSlots };
     },
   };
 }

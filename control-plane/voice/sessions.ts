@@ -68,6 +68,13 @@ export interface VoiceSessions {
   close(): Promise<void>;
 }
 
+/** Why no node took a session: none registered, none accepting (draining, records down), or all full. */
+export function noNodeReason(nodes: EngineNode[]): string {
+  if (nodes.length === 0) return 'no voice engine node is available';
+  if (nodes.every((n) => n.draining || n.unavailable)) return 'no voice engine node accepts new sessions (draining or unavailable)';
+  return 'all voice engine nodes are at capacity';
+}
+
 /** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
 const MAX_SESSION_ID_CHARS = 128;
 /** Remote error codes passed through as they are; anything else from a node is a 500. */
@@ -126,7 +133,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const nodes = await listNodes();
     const node = pickNode(nodes.map((n) => placements.withPending(n)));
     if (!node) {
-      throw new AppError('SERVICE_UNAVAILABLE', nodes.length ? 'all voice engine nodes are at capacity' : 'no voice engine node is available', { retryAfterS: 1 });
+      throw new AppError('SERVICE_UNAVAILABLE', noNodeReason(nodes), { retryAfterS: 1 });
     }
     // Counted before the write (no await between pick and count), so concurrent starts see it.
     const unplace = placements.add(node.nodeId, deps.clock.now());

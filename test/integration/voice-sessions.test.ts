@@ -484,6 +484,17 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     const ready = await api.call('GET', '/api/v1/voice/ready');
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ status: 'ok', service: 'voice', engine_nodes: 2, free_slots: 3 });
+
+    // A draining node takes no session (README audit: ready said 200 while starts got "at capacity").
+    await engineReg.nodes.heartbeat({ ...node('A', 2, 4), draining: true }, 60_000);
+    expect((await api.call('GET', '/api/v1/voice/ready')).body).toEqual({ status: 'ok', service: 'voice', engine_nodes: 1, free_slots: 1 });
+    await engineReg.nodes.heartbeat({ ...node('B', 9, 10), unavailable: true }, 60_000);
+    const none = await api.call('GET', '/api/v1/voice/ready');
+    expect([none.status, none.body.error.message]).toEqual([503, 'no voice engine node accepts new sessions (draining or unavailable)']);
+    const start = await api.start({ agent_id: AGENT_OK });
+    expect([start.status, start.body.error?.message]).toEqual([503, 'no voice engine node accepts new sessions (draining or unavailable)']);
+    await engineReg.nodes.heartbeat(node('A', 2, 4), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 9, 10), 60_000);
   });
 
   it('the same service answers Connect JSON', async () => {
