@@ -9,7 +9,8 @@
  * - closers run once, in reverse order of registration, each failure logged; each is told the
  *   signal, so an engine node drains its calls on SIGTERM (an orchestrator's stop) but not on
  *   SIGINT (Ctrl-C in development); a second signal during shutdown calls the `onForce` callbacks
- *   (a drain then ends its calls at once) instead of being ignored;
+ *   (a drain then ends its calls at once) instead of being ignored, and exits 10 s later if the
+ *   shutdown has still not finished; a third exits at once;
  * - a start-up refusal we raise ourselves (`AppError`: a data directory we cannot open, ...) is
  *   one line that says what to do; anything else is a bug and keeps its stack.
  */
@@ -40,6 +41,8 @@ export interface MainOptions {
 
 /** How long a signal during start-up waits for a checkpoint before the process exits anyway. */
 const STARTUP_STOP_GRACE_MS = 10_000;
+/** How long the shutdown may still take after a second signal. */
+const FORCED_STOP_GRACE_MS = 10_000;
 
 export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<void>): void {
   let config: Config;
@@ -59,10 +62,22 @@ export function runMain(opts: MainOptions, body: (ctx: MainContext) => Promise<v
   let stopping = false;
   let isStarted = false;
   let stopRequested: string | undefined;
+  let forced = false;
   const stop = async (signal: string) => {
     if (stopping) {
+      // A shutdown step that never ends (a dependency that stopped answering) must not leave the
+      // process running: the second signal hurries the drain and bounds what is left; a third exits.
+      if (forced) {
+        logger.warn({ signal }, 'third signal: exiting now');
+        process.exit(1);
+      }
+      forced = true;
       logger.warn({ signal }, 'second signal: shutting down without waiting for live calls');
       for (const force of forcers) force();
+      setTimeout(() => {
+        logger.error({ signal }, `shutdown did not finish within ${FORCED_STOP_GRACE_MS / 1000} s of the second signal: exiting`);
+        process.exit(1);
+      }, FORCED_STOP_GRACE_MS).unref();
       return;
     }
     stopping = true;

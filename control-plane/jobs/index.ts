@@ -194,10 +194,10 @@ const ABORTED_HANDLER_WAIT_MS = 3_000;
 const noop = (): void => {};
 
 /** Resolves when every promise of `set` has settled, or after `ms`. */
-async function settledWithin(set: Set<Promise<void>>, ms: number): Promise<void> {
+async function settledWithin(set: ReadonlySet<Promise<unknown>>, ms: number): Promise<void> {
   if (set.size === 0) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all([...set]), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  await Promise.race([Promise.allSettled([...set]), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
 }
 
@@ -395,12 +395,16 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       // Running handlers get STOP_TIMEOUT_MS to finish; the rest are told to give up (their jobs
       // expire and retry elsewhere) and get a moment to write that (a test run marked failed).
       const t = setTimeout(() => closing.abort(new Error('job queue closed')), STOP_TIMEOUT_MS);
-      await Promise.all([stopped, settledWithin(running, STOP_TIMEOUT_MS)]);
+      // pg-boss's 'stopped' waits on its own statements: bounded too (a connection left hanging by
+      // a database that stopped answering kept a control plane from ever exiting).
+      await Promise.all([settledWithin(new Set([stopped]), STOP_TIMEOUT_MS + ABORTED_HANDLER_WAIT_MS), settledWithin(running, STOP_TIMEOUT_MS)]);
       clearTimeout(t);
       closing.abort(new Error('job queue closed'));
       await settledWithin(running, ABORTED_HANDLER_WAIT_MS);
-      // The last handlers' completions (sent after 'stopped') reach the database before the pool closes.
-      await Promise.allSettled([...inFlight]);
+      // The last handlers' completions (sent after 'stopped') reach the database before the pool
+      // closes, within a bound: a statement on a hanging connection is given up (the job expires
+      // and runs again; handlers are idempotent).
+      await settledWithin(inFlight, ABORTED_HANDLER_WAIT_MS);
     },
   };
 }

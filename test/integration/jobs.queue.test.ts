@@ -328,6 +328,35 @@ describe('pg-boss adapter', () => {
     }
   });
 
+  it('close() is bounded when the database stops answering mid-job (a control plane never exited after such an outage)', { timeout: 60_000 }, async () => {
+    const proxy = await TcpProxy.start(new URL(TEST_DATABASE_URL).hostname, Number(new URL(TEST_DATABASE_URL).port || 5432));
+    // No statement watchdog to speak of: a statement on the partitioned connection hangs.
+    const viaProxy = createSql(proxy.urlFor(TEST_DATABASE_URL), { schema: infra.schema, max: 4, connectTimeoutMs: 500, statementTimeoutMs: 120_000 });
+    const { logger } = captureLogger();
+    const j = await startJobs({ sql: viaProxy, logger, schema: `${infra.schema}_boss`, pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 });
+    try {
+      let release: () => void = () => undefined;
+      const running = new Promise<void>((started) => {
+        void j.work('portal.transcribe', () => {
+          started();
+          return new Promise<void>((r) => (release = r));
+        });
+      });
+      const handoff = newId();
+      await j.enqueue('portal.transcribe', { handoff_id: handoff }, { singletonKey: handoff });
+      await running;
+      proxy.partition();
+      release();
+      const began = Date.now();
+      await j.close();
+      // The queue's own stop (10 s) and its last writes (3 s) are each bounded.
+      expect(Date.now() - began).toBeLessThan(20_000);
+    } finally {
+      await viaProxy.end({ timeout: 1 });
+      await proxy.close();
+    }
+  });
+
   it('keepChain restarts a recurring chain that lost its successor, and stops with the queue', { timeout: 20_000 }, async () => {
     const j = await jobs();
     const passes = collector<string>();
