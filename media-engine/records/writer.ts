@@ -212,6 +212,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
 
     return {
       conversationId,
+      keepsAgentAudio: audio !== undefined,
       start(info: StartInfo) {
         if (!valid || startRow) return;
         startRow = conversationStartRow(conversationId, { ...info, call_id: info.call_id ?? config.call_id, engine_node_id: nodeId }, clock.now());

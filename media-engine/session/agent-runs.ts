@@ -55,8 +55,8 @@ export class AgentRuns {
     const { clock, config } = this.d;
     const run = new RunState(this.nextRunId++, kind, turn, originMs, asrMs, userText, clock.now());
     this.current = run;
-    // A reply's audio is kept for its turn record (the agent's side of the call).
-    this.output.resetTurn(kind === 'reply');
+    // A reply's audio is kept for its turn record (the agent's side of the call) when the record stores it.
+    this.output.resetTurn(kind === 'reply' && this.d.recorder?.keepsAgentAudio === true);
     const providers = config.providers;
     const step =
       flow && speakOnly === undefined

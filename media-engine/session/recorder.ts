@@ -71,6 +71,12 @@ export interface CallEndRecord {
 }
 
 export interface CallRecorder {
+  /**
+   * The recorder stores the agent's audio of each reply (`agent_audio`): only then does the call
+   * keep what it sends (a reply's audio held until its turn ends costs allocations and GC, ~10 %
+   * of an engine's CPU at 400 carrier calls, for nothing when no one stores it).
+   */
+  readonly keepsAgentAudio?: boolean;
   start(info: { session_id: string; agent_id: string; user_id?: string; workspace_id: string; call_id?: string; metadata: Record<string, unknown>; started_at_ms: number }): void;
   turn(rec: TurnRecord): void;
   /** Optional so recorders that only count turns need not care. */

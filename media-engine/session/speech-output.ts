@@ -9,8 +9,8 @@ import { PlayoutQueue } from './playout.js';
 import type { CallTransport } from './transport.js';
 
 const FRAME_MS = 20;
-/** The sent audio of a reply kept for the record: from 4 s at its first frame, doubling up to 60 s (the rest of a longer answer is not kept). */
-const SENT_INITIAL_SECONDS = 4;
+/** The sent audio of a reply kept for the record: from 1 s at its first frame, doubling up to 60 s (the rest of a longer answer is not kept). */
+const SENT_INITIAL_SECONDS = 1;
 const SENT_MAX_SECONDS = 60;
 const NO_AUDIO = new Int16Array(0);
 

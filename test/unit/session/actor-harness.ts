@@ -62,6 +62,8 @@ export class MemoryTransport implements CallTransport {
 
 /** What the actor handed to the durable record. */
 export class MemoryRecorder implements CallRecorder {
+  /** As the records writer with an audio store: the reply's audio is kept. */
+  readonly keepsAgentAudio = true;
   started = false;
   readonly turns: TurnRecord[] = [];
   readonly agentMessages: AgentMessageRecord[] = [];
