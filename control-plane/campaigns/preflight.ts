@@ -7,7 +7,7 @@
  *
  * It reads the published snapshot itself (the campaigns domain has no live-config resolver, and
  * needs no decrypted secret for these checks). The dialer still handles a refusal the agent earns
- * after the start (dialer.ts, `refusedBeforeCarrier`): the campaign is paused, nobody failed.
+ * after the start (dialer.ts, a 4xx of the dial path that is not about the contact): the campaign is paused, nobody failed.
  */
 import { invalid, type AppError } from '../../shared/errors.js';
 import type { Sql } from '../../shared/db/client.js';

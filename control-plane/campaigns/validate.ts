@@ -6,11 +6,12 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import { invalid } from '../../shared/errors.js';
-import { longerThan } from '../http/validate.js';
+import { longerThan, MAX_YEAR, MIN_YEAR } from '../http/validate.js';
 import { isUuid } from '../../shared/ids.js';
 import { requireE164 } from '../agents/telephony/phone.js';
 import type { CampaignConfig } from './store.js';
 import { windowOf } from './window.js';
+import { parseDay } from '../portal/time.js';
 
 /** Spec defaults (Limits table). */
 export const DEFAULTS = { pacing_per_minute: 10, max_concurrent_calls: 8, max_retries: 2 } as const;
@@ -97,8 +98,7 @@ export function defaultConfig(): CampaignConfig {
   return { ...DEFAULTS, from_number: '', schedule_start: null, calling_hours_start: null, calling_hours_end: null, timezone: null };
 }
 
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})/;
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const ISO_DATE_TIME = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})/;
 
 function scheduleStart(v: string): string | null {
   const s = v.trim();
@@ -109,11 +109,8 @@ function scheduleStart(v: string): string | null {
   if (!m || !Number.isFinite(ms)) throw invalid('schedule_start', 'must be an ISO 8601 timestamp such as 2026-12-01T09:00:00Z');
   // Date.parse rolls impossible values over instead of refusing them (2030-02-30 is read as
   // 2030-03-02, T24:00 as the next day's midnight): a campaign would start on a day nobody chose.
-  const [year, month, day, hour, minute] = m.slice(1).map(Number) as [number, number, number, number, number];
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  const days = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
-  if (days === undefined || day < 1 || day > days || hour > 23 || minute > 59) {
-    throw invalid('schedule_start', `${JSON.stringify(s)} is not a real date and time (months 01-12, days of that month, hours 00-23, minutes 00-59)`);
+  if (parseDay(m[1]!) === undefined || Number(m[2]) > 23 || Number(m[3]) > 59) {
+    throw invalid('schedule_start', `${JSON.stringify(s)} is not a real date and time (years ${MIN_YEAR}-${MAX_YEAR}, months 01-12, days of that month, hours 00-23, minutes 00-59)`);
   }
   return new Date(ms).toISOString();
 }

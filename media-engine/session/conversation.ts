@@ -24,7 +24,7 @@ export class Conversation {
     /** The caller's audio of the turn, for the record (taken only when there is a recorder). */
     private readonly takeCallerAudio: () => Int16Array | undefined,
     /** The reply's audio as sent to the caller, likewise. */
-    private readonly takeAgentAudio: () => { samples: Int16Array; sampleRateHz: number } | undefined = () => undefined,
+    private readonly takeAgentAudio: () => { samples: Int16Array; sampleRateHz: number } | undefined,
   ) {
     this.history = new CallHistory({ tokenBudget: limits.historyTokenBudget, maxMessages: limits.historyMaxMessages });
     this.turns = new TurnAccounting(startedAtMs);

@@ -56,17 +56,7 @@ export function recordRunMsg(run: RunState, m: ModelMsg, sessionId: string): Ser
       // Parallel tools overlap: a step's tool time is its slowest tool.
       if (step) step.tool_ms = Math.max(step.tool_ms, r.latencyMs);
       run.toolMs = run.steps.reduce((a, s) => a + s.tool_ms, 0);
-      run.toolSteps.push(m.step);
-      run.toolCalls.push({
-        id: `${sessionId}:${run.turn}:${m.call.id}`,
-        tool_call_id: m.call.id,
-        tool_name: m.call.name,
-        tool_input: toolInput(m.call.arguments),
-        tool_output: r.output,
-        status: r.status,
-        latency_ms: r.latencyMs,
-        error_message: r.error,
-      });
+      run.recordToolCall(sessionId, m.call, m.step, r);
       return { type: 'tool_call_result', turn, tool_name: m.call.name, tool_call_id: m.call.id, result: r.content.slice(0, LIVE_TOOL_RESULT_CHARS), tool_execution_ms: r.latencyMs, step: m.step };
     }
     case 'tts_retry':

@@ -93,20 +93,30 @@ export class RunState {
   cutToolExchange(sessionId: string, nowMs: number): LlmMessage[] {
     for (const [id, { call, step, startedAtMs }] of this.pendingToolCalls) {
       this.toolExchange.push({ role: 'tool', toolCallId: id, content: INTERRUPTED_TOOL_RESULT });
-      this.toolSteps.push(step);
-      this.toolCalls.push({
-        id: `${sessionId}:${this.turn}:${id}`,
-        tool_call_id: id,
-        tool_name: call.name,
-        tool_input: toolInput(call.arguments),
-        tool_output: JSON.parse(INTERRUPTED_TOOL_RESULT) as unknown,
+      this.recordToolCall(sessionId, call, step, {
+        output: JSON.parse(INTERRUPTED_TOOL_RESULT) as unknown,
         status: 'interrupted',
-        latency_ms: Math.max(0, Math.round(nowMs - startedAtMs)),
-        error_message: 'the turn was cut before the tool answered; its outcome is unknown',
+        latencyMs: Math.max(0, Math.round(nowMs - startedAtMs)),
+        error: 'the turn was cut before the tool answered; its outcome is unknown',
       });
     }
     this.pendingToolCalls.clear();
     return this.toolExchange;
+  }
+
+  /** A tool call for the turn's record (its id unique per session, turn and call), with its LLM step. */
+  recordToolCall(sessionId: string, call: LlmToolCall, step: number, r: { output: unknown; status: ToolCallRecord['status']; latencyMs: number; error?: string }): void {
+    this.toolSteps.push(step);
+    this.toolCalls.push({
+      id: `${sessionId}:${this.turn}:${call.id}`,
+      tool_call_id: call.id,
+      tool_name: call.name,
+      tool_input: toolInput(call.arguments),
+      tool_output: r.output,
+      status: r.status,
+      latency_ms: r.latencyMs,
+      error_message: r.error,
+    });
   }
 
   timing(): TurnTiming {

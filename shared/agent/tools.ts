@@ -140,8 +140,11 @@ async function callOnce(tool: HttpToolConfig, args: Record<string, unknown>, out
     for (const [k, v] of Object.entries(args)) if (!url.searchParams.has(k) && !tool.endpoint_url.includes(`{{${k}}}`)) url.searchParams.set(k, String(v));
   } else {
     const contentType = headerNames(headers, 'content-type').map((name) => headers[name]!)[0];
-    const jsonText = typeof tool.request_body === 'string' && tool.request_body !== '' && (contentType === undefined || /json/i.test(contentType));
-    const payload = tool.request_body === undefined || tool.request_body === null || tool.request_body === '' ? args : jsonText ? fillJsonText(tool.request_body as string, args) : fillTemplate(tool.request_body, args);
+    const template = tool.request_body;
+    // A string template sent as JSON is filled as JSON text; one of another declared type as text.
+    const asJson = contentType === undefined || /json/i.test(contentType);
+    const payload =
+      template === undefined || template === null || template === '' ? args : typeof template === 'string' && asJson ? fillJsonText(template, args) : fillTemplate(template, args);
     body = typeof payload === 'string' ? payload : JSON.stringify(payload);
     if (contentType === undefined) headers['content-type'] = 'application/json';
   }
@@ -199,7 +202,11 @@ export function placeholderBeforePath(url: string): boolean {
   return (end < 0 ? rest : rest.slice(0, end)).includes('{{') || url.slice(0, start).includes('{{');
 }
 
-const PLACEHOLDER_AT = /\{\{\s*([\w.-]+)\s*\}\}/y;
+/** `{{name}}` in a template; the three forms below are the one pattern anchored three ways. */
+const PLACEHOLDER = /\{\{\s*([\w.-]+)\s*\}\}/;
+const PLACEHOLDER_AT = new RegExp(PLACEHOLDER.source, 'y');
+const PLACEHOLDERS = new RegExp(PLACEHOLDER.source, 'g');
+const WHOLE_PLACEHOLDER = new RegExp(`^${PLACEHOLDER.source}$`);
 
 /**
  * A string body template sent as JSON: a placeholder inside a JSON string gets the value's
@@ -237,7 +244,7 @@ export function fillJsonText(template: string, args: Record<string, unknown>): s
 /** Replaces `{{arg}}` in a template (object, array or string) with the model's arguments. */
 export function fillTemplate(template: unknown, args: Record<string, unknown>): unknown {
   if (typeof template === 'string') {
-    const whole = /^\{\{\s*([\w.-]+)\s*\}\}$/.exec(template);
+    const whole = WHOLE_PLACEHOLDER.exec(template);
     if (whole) return args[whole[1]] ?? null;
     return fillString(template, args, false);
   }
@@ -277,7 +284,7 @@ function headerValue(filled: string): string {
 }
 
 function fillString(s: string, args: Record<string, unknown>, encode: boolean): string {
-  return s.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_m, k: string) => {
+  return s.replace(PLACEHOLDERS, (_m, k: string) => {
     const v = args[k];
     const str = v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
     return encode ? encodeURIComponent(str) : str;

@@ -38,8 +38,6 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
       const panel = panelProject(req.panelProjectId, agent.workspace_id);
       const newPhone = req.carrierPhoneNumber === undefined || req.carrierPhoneNumber.trim() === '' ? undefined : requireE164('carrier_phone_number', req.carrierPhoneNumber);
       const newTransfer = req.humanTransferNumber === undefined || req.humanTransferNumber.trim() === '' ? undefined : requireE164('human_transfer_number', req.humanTransferNumber);
-      const newTokenEnc = token === undefined || token.startsWith('•') || token === '' ? undefined : secrets.encrypt(token);
-      const masked = token !== undefined && token.startsWith('•');
       let phone: string | null = null;
       try {
         const saved = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {
@@ -51,7 +49,7 @@ export function telephonyHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 
             carrier_account_sid: sid ?? cur?.carrier_account_sid ?? '',
             // omitted, or the masked read-back sent again: keep; "" clears (inherit the workspace account)
             carrier_auth_token_enc:
-              token === undefined || (masked && isMaskedReadBack(secrets, 'carrier_auth_token', token, cur?.carrier_auth_token_enc)) ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : newTokenEnc!,
+              token === undefined || isMaskedReadBack(secrets, 'carrier_auth_token', token, cur?.carrier_auth_token_enc) ? (cur?.carrier_auth_token_enc ?? null) : token === '' ? null : secrets.encrypt(token),
             call_direction: direction ?? cur?.call_direction ?? 'both',
             webhook_url: webhookUrl ?? cur?.webhook_url ?? '',
             human_transfer_number: req.humanTransferNumber === undefined ? (cur?.human_transfer_number ?? '') : (newTransfer ?? ''),
