@@ -24,6 +24,7 @@ export async function outboundProblem(sql: Sql, agentId: string | null, fromNumb
   if (!row) return bad('it was deleted');
   const s = row.snapshot;
   if (row.live_version === null || !s) return bad(`it has no published version (publish it: POST /agents/${agentId}/versions/publish)`);
+  if (s.agent.is_active === false) return bad('its published version is inactive (set is_active true, then publish)');
   // The outbound path's own rule: no telephony binding means both directions.
   if ((s.telephony?.call_direction ?? 'both') === 'inbound') return bad('its published call_direction is inbound (set it to outbound or both, then publish)');
   const missing = PROVIDER_KINDS.filter((k) => !s.providers.some((p) => p.provider_type === k && p.provider_name.trim() !== ''));

@@ -81,6 +81,10 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
     log.warn({ agentId: agent.agent_id }, 'inbound call from another carrier account refused');
     return refuse(MESSAGES.notInService);
   }
+  if (agent.is_active === false) {
+    log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is inactive');
+    return refuse(MESSAGES.notInService);
+  }
   if ((binding?.call_direction ?? 'both') === 'outbound') {
     log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is outbound only');
     return refuse(MESSAGES.noInbound);

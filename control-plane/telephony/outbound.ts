@@ -10,6 +10,7 @@ import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { amdSettings } from '../../shared/voice/amd.js';
 import type { StartRequest } from '../voice/index.js';
+import { inactiveAgentError } from '../voice/agent-view.js';
 import { requireE164 } from '../agents/telephony/phone.js';
 import { CARRIERS, CarrierError, isCarrierName, type CarrierName } from './carriers/index.js';
 import { type Ctx, emit, maskNumber, publicBase, resolveAccount } from './context.js';
@@ -80,6 +81,7 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
 
   const live = await deps.liveConfig(agentId, as.signal);
   if (!(await as.mayUse(live.workspace_id))) throw notFound('agent');
+  if (live.is_active === false) throw inactiveAgentError(live.agent_id);
   const binding = live.telephony;
   if ((binding?.call_direction ?? 'both') === 'inbound') throw invalid('agent_id', "the agent's call_direction is inbound: it places no outbound calls");
   const from = req.from_number.trim() ? requireE164('from_number', req.from_number) : (binding?.carrier_phone_number ?? '');

@@ -3,12 +3,24 @@
  * domain exposes `liveConfig(agentId)` (the PUBLISHED snapshot, secrets decrypted); only
  * `toAgentLiveView` below knows its shape, so a change there touches this one function.
  */
+import { AppError } from '../../shared/errors.js';
 import type { LiveAgentConfig, LiveTool } from '../agents/types.js';
 import type { ConnectorActionConfig, ConnectorToolConfig, HttpToolConfig, ProviderSettings } from '../../shared/voice/session-config.js';
 import type { FlowConfig } from '../../shared/voice/flow.js';
 import { resolveFlow } from './flow-config.js';
 
 export type { LiveAgentConfig };
+
+/**
+ * An agent whose published version has `is_active: false` takes no new calls (browser sessions,
+ * outbound dials, campaign dials); inbound calls to its number are refused like an unused number.
+ * Calls already connected run to their end. Like every agent field it changes with a publish.
+ */
+export function inactiveAgentError(agentId: string): AppError {
+  return new AppError('CONFLICT', `agent ${agentId} is inactive (is_active false in its published version): set is_active true and publish to take calls`, {
+    details: [{ field: 'agent_id', problem: 'the agent is inactive' }],
+  });
+}
 
 export type ProviderKind = 'asr' | 'llm' | 'tts';
 

@@ -9,7 +9,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
-import { boundConnectionIds, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
+import { boundConnectionIds, inactiveAgentError, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
 import { CONNECT_WINDOW_MS, MAX_TEXT_CHARS } from './capabilities.js';
 import { Placements } from './placements.js';
@@ -123,6 +123,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     // The signal reaches the agents domain's Postgres reads; the registry interface takes none.
     const live = await deps.liveConfig(agentId, signal);
     if (!live) throw notFound('agent');
+    if (live.is_active === false) throw inactiveAgentError(live.agent_id);
     const sessionId = newSecretId();
     const nowMs = deps.clock.now();
     // Asked now, not at publish: a connection disconnected since then must not reach the call.

@@ -70,6 +70,8 @@ export interface AgentSpec {
   token?: string;
   /** Owner (default: the harness user); its first workspace holds the agent. */
   owner?: TestUser;
+  /** Published with `is_active` false (default true). */
+  inactive?: boolean;
 }
 
 export async function startTelephonyHarness(
@@ -160,7 +162,7 @@ export async function startTelephonyHarness(
       const owner = spec.owner ?? user;
       const call = (method: string, path: string, body?: unknown) => api(app, method, `/api/v1${path}`, { token: owner.token, body });
       const created = await must(
-        call('POST', '/agents', { workspace_id: owner.workspaceId, name: `tel-${randomBytes(3).toString('hex')}`, system_prompt: 'You answer phone calls.', welcome_message: spec.welcome ?? 'hello caller', metadata: spec.metadata ?? {}, silence_timeout_ms: spec.silenceTimeoutMs ?? 20_000 }),
+        call('POST', '/agents', { workspace_id: owner.workspaceId, name: `tel-${randomBytes(3).toString('hex')}`, system_prompt: 'You answer phone calls.', welcome_message: spec.welcome ?? 'hello caller', metadata: spec.metadata ?? {}, silence_timeout_ms: spec.silenceTimeoutMs ?? 20_000, is_active: !spec.inactive }),
         'create agent',
       );
       const id = created.body.data.id as string;

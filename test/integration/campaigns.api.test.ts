@@ -422,14 +422,16 @@ describe('start, pause, cancel', () => {
     expect(contacts.body.data.calls[0]).toMatchObject({ status: 'cancelled' });
   });
 
-  it('pre-flight: an agent that cannot dial out (call_direction inbound, no TTS provider) is refused naming why; nothing is spent', async () => {
+  it('pre-flight: an agent that cannot dial out (call_direction inbound, no TTS provider, inactive) is refused naming why; nothing is spent', async () => {
     const inbound = await h.createAgent({ number: '+14155550911', direction: 'inbound' });
+    const inactive = await h.createAgent({ number: '+14155550915', direction: 'outbound', inactive: true });
     const noTts = await h.createAgent({ number: '+14155550912', direction: 'outbound' });
     expect((await h.call('DELETE', `/agents/${noTts}/providers/tts`)).status).toBe(200);
     expect((await h.call('POST', `/agents/${noTts}/versions/publish`)).status).toBeLessThan(300);
     for (const [agent, says] of [
       [inbound, 'call_direction is inbound'],
       [noTts, 'no tts provider'],
+      [inactive, 'is inactive'],
     ] as const) {
       const id = await created({ agent_id: agent });
       await upload(id, 'phone\n+14155550913\n+14155550914\n');

@@ -15,13 +15,16 @@ let h: TelephonyHarness;
 const NUMBER = '+14155550101';
 const OUTBOUND_ONLY = '+14155550102';
 const ONE_SEAT = '+14155550103';
+const INACTIVE = '+14155550104';
 const CALLER = '+14155550199';
 let agentId = '';
+let inactiveId = '';
 
 beforeAll(async () => {
   h = await startTelephonyHarness({ script: simDemoScript });
   agentId = await h.createAgent({ number: NUMBER, direction: 'inbound' });
   await h.createAgent({ number: OUTBOUND_ONLY, direction: 'outbound' });
+  inactiveId = await h.createAgent({ number: INACTIVE, inactive: true });
   // Seats are per workspace: this agent lives in a workspace of its own.
   await h.createAgent({ number: ONE_SEAT, metadata: { max_concurrent_calls: 1 }, welcome: 'seat taken', owner: await h.newUser() });
 }, 60_000);
@@ -136,6 +139,22 @@ describe('inbound calls', () => {
     expect(await call.ended).toBe('completed');
     expect(call.said).toEqual(['Sorry, this number does not take incoming calls. Goodbye.']);
     expect(call.media).toBeUndefined();
+  });
+
+  it('an agent published inactive takes no call: inbound refused as not in service, outbound and browser starts 409', async () => {
+    const call = await h.sim.placeInboundCall({ webhookUrl: h.inboundUrl(), from: CALLER, to: INACTIVE, accountSid: h.accountSid });
+    expect(await call.ended).toBe('completed');
+    expect(call.said).toEqual(['Sorry, the number you have called is not in service. Goodbye.']);
+    expect(call.media).toBeUndefined();
+
+    const out = await h.call('POST', '/telephony/calls/outbound', { agent_id: inactiveId, to_number: '+14155551377' });
+    expect(out.status).toBe(409);
+    expect(JSON.stringify(out.body)).toMatch(/is inactive/);
+    const start = await h.call('POST', '/voice/sessions/start', { agent_id: inactiveId });
+    expect(start.status).toBe(409);
+    expect(start.body.error.message).toMatch(/is inactive/);
+    // No seat is held by the refused dials.
+    expect((await h.call('GET', '/telephony/calls')).body.count).toBe(0);
   });
 
   it('refuses an unknown number', async () => {
