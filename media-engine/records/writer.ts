@@ -258,6 +258,7 @@ export function createConversationWriter(opts: ConversationWriterOptions): Conve
           refuse('agent_message', 1, { ...ctx(), turn: rec.turn });
           return;
         }
+        if (audio && rec.agent_audio?.samples.length) saveAudio(row.id, rec.agent_audio.samples, rec.agent_audio.sampleRateHz, rec.started_at_ms);
         publish({ type: 'turn', conversation_id: conversationId, session_id: config.session_id, turn_number: rec.turn, messages: [messageEventJson(row)], tool_calls: [] });
       },
       end(rec: CallEndRecord) {

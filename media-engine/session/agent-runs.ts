@@ -55,8 +55,9 @@ export class AgentRuns {
     const { clock, config } = this.d;
     const run = new RunState(this.nextRunId++, kind, turn, originMs, asrMs, userText, clock.now());
     this.current = run;
-    // A reply's audio is kept for its turn record (the agent's side of the call) when the record stores it.
-    this.output.resetTurn(kind === 'reply' && this.d.recorder?.keepsAgentAudio === true);
+    // A run's audio is kept for its record (the reply's turn, or the welcome's, nudge's or goodbye's
+    // agent message) when the record stores it; it is handed over when the run ends or is cut.
+    this.output.resetTurn(this.d.recorder?.keepsAgentAudio === true);
     const providers = config.providers;
     const step =
       flow && speakOnly === undefined

@@ -74,6 +74,7 @@ export class Conversation {
   /** The welcome, a nudge or a goodbye as an agent message of the record (what was heard of it). */
   private agentMessage(run: RunState, text: string, interrupted: boolean): void {
     if (run.kind === 'reply' || !text) return;
+    const audio = this.takeAgentAudio();
     this.d.recorder?.agentMessage?.({
       kind: run.kind,
       turn: run.turn,
@@ -82,6 +83,7 @@ export class Conversation {
       ...(run.notice ? { notice: run.notice } : {}),
       tts: { provider: this.d.providers.tts.label, model: this.d.config.providers.tts.model_name },
       started_at_ms: run.startedAtMs,
+      ...(audio ? { agent_audio: audio } : {}),
     });
   }
 

@@ -57,6 +57,8 @@ export interface AgentMessageRecord {
   notice?: PlatformNotice;
   tts: { provider: string; model?: string };
   started_at_ms: number;
+  /** What the caller was played of it, at the transport rate (only when the recorder keepsAgentAudio). */
+  agent_audio?: { samples: Int16Array; sampleRateHz: number };
 }
 
 export interface CallEndRecord {
@@ -72,7 +74,7 @@ export interface CallEndRecord {
 
 export interface CallRecorder {
   /**
-   * The recorder stores the agent's audio of each reply (`agent_audio`): only then does the call
+   * The recorder stores the agent's audio (`agent_audio` of each reply and agent message): only then does the call
    * keep what it sends (a reply's audio held until its turn ends costs allocations and GC, ~10 %
    * of an engine's CPU at 400 carrier calls, for nothing when no one stores it).
    */

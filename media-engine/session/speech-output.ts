@@ -27,7 +27,7 @@ export class SpeechOutput {
   private paceFramesSent = 0;
   /** Monotonic time the first frame of the current turn left, 0 before. */
   firstFrameSentAtMs = 0;
-  /** Keep what this turn sends, for the record (replies only: a welcome held until the next turn would cost every idle call). */
+  /** Keep what this run sends, for the record (only when the record stores agent audio: see CallRecorder.keepsAgentAudio). */
   private capture = false;
   /** What this turn sent, at the transport rate (handed over whole by takeSentAudio, never reused). */
   private sent = NO_AUDIO;

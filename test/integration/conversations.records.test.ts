@@ -153,12 +153,19 @@ describe('per-turn audio', () => {
     rec.start({ session_id: sc.session_id, agent_id: agent, workspace_id: ws, metadata: {}, started_at_ms: t0 });
     rec.turn(turnRecord(1, { audioSeconds: 1, startedAtMs: t0 }));
     rec.turn({ ...turnRecord(2, { startedAtMs: t0 + 1 }), agent_audio: { samples: new Int16Array(8000).fill(1000), sampleRateHz: 8000 } });
+    // An agent message (welcome, nudge, goodbye) keeps what the caller heard of it too.
+    const goodbye = { samples: new Int16Array(4000).fill(500), sampleRateHz: 8000 };
+    rec.agentMessage!({ kind: 'goodbye', turn: 2, text: 'goodbye', interrupted: false, tts: { provider: 'sim' }, started_at_ms: t0 + 2, agent_audio: goodbye });
     rec.end(endRecord(2, t0));
     await writer.close();
 
     const detail = await get(`${C}/${rec.conversationId}`);
     const msgs = detail.body.data.messages as Array<Record<string, any>>;
-    expect(msgs.map((m) => Boolean(m.audio_url))).toEqual([true, false, false, true]);
+    expect(msgs.map((m) => Boolean(m.audio_url))).toEqual([true, false, false, true, true]);
+    expect(msgs[4]).toMatchObject({ role: 'assistant', content: 'goodbye' });
+    const goodbyeAudio = await fetch(`http://127.0.0.1:${h.port}${new URL(msgs[4].audio_url).pathname}${new URL(msgs[4].audio_url).search}`);
+    expect(goodbyeAudio.status).toBe(200);
+    expect(Buffer.from(await goodbyeAudio.arrayBuffer()).subarray(0, 4).toString('latin1')).toBe('OggS');
     const url = new URL(msgs[0].audio_url);
     expect(url.pathname).toBe(`${C}/audio/${msgs[0].id}.ogg`);
     expect(url.searchParams.get('exp')).toMatch(/^\d+$/);

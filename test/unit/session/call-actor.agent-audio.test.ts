@@ -1,20 +1,24 @@
 /**
  * The agent's side of a reply is on its turn record (`agent_audio`, at the transport rate): what
  * was sent to the caller, whole for an answer played to its end, cut where the caller interrupted.
- * The welcome is not kept (a buffer held until the next turn would cost every idle call). The
- * record writer stores it as the assistant message's audio (docs/conversations.md).
+ * The welcome's audio is on its agent message the same way. The record writer stores each as the
+ * assistant message's audio (docs/conversations.md).
  */
 import { expect, it } from 'vitest';
 import { actorHarness } from './actor-harness.js';
 
 const QUESTION = 'tell me about the opening hours of the restaurant on the weekend';
 
-it('an answer played to its end: its whole audio, at the transport rate; the welcome is not kept', async () => {
+it('an answer played to its end: its whole audio, at the transport rate; the welcome has its own', async () => {
   const h = actorHarness({ welcome_message: 'hello there' });
   h.actor.start();
   await h.runUntil(() => h.recorder.agentMessages.length === 1);
   // The welcome has played whole (its run ends when its audio is out): what follows is the answer's.
   const before = h.transport.audioFrames;
+  const welcome = h.recorder.agentMessages[0]!.agent_audio!;
+  expect(welcome.sampleRateHz).toBe(16000);
+  expect(welcome.samples.length).toBe(before * 320);
+  expect(welcome.samples.some((s) => s !== 0)).toBe(true);
   h.actor.post({ kind: 'text_inject', text: QUESTION, role: 'user' });
   await h.runUntil(() => h.recorder.turns.length === 1, 30_000);
   const audio = h.recorder.turns[0]!.agent_audio!;
