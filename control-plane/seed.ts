@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.js';
+import { consoleBuilt } from './console/serve.js';
 import type { Logger } from '../shared/logger.js';
 
 // Renamed when its voice became `local` (issue 22): an install seeded before keeps its sim agent.
@@ -66,13 +67,15 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
       logger.info({ agentId: agent.id }, 'demo agent created and published');
     }
     const generated = config.orgApiKey.startsWith('vpk_org_') && config.nodeEnv !== 'production';
+    // A checkout run from sources without `npm run build` has no console to open.
+    const hasConsole = consoleBuilt();
     const lines = [
       '',
       // ROLE=control-plane runs no engine here: the sessions go to the engine nodes in the registry.
       config.role === 'all' ? `Voice platform ready on ${config.publicBaseUrl} (engine ${config.enginePublicUrl}).` : `Voice platform API ready on ${config.publicBaseUrl} (engines: the nodes registered in REDIS_URL).`,
-      `Console: ${config.publicBaseUrl}/console`,
+      hasConsole ? `Console: ${config.publicBaseUrl}/console` : 'Console: not built (run `npm run build`, which writes dist/console)',
       // The key rides in the fragment, which browsers never send to a server or put in a Referer.
-      ...(generated ? [`  one-click sign-in (development key): ${consoleSignInUrl(config.publicBaseUrl, config.orgApiKey)}`] : []),
+      ...(generated && hasConsole ? [`  one-click sign-in (development key): ${consoleSignInUrl(config.publicBaseUrl, config.orgApiKey)}`] : []),
       `Demo agent "${DEMO_AGENT_NAME}": ${agent.id}`,
       `  start a session:  curl -s -X POST ${config.publicBaseUrl}/api/v1/voice/sessions/start -H 'content-type: application/json' -d '{"agent_id":"${agent.id}","dynamic_variables":{"name":"Ada"}}'`,
       '  then open the returned ws_url and stream 16 kHz PCM (see README, "Voice socket protocol").',

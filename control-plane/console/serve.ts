@@ -38,6 +38,11 @@ export interface ConsoleOptions {
 
 export type ConsoleHandler = (req: NodeReq, res: NodeRes) => boolean;
 
+/** The built console is in `dir` (what the handler serves; otherwise it answers 503). */
+export function consoleBuilt(dir: string = DEFAULT_CONSOLE_DIR): boolean {
+  return loadAssets(dir) !== undefined;
+}
+
 function loadAssets(dir: string): Map<string, Asset> | undefined {
   let manifest: { index?: unknown; files?: unknown };
   try {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlaneServer, type RunningServer } from '../../control-plane/http/server.js';
-import { createConsoleHandler } from '../../control-plane/console/serve.js';
+import { consoleBuilt, createConsoleHandler } from '../../control-plane/console/serve.js';
 import { captureLogger } from '../helpers/infra.js';
 // @ts-expect-error plain ESM build script without types
 import { buildConsole } from '../../console/build.mjs';
@@ -118,5 +118,7 @@ describe('console pages', () => {
     const res = await fetch(url(unbuilt, '/console'));
     expect(res.status).toBe(503);
     expect(await res.text()).toContain('npm run build');
+    // The start banner asks the same question before printing the console's address.
+    expect([consoleBuilt(path.join(tmp, 'missing')), consoleBuilt(path.join(tmp, 'console'))]).toEqual([false, true]);
   });
 });
