@@ -15,6 +15,7 @@ import { newId } from '../../shared/ids.js';
 import type { Catalog, ProviderEntry } from '../../shared/connectors/catalog.js';
 import { scopesFor } from '../../shared/connectors/oauth/descriptors.js';
 import { exchangeCode, OAuthError, revokeToken, verifyToken, type OAuthClient, type TokenDeps } from '../../shared/connectors/oauth/tokens.js';
+import { ROLE_RANK, type WorkspaceRole } from '../http/auth.js';
 import * as store from './store.js';
 import { newNonce, pkcePair, readState, saveState, signState, STATE_TTL_MS, takeState, type StateProblem } from './oauth-state.js';
 
@@ -87,6 +88,16 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
     return url.toString();
   }
 
+  /** The user who started a flow still may connect in its workspace: the org owner, or a member ranked manager or above. Read fresh (no cache): a callback is rare. */
+  async function mayStillConnect(workspaceId: string, userId: string): Promise<boolean> {
+    const [row] = await sql<{ is_org_owner: boolean; role: WorkspaceRole | null; workspace: boolean }[]>`
+      select u.is_org_owner, m.role, exists (select 1 from workspaces w where w.id = ${workspaceId}) as workspace
+      from users u left join workspace_members m on m.user_id = u.id and m.workspace_id = ${workspaceId}
+      where u.id = ${userId}`;
+    if (!row?.workspace) return false;
+    return row.is_org_owner || (row.role !== null && ROLE_RANK[row.role] >= ROLE_RANK.manager);
+  }
+
   /** Where the browser goes after the vendor's redirect. */
   async function callback(query: CallbackQuery, signal: AbortSignal): Promise<string> {
     const fail = (error: string, reason: string, provider?: string) => {
@@ -103,6 +114,12 @@ export function createOAuthDoor(deps: OAuthDoorDeps) {
     const pending = await takeState(sql, state.nonce);
     if (!pending || pending.workspace_id !== state.workspaceId || pending.provider_id !== state.providerId) return fail('invalid_state', 'replayed' satisfies StateProblem, state.providerId);
     const provider = state.providerId;
+    // Removed from the workspace or demoted below manager since the start: the flow is void (the
+    // code is never exchanged, so there is no grant to revoke).
+    if (!(await mayStillConnect(state.workspaceId, state.userId))) {
+      deps.logger.warn({ workspaceId: state.workspaceId, userId: state.userId, provider }, 'connector oauth callback refused: the user may no longer connect in this workspace');
+      return fail('access_denied', 'the user who started this connect is no longer a manager (or above) of the workspace', provider);
+    }
     if (query.error) return fail(query.error.slice(0, 50), query.errorDescription || query.error, provider);
     if (!query.code) return fail('invalid_request', 'the provider sent no authorization code', provider);
     const entry = catalog.find(provider);

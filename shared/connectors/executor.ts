@@ -9,7 +9,9 @@
  * the access token is refreshed before the action when it expires within `refreshSkewMs`, and
  * once more on a vendor 401 (then the action is retried once: a 401 means it did not run).
  * Refreshed tokens are sealed and stored (a rotated refresh token replaces the old one); a
- * refused refresh leaves health `reconnect_needed`.
+ * refused refresh leaves health `reconnect_needed`. Concurrent actions share one refresh per
+ * process; across replicas, a refused refresh first waits briefly for the tokens another replica's
+ * refresh stores (a rotating vendor refuses all but the first).
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -27,6 +29,9 @@ import { OAuthError, refreshAccessToken, type OAuthClient } from './oauth/tokens
 
 /** Refresh this long before the vendor's expiry: a token that dies mid-request costs a 401 round trip. */
 export const DEFAULT_REFRESH_SKEW_MS = 60_000;
+/** How long a refused refresh waits for another replica's concurrent refresh to store its tokens. */
+const REFUSED_REFRESH_WAIT_MS = 3000;
+const REFUSED_REFRESH_POLL_MS = 100;
 
 export interface ConnectorExecutorDeps {
   sql: Sql;
@@ -88,10 +93,51 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
     return vendorHttp({ outbound: deps.outbound, baseUrl, extraBaseUrls, headers, secrets: secretValues, timeoutMs: deps.timeoutMs, signal });
   }
 
+  /**
+   * Refreshes in flight in this process, by connection: concurrent actions on one expired token
+   * share one refresh. A vendor that rotates refresh tokens (Jira, Cal.com, Slack) spends the token
+   * on the first request, so ten parallel refreshes were one success and nine refusals.
+   */
+  const refreshing = new Map<string, { sealed: string; done: Promise<{ sealed: string; cred: Credential }> }>();
+
   /** New tokens for `cred`; the credential to use next (possibly one a concurrent refresh stored). */
-  async function refresh(row: ConnectionRow, entry: ProviderEntry, client: OAuthClient, sealed: string, cred: Credential, signal: AbortSignal): Promise<{ sealed: string; cred: Credential }> {
+  function refresh(row: ConnectionRow, entry: ProviderEntry, client: OAuthClient, sealed: string, cred: Credential): Promise<{ sealed: string; cred: Credential }> {
+    const running = refreshing.get(row.id);
+    if (running?.sealed === sealed) return running.done;
+    // Shared, so no caller's signal: one caller hanging up must not fail the others (the vendor
+    // request is bounded by timeoutMs).
+    const flight = { sealed, done: refreshOnce(row, entry, client, sealed, cred) };
+    refreshing.set(row.id, flight);
+    void flight.done.then(
+      () => refreshing.get(row.id) === flight && refreshing.delete(row.id),
+      () => refreshing.get(row.id) === flight && refreshing.delete(row.id),
+    );
+    return flight.done;
+  }
+
+  /**
+   * After a refused refresh: the credential another replica stored meanwhile, if one appears within
+   * the bound. Its refresh may have spent our refresh token before answering, so it can land a
+   * moment after our refusal; polled, because the refusal is rare and no replica announces tokens.
+   */
+  async function storedByAnother(id: string, sealed: string): Promise<string | undefined> {
+    // Counted in polls, not read off the clock (a test clock may stand still).
+    const polls = Math.ceil(Math.min(deps.timeoutMs, REFUSED_REFRESH_WAIT_MS) / REFUSED_REFRESH_POLL_MS);
+    for (let i = 0; ; i++) {
+      const c = await credentialOf(sql, id);
+      if (!c) return undefined;
+      if (c.secret_enc !== sealed) return c.secret_enc;
+      if (i >= polls) return undefined;
+      await new Promise((r) => setTimeout(r, REFUSED_REFRESH_POLL_MS));
+    }
+  }
+
+  async function refreshOnce(row: ConnectionRow, entry: ProviderEntry, client: OAuthClient, sealed: string, cred: Credential): Promise<{ sealed: string; cred: Credential }> {
+    // A refresh that finished since this action read the credential: its tokens, no second refresh.
+    const latest = await credentialOf(sql, row.id);
+    if (latest && latest.secret_enc !== sealed) return { sealed: latest.secret_enc, cred: open(latest.secret_enc) };
     try {
-      const t = await refreshAccessToken({ outbound: deps.outbound, timeoutMs: deps.timeoutMs, signal }, client, cred.refresh_token!);
+      const t = await refreshAccessToken({ outbound: deps.outbound, timeoutMs: deps.timeoutMs }, client, cred.refresh_token!);
       const next: Credential = { ...cred, access_token: t.accessToken, refresh_token: t.refreshToken ?? cred.refresh_token! };
       const nextSealed = secrets.encrypt(JSON.stringify(next));
       const expiresAt = t.expiresInS === undefined ? null : new Date(clock.now() + t.expiresInS * 1000);
@@ -102,9 +148,9 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
       return current(row, entry);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      // A concurrent refresh may have rotated the refresh token we used: its tokens are good.
-      const now_ = await credentialOf(sql, row.id);
-      if (now_ && now_.secret_enc !== sealed) return { sealed: now_.secret_enc, cred: open(now_.secret_enc) };
+      // A concurrent refresh (another replica's) may have rotated the refresh token we used: its tokens are good.
+      const stored = err.kind === 'refused' ? await storedByAnother(row.id, sealed) : (await credentialOf(sql, row.id))?.secret_enc;
+      if (stored && stored !== sealed) return { sealed: stored, cred: open(stored) };
       const health: HealthStatus = err.kind === 'refused' ? 'reconnect_needed' : 'error';
       await setHealth(sql, row.id, health, `token refresh: ${err.reason}`.slice(0, 300), now());
       deps.logger.warn({ provider: row.provider_id, connectionId: row.id, kind: err.kind }, 'connector token refresh failed');
@@ -130,7 +176,7 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
     const client = row.auth_mode === 'oauth' && cred.refresh_token ? deps.oauthClients?.get(row.provider_id) : undefined;
     let refreshed = false;
     if (client && first.expiresAt && first.expiresAt.getTime() - skewMs <= clock.now()) {
-      ({ sealed, cred } = await refresh(row, entry, client, sealed, cred, signal));
+      ({ sealed, cred } = await refresh(row, entry, client, sealed, cred));
       refreshed = true;
     }
     const attempt = () => fn({ http: http(adapter, cred, signal), cred, now: () => clock.now() }).catch((err: unknown) => unexpectedShape(entry, what, err));
@@ -141,7 +187,7 @@ export function createConnectorExecutor(deps: ConnectorExecutorDeps): ConnectorE
       } catch (err) {
         // An expired or revoked access token: refresh once and run again (a 401 means it did not run).
         if (!(err instanceof VendorError && err.status === 401 && client && !refreshed)) throw err;
-        ({ sealed, cred } = await refresh(row, entry, client, sealed, cred, signal));
+        ({ sealed, cred } = await refresh(row, entry, client, sealed, cred));
         refreshed = true;
         data = await attempt();
       }

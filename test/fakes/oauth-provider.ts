@@ -74,6 +74,8 @@ export class OAuthProviderFake extends VendorFake {
   accessTtlS = 3599;
   /** Issue a new refresh token on every refresh (the old one stops working). */
   rotateRefreshTokens = false;
+  /** The next refresh is carried out (a rotated token spent) at once, but answered this much later (a slow network back to another replica). */
+  holdNextRefreshAnswerMs = 0;
   /** Slack: the app has token rotation on (12 h access tokens and refresh tokens); off, bot tokens never expire. */
   slackTokenRotation = false;
   /** Atlassian: the sites the consenting user can reach, in `accessible-resources` order. */
@@ -253,6 +255,12 @@ export class OAuthProviderFake extends VendorFake {
           this.refreshTokens.delete(token);
           next = `${this.refreshTokenPrefix()}${randomBytes(24).toString('hex')}`;
           this.refreshTokens.set(next, held);
+        }
+        const hold = this.holdNextRefreshAnswerMs;
+        this.holdNextRefreshAnswerMs = 0;
+        if (hold) {
+          setTimeout(() => this.issue(rec, res, held.scopes, held.user, next), hold);
+          return;
         }
         return this.issue(rec, res, held.scopes, held.user, next);
       }

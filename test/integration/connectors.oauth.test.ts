@@ -14,6 +14,7 @@ import { GoogleApisFake } from '../fakes/google-apis.js';
 import { HubSpotFake } from '../fakes/hubspot.js';
 import { OAuthProviderFake } from '../fakes/oauth-provider.js';
 import { api, createTestUser, type TestUser } from '../helpers/accounts.js';
+import { until } from '../helpers/campaigns.js';
 import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 
 const C = '/api/v1/connectors';
@@ -185,6 +186,24 @@ describe('callback refusals', () => {
     expect(conn.enabled_products).toEqual(['calendar']);
   });
 
+  it('a manager removed or demoted after the start cannot finish the connect: access_denied, nothing stored', async () => {
+    for (const change of ['remove', 'demote'] as const) {
+      const manager = await createTestUser(cp);
+      const members = `/api/v1/auth/workspaces/${owner.workspaceId}/members`;
+      expect((await api(cp, 'POST', members, { token: owner.token, body: { email: manager.email, role: 'manager' } })).status).toBe(201);
+      const { callback } = await consent('hubspot', undefined, manager.token);
+      const changed =
+        change === 'remove'
+          ? await api(cp, 'DELETE', `${members}/${manager.userId}`, { token: owner.token })
+          : await api(cp, 'POST', members, { token: owner.token, body: { email: manager.email, role: 'member' } });
+      expect(changed.status, change).toBeLessThan(300);
+      const params = Object.fromEntries(await follow(callback));
+      expect(params, change).toMatchObject({ error: 'access_denied', provider: 'hubspot' });
+      expect(params.reason).toMatch(/no longer a manager/);
+      expect(await connectionOf('hubspot')).toBeUndefined();
+    }
+  });
+
   it('passes the vendor refusal on (access_denied) and stores nothing', async () => {
     hubspotAuth.consent = 'deny';
     try {
@@ -348,23 +367,48 @@ describe('Google Workspace', () => {
     expect(google.requests.at(-1)!.status).toBe(200);
   });
 
-  it('two actions racing on an expired token with rotation: one refresh wins, the other uses its tokens', async () => {
+  it('ten actions racing on an expired token with rotation: one refresh, shared by all', async () => {
     const cred = await storedCred('google_workspace');
     googleAuth.rotateRefreshTokens = true;
     googleAuth.expireAccessToken(cred!.access_token);
-    // The first refresh to arrive is held back, so the second rotates the refresh token first.
-    googleAuth.faults.once({ slowFirstByteMs: 300 });
+    const tokenCallsBefore = googleAuth.requests.filter((r) => r.path === '/token').length;
     const body = { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' };
     try {
-      const [a, b] = await Promise.all([execute(id, 'list_free_slots', body), execute(id, 'list_free_slots', body)]);
-      expect([a.status, b.status]).toEqual([200, 200]);
+      const all = await Promise.all(Array.from({ length: 10 }, () => execute(id, 'list_free_slots', body)));
+      expect(all.map((r) => r.status)).toEqual(Array(10).fill(200));
     } finally {
       googleAuth.rotateRefreshTokens = false;
     }
-    const refreshes = googleAuth.requests.filter((r) => r.path === '/token').slice(-2);
-    expect(refreshes.map((r) => r.status).sort()).toEqual([200, 400]);
+    const refreshes = googleAuth.requests.filter((r) => r.path === '/token').slice(tokenCallsBefore);
+    expect(refreshes.map((r) => r.status)).toEqual([200]);
     expect(googleAuth.refreshTokens.has((await storedCred('google_workspace'))!.refresh_token!)).toBe(true);
     expect((await connectionOf('google_workspace')).health_status).toBe('ok');
+  });
+
+  it('two replicas racing with rotation: the refused one waits for the tokens the other stores after answering late', async () => {
+    const cp2 = await startControlPlane(infra, { port: 0, host: '127.0.0.1' });
+    try {
+      const cred = await storedCred('google_workspace');
+      googleAuth.rotateRefreshTokens = true;
+      googleAuth.expireAccessToken(cred!.access_token);
+      // The first refresh spends the refresh token at once but its answer comes 600 ms later: the
+      // second is refused before the winner has stored anything.
+      googleAuth.holdNextRefreshAnswerMs = 600;
+      const tokenCallsBefore = googleAuth.requests.filter((r) => r.path === '/token').length;
+      const body = { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' };
+      const a = execute(id, 'list_free_slots', body);
+      // Sent once the first refresh has spent the token (the fake clears the hold as it does).
+      await until(() => googleAuth.holdNextRefreshAnswerMs === 0, 5000, 'first refresh carried out');
+      const b = api(cp2, 'POST', `${C}/execute/${id}/list_free_slots`, { token: owner.token, body });
+      expect([(await a).status, (await b).status]).toEqual([200, 200]);
+      const refreshes = googleAuth.requests.filter((r) => r.path === '/token').slice(tokenCallsBefore);
+      expect(refreshes.map((r) => r.status).sort()).toEqual([200, 400]);
+      expect((await connectionOf('google_workspace')).health_status).toBe('ok');
+    } finally {
+      googleAuth.rotateRefreshTokens = false;
+      googleAuth.holdNextRefreshAnswerMs = 0;
+      await cp2.close();
+    }
   });
 
   it('a token endpoint outage leaves health error (not reconnect_needed), and the next action recovers', async () => {
