@@ -134,6 +134,9 @@ export async function saveUserConfigRow(
   c: Omit<UserConfigRow, 'created_at' | 'updated_at' | 'provider_name' | 'base_url' | 'default_config' | 'supported_models'>,
 ): Promise<string> {
   return sql.begin(async (tx) => {
+    // The user's saves one at a time, on the lock the row-limit trigger takes at the insert:
+    // taken there, after this update, two saves of new defaults deadlocked (lock vs default index).
+    await tx`select pg_advisory_xact_lock(hashtextextended(${'user_provider_configs:' + c.user_id}, 0))`;
     if (c.is_default && c.agent_id === null) {
       await tx`update user_provider_configs set is_default = false, updated_at = now()
         where user_id = ${c.user_id} and provider_type = ${c.provider_type} and agent_id is null and is_default and id <> ${c.id}`;
@@ -151,7 +154,9 @@ export async function saveUserConfigRow(
 
 /**
  * The configuration for an agent and type: one bound to the agent (by whoever may edit it; newest
- * first), else the owner's user-level default of the type.
+ * first), else the owner's user-level default of the type. For an agent, only configurations of
+ * users still in its workspace (or the organization owner) count: a removed member's personal key
+ * must not keep serving the workspace, and nobody left could see or replace it.
  */
 export async function userConfigFor(
   sql: Sql,
@@ -165,6 +170,9 @@ export async function userConfigFor(
       `${USER_CONFIG_SELECT}
        where c.provider_type = $2 and d.is_active
          and ((c.agent_id = $3::uuid) or (c.agent_id is null and c.is_default and c.user_id = $1))
+         and ($3::uuid is null
+           or exists (select 1 from users u where u.id = c.user_id and u.is_org_owner)
+           or exists (select 1 from agents a join workspace_members m on m.workspace_id = a.workspace_id and m.user_id = c.user_id where a.id = $3::uuid))
        order by (c.agent_id is not null) desc, c.updated_at desc limit 1`,
       [userId, type, agentId ?? null] as never,
     ),

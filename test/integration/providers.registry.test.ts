@@ -143,6 +143,31 @@ describe('user configurations and resolution', () => {
     expect(mine).toHaveLength(1);
   });
 
+  it('concurrent saves of new defaults of one type never fail (they deadlocked: 500)', async () => {
+    const fresh = await createTestUser(h);
+    const llms = ['openai', 'anthropic'].map((n) => def(n, 'llm').id);
+    for (let round = 0; round < 10; round++) {
+      const saves = await Promise.all(llms.map((provider_id) => call('POST', '/providers/user-config', fresh.token, { provider_id, is_default: true })));
+      expect(saves.map((r) => r.status), `round ${round}`).toEqual([201, 201]);
+    }
+    const list = (await call('GET', '/providers/user-config', fresh.token)).body.data as Array<{ is_default: boolean }>;
+    expect(list.filter((c) => c.is_default)).toHaveLength(1);
+  });
+
+  it('a removed member\'s configuration bound to an agent no longer resolves for it', async () => {
+    const member = await createTestUser(h);
+    const members = `/auth/workspaces/${user.workspaceId}/members`;
+    expect((await call('POST', members, user.token, { email: member.email, role: 'member' })).status).toBe(201);
+    const agent = (await call('POST', '/agents', user.token, { workspace_id: user.workspaceId, name: 'Departed' })).body.data.id;
+    const saved = await call('POST', '/providers/user-config', member.token, { provider_id: def('openai', 'llm').id, agent_id: agent, model_name: 'member-model' });
+    expect(saved.status).toBe(201);
+    const resolve = async () => (await call('GET', `/providers/resolve?provider_type=llm&agent_id=${agent}`, user.token)).body.data;
+    expect(await resolve()).toMatchObject({ source: 'user_config', model_name: 'member-model' });
+    expect((await call('DELETE', `${members}/${member.userId}`, user.token)).status).toBe(200);
+    // The owner's own default again (gpt-4o-mini, saved above), not the departed member's model.
+    expect(await resolve()).toMatchObject({ source: 'user_default', model_name: 'gpt-4o-mini' });
+  });
+
   it('publishing freezes the owner\'s configurations for missing types; the registry default never reaches a call', async () => {
     await call('POST', `/agents/${agentId}/versions/publish`, user.token);
     const live = await h.app.agents.liveConfig(agentId);
