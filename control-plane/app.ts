@@ -134,7 +134,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   // Tenant URLs reached from the control plane (summary LLM base_url, connector vendors) go through the address policy.
   const outbound = createOutboundClient({ allowCidrs: deps.config.outboundAllowCidrs, clock: deps.clock });
   // Before agents: connector tools bind the workspace's connections (issue 18).
-  const connectors = createConnectorsDomain({ ...deps, auth: accounts.auth, outbound });
+  const connectors = createConnectorsDomain({ ...deps, auth: accounts.auth, outbound, onWorkspaceDelete: accounts.onWorkspaceDelete });
   // Before agents: publishing asks its publish gate (the draft's `gate` test cases).
   const simTests = await createSimTestsDomain({
     ...deps,

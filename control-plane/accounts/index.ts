@@ -18,7 +18,7 @@ import { Sessions } from './sessions.js';
 import { TokenService } from './tokens.js';
 import { iso } from '../http/validate.js';
 import { AppError } from '../../shared/errors.js';
-import { createWorkspaceService } from './workspace-service.js';
+import { createWorkspaceService, type WorkspaceDeleteHook } from './workspace-service.js';
 
 export type { DevMailbox, Mailer } from './mail.js';
 
@@ -29,6 +29,8 @@ export interface AccountsDomain extends Domain {
   mailbox?: DevMailbox;
   /** Outgoing mail (SMTP or the development mailbox), shared with alert notifications. */
   mailer: Mailer;
+  /** Registers another domain's part in deleting a workspace (see WorkspaceDeleteHook). */
+  onWorkspaceDelete(hook: WorkspaceDeleteHook): void;
 }
 
 export interface AccountsOptions {
@@ -56,10 +58,11 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
   const sessions = new Sessions(deps.sql, tokens, deps.clock);
   const limiter = new RateLimiter(deps.registry.windows, deps.clock, { ...DEFAULT_RATE_LIMITS, ...opts.rateLimits });
 
+  const deleteHooks: WorkspaceDeleteHook[] = [];
   const services: ServiceBinding[] = [
     { service: AuthService, impl: createAuthService({ deps, auth, tokens, sessions, limiter, mailer }) },
     { service: ApiKeyService, impl: createApiKeyService(deps, auth, tokens) },
-    { service: WorkspaceService, impl: createWorkspaceService(deps, auth) },
+    { service: WorkspaceService, impl: createWorkspaceService(deps, auth, deleteHooks) },
     { service: MemoryService, impl: createMemoryService(deps, auth) },
   ] as ServiceBinding[];
   const routes = [...accountRoutes];
@@ -75,6 +78,7 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
     auth,
     mailbox,
     mailer,
+    onWorkspaceDelete: (hook) => void deleteHooks.push(hook),
     async close() {
       if (closed) return;
       closed = true;

@@ -44,7 +44,15 @@ function outranks(actor: WorkspaceRole, target: WorkspaceRole): boolean {
   return actor === 'owner' || ROLE_RANK[actor] > ROLE_RANK[target];
 }
 
-export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAuth): ServiceImpl<typeof WorkspaceService> {
+/**
+ * Another domain's part in deleting a workspace, called before the delete with the workspace id:
+ * it reads what it needs while the rows exist, and returns what to do once the delete has
+ * committed (e.g. revoking OAuth grants at the vendor: the cascade drops the only copy of the
+ * tokens). Nothing is done when the delete does not happen.
+ */
+export type WorkspaceDeleteHook = (workspaceId: string) => Promise<(() => Promise<void>) | undefined>;
+
+export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAuth, deleteHooks: readonly WorkspaceDeleteHook[] = []): ServiceImpl<typeof WorkspaceService> {
   const { sql } = deps;
 
   async function load(id: string): Promise<WorkspaceRow> {
@@ -106,6 +114,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
       const p = await auth.principal(ctx);
       const id = pathId('workspace', req.id);
       await auth.requireWorkspace(p, id, { min: 'owner' });
+      const afterDelete = await Promise.all(deleteHooks.map((hook) => hook(id)));
       // The members as the delete saw them (same snapshot): each one's cached memberships change.
       const rows = await sql<{ user_id: string | null }[]>`
         with m as (select user_id from workspace_members where workspace_id = ${id}),
@@ -118,6 +127,7 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
       if (!rows.length) throw notFound('workspace');
       await auth.changed(Topic.workspace, id);
       for (const r of rows) if (r.user_id) await auth.changed(Topic.user, r.user_id);
+      await Promise.all(afterDelete.map((done) => done?.()));
       return { message: 'deleted' };
     },
 

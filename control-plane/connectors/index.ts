@@ -23,6 +23,8 @@ import { createConnectorService } from './service.js';
 import { liveConnections } from './live-connections.js';
 import type { LiveConnections } from '../voice/agent-view.js';
 import { connectorFinishPage } from './finish-page.js';
+import { oauthSecretsOf } from './store.js';
+import type { WorkspaceDeleteHook } from '../accounts/workspace-service.js';
 
 export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 'sql' | 'secrets' | 'jwtKey'> & Partial<Pick<ControlPlaneDeps, 'registry'>> & {
   auth: Auth;
@@ -30,6 +32,8 @@ export type ConnectorsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock
   /** Catalog data (tests load a bad one). Default: catalog-data.ts. */
   catalogData?: unknown;
   adapters?: ReadonlyMap<string, ProviderAdapter>;
+  /** The accounts domain's workspace-delete hooks: OAuth grants are revoked when their workspace is deleted. */
+  onWorkspaceDelete?: (hook: WorkspaceDeleteHook) => void;
 };
 
 export interface ConnectorsDomain extends Domain {
@@ -53,6 +57,19 @@ export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
     callbackUrl: `${deps.config.publicBaseUrl}/api/v1/connectors/oauth/callback`,
     dashboardUrl: deps.config.connectorsDashboardUrl,
     timeoutMs,
+  });
+  // The cascade drops the only copy of the tokens: read them first, revoke once the delete committed
+  // (best effort, as on disconnect: the grant would otherwise outlive everything that could end it).
+  deps.onWorkspaceDelete?.(async (workspaceId) => {
+    const grants = (await oauthSecretsOf(deps.sql, workspaceId)).flatMap((g) => {
+      const client = oauthClients.get(g.provider_id);
+      return client ? [{ client, provider: g.provider_id, secret_enc: g.secret_enc }] : [];
+    });
+    if (!grants.length) return undefined;
+    return async () => {
+      deps.logger.info({ workspaceId, providers: grants.map((g) => g.provider) }, 'workspace deleted: revoking its OAuth grants at the vendors');
+      await Promise.all(grants.map((g) => oauth.revokeQuietly(g.client, JSON.parse(deps.secrets.decrypt(g.secret_enc)) as Record<string, string>, g.provider)));
+    };
   });
   const binder = createConnectorBinder(deps.sql, catalog);
   const impl = createConnectorService({ ...deps, catalog, adapters, executor, binder, invalidations: deps.registry?.invalidations, oauthClients, oauth });

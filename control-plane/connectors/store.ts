@@ -156,3 +156,10 @@ export async function disableOnAgent(sql: Sql, agentId: string, connectionId: st
     return bound.count;
   });
 }
+
+/** The sealed credentials of a workspace's live OAuth connections (to revoke them when the workspace goes). */
+export async function oauthSecretsOf(sql: Sql, workspaceId: string): Promise<Array<{ provider_id: string; secret_enc: string }>> {
+  return sql<Array<{ provider_id: string; secret_enc: string }>>`
+    select provider_id, secret_enc from connector_connections
+    where workspace_id = ${workspaceId} and auth_mode = 'oauth' and is_active and secret_enc is not null`;
+}

@@ -70,8 +70,8 @@ afterAll(async () => {
 });
 
 /** POST connect, then the browser: the vendor's consent page and its redirect to our callback. */
-async function consent(provider: string, body?: unknown, token = owner.token) {
-  const start = await api(cp, 'POST', `${ws()}/connect/${provider}`, { token, body });
+async function consent(provider: string, body?: unknown, token = owner.token, workspacePath = ws()) {
+  const start = await api(cp, 'POST', `${workspacePath}/connect/${provider}`, { token, body });
   expect(start.status, JSON.stringify(start.body)).toBe(200);
   const authUrl = new URL(start.body.auth_url);
   const atVendor = await fetch(authUrl, { redirect: 'manual' });
@@ -466,6 +466,20 @@ describe('HubSpot over OAuth', () => {
     expect(del.status).toBe(200);
     expect(hubspotAuth.revoked.at(-1)).toBe(cred!.refresh_token);
     expect(await storedCred('hubspot')).toBeUndefined();
+  });
+
+  it('deleting a workspace revokes its OAuth grants at the vendor (the cascade drops the only copy of the tokens)', async () => {
+    const created = await api(cp, 'POST', '/api/v1/auth/workspaces', { token: owner.token, body: { name: 'Short-lived' } });
+    expect(created.status).toBe(201);
+    const wsId = created.body.data.id as string;
+    const params = await (await consent('hubspot', undefined, owner.token, `${C}/workspace/${wsId}`)).finish();
+    expect(params.get('connected')).toBe('hubspot');
+    const [row] = await infra.sql<Array<{ secret_enc: string }>>`select secret_enc from connector_connections where workspace_id = ${wsId}`;
+    const refreshToken = (JSON.parse(infra.secrets.decrypt(row!.secret_enc)) as { refresh_token: string }).refresh_token;
+    const revokedBefore = hubspotAuth.revoked.length;
+    expect((await api(cp, 'DELETE', `/api/v1/auth/workspaces/${wsId}`, { token: owner.token })).status).toBe(200);
+    expect(hubspotAuth.revoked.slice(revokedBefore)).toEqual([refreshToken]);
+    expect((await infra.sql`select 1 from connector_connections where workspace_id = ${wsId}`).length).toBe(0);
   });
 
   it('a revoke the vendor refuses is logged; the local purge happens anyway', async () => {
