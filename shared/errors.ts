@@ -41,7 +41,9 @@ export type ErrorCode =
   | 'INVALID_PARAM'
   | 'INVALID_TOKEN'
   | 'NO_EMAIL'
-  | 'SMTP_DISABLED';
+  | 'SMTP_DISABLED'
+  // The portal's 502 (spec doc 3 "Errors"): a service it relies on (the mail server) refused or was unreachable.
+  | 'UPSTREAM_UNAVAILABLE';
 
 export interface FieldProblem {
   field: string;
@@ -106,6 +108,7 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   INVALID_TOKEN: 400,
   NO_EMAIL: 400,
   SMTP_DISABLED: 503,
+  UPSTREAM_UNAVAILABLE: 502,
 };
 
 const CONNECT_BY_STATUS: Record<number, Code> = {

@@ -72,7 +72,7 @@ export function createCredentials(deps: CredentialsDeps) {
       await deps.mailer.send({ to, subject, text });
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message, to }, 'portal mail not dispatched');
-      throw new AppError('BAD_GATEWAY', 'the mail server did not accept the message', { status: 502 });
+      throw new AppError('UPSTREAM_UNAVAILABLE', 'the mail server did not accept the message');
     }
   }
 

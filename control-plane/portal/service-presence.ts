@@ -187,7 +187,9 @@ export function createPresenceService(deps: PresenceServiceDeps): Partial<Impl> 
     },
 
     async deleteShift(req, ctx) {
-      if (!req.shiftId || !isUuid(req.shiftId)) throw notFound('shift');
+      // Authenticated first (a bad bearer is 401 whatever the id), then the id's shape, as the sibling routes.
+      await access.caller(ctx);
+      if (!req.shiftId || !isUuid(req.shiftId)) throw invalid('shift_id', 'must be a UUID');
       const [s] = await sql<{ agent_id: string }[]>`select agent_id from human_agent_shifts where id = ${req.shiftId} and deleted_at is null`;
       if (!s) throw notFound('shift');
       await access.agent(ctx, s.agent_id, 'admin');

@@ -185,6 +185,18 @@ describe('credentials', () => {
     const off = await api(cp2, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: withMail, send_email: true } });
     expect([off.status, off.body.error.code]).toEqual([503, 'SMTP_DISABLED']);
   });
+
+  it('a mail server that cannot be reached is 502 UPSTREAM_UNAVAILABLE (the spec\'s code for a proxied service)', async () => {
+    const withMail = await newAgent({ email: 'someone@example.com' });
+    // Port 1 on loopback: connection refused at once.
+    const unreachable = await startControlPlane({ ...infra, config: { ...infra.config, smtpUrl: 'smtp://127.0.0.1:1' } }, { port: 0, host: '127.0.0.1' });
+    try {
+      const r = await api(unreachable, 'POST', `${A}/reset-password`, { token: owner.token, body: { agent_id: withMail, send_email: true } });
+      expect([r.status, r.body.error.code]).toEqual([502, 'UPSTREAM_UNAVAILABLE']);
+    } finally {
+      await unreachable.close();
+    }
+  });
 });
 
 describe('presence socket', () => {
@@ -406,6 +418,10 @@ describe('alerts and shifts', () => {
     expect(await list()).toHaveLength(1);
     expect((await api(cp, 'DELETE', `${A}/presence/shifts/${first.body.data.id}`, { token: owner.token })).status).toBe(200);
     expect(await list()).toEqual([]);
+    // A malformed id is 400 naming it (after authentication: no bearer is 401 whatever the id).
+    const malformed = await api(cp, 'DELETE', `${A}/presence/shifts/abc`, { token: owner.token });
+    expect([malformed.status, malformed.body.error.details?.[0]?.field]).toEqual([400, 'shift_id']);
+    expect((await api(cp, 'DELETE', `${A}/presence/shifts/abc`, {})).status).toBe(401);
     const again = await api(cp, 'POST', `${A}/presence/shifts`, { token: owner.token, body: { ...body, shift_end: '17:00' } });
     expect(again.body.data.id).toBe(first.body.data.id);
     expect(await list()).toMatchObject([{ id: first.body.data.id, shift_end: '17:00', timezone: 'Europe/Berlin' }]);
