@@ -67,16 +67,20 @@ interface LockedAgent {
   presence_session_id: string | null;
   is_active: boolean;
   created_at: Date;
+  status_changed_at: Date | null;
 }
 
 export function createPresence(deps: PresenceDeps): Presence {
   const { sql, clock } = deps;
 
   const lock = async (tx: Tx, agentId: string) =>
-    (await tx<LockedAgent[]>`select id, workspace_id, display_name, status, presence_session_id, is_active, created_at from human_agents where id = ${agentId} for update`)[0];
+    (await tx<LockedAgent[]>`select id, workspace_id, display_name, status, presence_session_id, is_active, created_at, status_changed_at from human_agents where id = ${agentId} for update`)[0];
 
-  async function closeOpen(tx: Tx, a: LockedAgent, reason: string, source: string, at: Date): Promise<void> {
+  async function closeOpen(tx: Tx, a: LockedAgent, reason: string, source: string, endAt: Date): Promise<void> {
     if (!a.presence_session_id) return;
+    // A session ended at its last message (a heartbeat timeout) never ends before its last status
+    // change: that change may be stamped a moment after the message arrived.
+    const at = a.status_changed_at && a.status_changed_at > endAt ? a.status_changed_at : endAt;
     await tx`update human_agent_status_spans set ended_at = greatest(started_at, ${at}) where session_id = ${a.presence_session_id} and ended_at is null`;
     await tx`update human_agent_sessions set ended_at = greatest(started_at, ${at}), end_reason = ${reason} where id = ${a.presence_session_id} and ended_at is null`;
     await tx`update human_agents set status = 'offline', status_changed_at = ${at}, presence_session_id = null, updated_at = ${at} where id = ${a.id}`;

@@ -254,6 +254,27 @@ describe('presence socket', () => {
     }
   });
 
+  it('a session ended at its last message never ends before that message\'s status change (stamped a moment later)', async () => {
+    now = Date.parse('2026-11-27T12:00:00Z');
+    const { id, c } = await presenceLoggedIn(cp.port);
+    now += 10_000;
+    c.send({ type: 'status', status: 'break' });
+    expect((await c.next()).type).toBe('status');
+    const [a] = await infra.sql<{ presence_session_id: string }[]>`select presence_session_id from human_agents where id = ${id}`;
+    // The socket's timeout ends the session at the message's arrival, which can precede the
+    // change's own stamp by the handling time: here 300 ms.
+    expect(await cp.portal.presence.logout(id, a!.presence_session_id, 'heartbeat_timeout', 'socket', now - 300)).toBe(true);
+    const timeline = (await api(cp, 'GET', `${A}/presence/timeline/${id}?date=2026-11-27`, { token: owner.token })).body.data as Array<{ event_type: string; created_at: string }>;
+    expect(timeline.map((e) => e.event_type).slice(-2)).toEqual(['status_change', 'heartbeat_timeout']);
+    expect(timeline.at(-1)!.created_at).toBe(new Date(now).toISOString());
+    const [s] = await infra.sql<{ ended_at: Date; last_span_end: Date }[]>`
+      select s.ended_at, (select max(ended_at) from human_agent_status_spans where session_id = s.id) as last_span_end
+      from human_agent_sessions s where s.id = ${a!.presence_session_id}`;
+    expect(s!.ended_at.getTime()).toBe(now);
+    expect(s!.last_span_end.getTime()).toBe(now);
+    c.ws.close();
+  });
+
   it('a new password or a deactivation ends the presence socket at once (no message needed), on whichever replica holds it', async () => {
     now = Date.parse('2026-11-25T09:00:00Z');
     for (const [holder, change] of [[cp, 'password'], [cp2, 'password'], [cp2, 'deactivate']] as const) {
