@@ -108,22 +108,33 @@ export function createSystemAnalyticsService(deps: SystemAnalyticsServiceDeps): 
       const now = clock.now();
       const staleBefore = now - Math.max(STALE_AFTER_INTERVALS * deps.healthIntervalMs, MIN_STALE_MS);
       const rows = await latestPerProcess(sql, new Date(now - HEALTH_LOOKBACK_MS));
+      const record = (r: (typeof rows)[number]) => ({
+        serviceName: r.service_name,
+        nodeId: r.node_id,
+        status: r.status === 'healthy' && r.recorded_at.getTime() < staleBefore ? 'stale' : r.status,
+        cpuUsage: r.cpu_usage,
+        memoryUsage: r.memory_rss_bytes,
+        heapUsedBytes: r.heap_used_bytes,
+        activeConnections: r.active_connections,
+        activeCalls: r.active_calls,
+        requestCount: r.request_count,
+        errorCount: r.error_count,
+        avgResponseMs: r.avg_response_ms ?? undefined,
+        uptimeSeconds: r.uptime_seconds,
+        recordedAt: r.recorded_at.toISOString(),
+      });
+      // The spec's "latest health record per service": the newest report of a live process (a
+      // process that stopped writes its last report as it goes, newer than a live one's periodic
+      // report, and is not the service's state), else the newest of all; every process's own
+      // newest report beside it, live ones first.
+      const byService = new Map<string, ReturnType<typeof record>[]>();
+      for (const r of rows) byService.set(r.service_name, [...(byService.get(r.service_name) ?? []), record(r)]);
+      const live = (r: ReturnType<typeof record>) => (r.status === 'healthy' ? 0 : 1);
       return {
-        records: rows.map((r) => ({
-          serviceName: r.service_name,
-          nodeId: r.node_id,
-          status: r.status === 'healthy' && r.recorded_at.getTime() < staleBefore ? 'stale' : r.status,
-          cpuUsage: r.cpu_usage,
-          memoryUsage: r.memory_rss_bytes,
-          heapUsedBytes: r.heap_used_bytes,
-          activeConnections: r.active_connections,
-          activeCalls: r.active_calls,
-          requestCount: r.request_count,
-          errorCount: r.error_count,
-          avgResponseMs: r.avg_response_ms ?? undefined,
-          uptimeSeconds: r.uptime_seconds,
-          recordedAt: r.recorded_at.toISOString(),
-        })),
+        records: [...byService.values()].map((procs) => {
+          const ordered = [...procs].sort((a, b) => live(a) - live(b) || b.recordedAt.localeCompare(a.recordedAt) || a.nodeId.localeCompare(b.nodeId));
+          return { ...ordered[0]!, processes: ordered };
+        }),
       };
     },
   };

@@ -330,7 +330,9 @@ describe('GET /analytics/system-health', () => {
       async () => {
         const res = await get('system-health', '', ORG_KEY);
         expect(res.status, JSON.stringify(res.body)).toBe(200);
-        records = res.body.data;
+        // One record per service (the spec's "latest health record per service"), each process under it.
+        expect(res.body.data.map((r: any) => r.service_name).sort()).toEqual(['control-plane', 'media-engine']);
+        records = res.body.data.flatMap((r: any) => r.processes);
         expect(records.map((r) => `${r.service_name}/${r.node_id}`)).toEqual(expect.arrayContaining(['control-plane/cp-under-test', 'media-engine/engine-under-test']));
         // A report written after this suite's earlier requests (a loaded machine can be a report behind).
         expect(records.find((r) => r.node_id === 'cp-under-test').request_count).toBeGreaterThan(10);
@@ -362,8 +364,15 @@ describe('GET /analytics/system-health', () => {
     await infra.sql`insert into system_health (service_name, node_id, status, cpu_usage, memory_rss_bytes, heap_used_bytes, active_connections, active_calls, request_count, error_count, uptime_seconds, recorded_at)
       values ('media-engine', 'silent-node', 'healthy', 1, 1, 1, 0, 0, 0, 0, 1, ${silentAt})`;
     const res = await get('system-health', '', ORG_KEY);
-    const status = Object.fromEntries(res.body.data.map((r: any) => [r.node_id, r.status]));
+    const status = Object.fromEntries(res.body.data.flatMap((r: any) => r.processes).map((r: any) => [r.node_id, r.status]));
     expect(status).toMatchObject({ 'cp-second': 'stopped', 'silent-node': 'stale', 'cp-under-test': 'healthy' });
+    // The service record is the newest report of any process: never the stopped or silent one
+    // while a live process reports after it.
+    const services = Object.fromEntries(res.body.data.map((r: any) => [r.service_name, r]));
+    expect(services['control-plane']).toMatchObject({ status: 'healthy' });
+    expect(services['control-plane'].node_id).not.toBe('cp-second');
+    expect(services['control-plane'].processes[0]).toMatchObject({ node_id: services['control-plane'].node_id, processes: [] });
+    expect(services['media-engine']).toMatchObject({ node_id: 'engine-under-test', status: 'healthy' });
   });
 
   it('the collector job prunes reports older than the retention', async () => {
