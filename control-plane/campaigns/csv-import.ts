@@ -15,11 +15,11 @@
  */
 import { pipeline, Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { AppError, invalid } from '../../shared/errors.js';
+import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { toE164 } from '../agents/telephony/phone.js';
 import type { Sql } from '../../shared/db/client.js';
-import { addVariableNames, insertContacts, lockCampaign, type CampaignRow, type NewContact } from './store.js';
+import { addVariableNames, insertContacts, lockCampaignUploads, TERMINAL, type CampaignRow, type NewContact } from './store.js';
 import { isStorableText } from '../http/input.js';
 
 /** Spec limit: 10 MB per upload. */
@@ -111,9 +111,9 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
 
   return sql.begin(async (tx) => {
     // Uploads to one campaign take turns from the start: each contact insert takes a key-share lock
-    // on the campaign row (the foreign key), and addVariableNames's FOR UPDATE at the end upgraded
-    // it, so two concurrent uploads deadlocked (40P01, a 500).
-    await lockCampaign(tx, campaign.id);
+    // on the campaign row (the foreign key), and the row lock at the end upgraded it, so two
+    // concurrent uploads deadlocked (40P01, a 500). Not the row itself (store.ts).
+    await lockCampaignUploads(tx, campaign.id);
     const summary: ImportSummary = { total: 0, valid: 0, invalid: 0, duplicates: 0, phone_column: '', headers: [], preview: [] };
     let phoneIdx = -1;
     let names: string[] = [];
@@ -167,8 +167,11 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
     }
     if (summary.headers.length === 0) throw invalid('file', 'is empty: expected a header row and one row per contact');
     summary.duplicates += await insertContacts(tx, campaign.id, batch, now);
-    if (!(await addVariableNames(tx, campaign.id, names.filter((_, i) => i !== phoneIdx), MAX_CAMPAIGN_VARIABLES)))
-      throw invalid('file', `the campaign would have more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names over its uploads`);
+    const end = await addVariableNames(tx, campaign.id, names.filter((_, i) => i !== phoneIdx), MAX_CAMPAIGN_VARIABLES);
+    // Cancelled (or finished, or deleted) while the file was imported: nothing of it is kept.
+    if (!end.status) throw notFound('campaign');
+    if (TERMINAL.has(end.status)) throw invalid('status', `the campaign became ${end.status} during the upload: a ${end.status} campaign takes no more contacts`);
+    if (!end.added) throw invalid('file', `the campaign would have more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names over its uploads`);
     return summary;
   });
 }

@@ -80,7 +80,7 @@ export async function claimNext(sql: Sql, campaignId: string, now: Date, callId:
   return sql.begin(async (tx) => {
     const [c] = await tx<{ next_dial_at: Date; pacing: number }[]>`
       select next_dial_at, (config->>'pacing_per_minute')::int as pacing from campaigns
-      where id = ${campaignId} and status = 'running' for update`;
+      where id = ${campaignId} and status = 'running' for no key update`;
     if (!c) return { kind: 'stopped' } as const;
     if (c.next_dial_at.getTime() > now.getTime()) return { kind: 'paced', atMs: c.next_dial_at.getTime() } as const;
     const [claimed] = await tx<Array<ContactRow & { previous_dialed_at: Date | null }>>`
@@ -215,13 +215,16 @@ export async function staleAttempts(sql: Sql, campaignId: string, beforeMs: numb
 
 /**
  * `running` -> `completed` when no contact can be dialed any more: none queued, none with an
- * open attempt. Returns true when this call moved it.
+ * open attempt, and no upload in progress (its contacts are not visible until it commits; the
+ * upload holds the campaign's upload lock, store.lockCampaignUploads, and would be refused by a
+ * campaign completed under it). Returns true when this call moved it.
  */
 export async function completeIfDone(sql: Sql, campaignId: string, now: Date): Promise<boolean> {
   const rows = await sql`
     update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}, status_reason = null
     where id = ${campaignId} and status = 'running'
       and not exists (select 1 from campaign_contacts where campaign_id = ${campaignId} and status in ('queued', 'dialing', 'in_progress'))
+      and pg_try_advisory_xact_lock(hashtextextended(${'campaign-upload:' + campaignId}, 0))
     returning id`;
   return rows.length > 0;
 }

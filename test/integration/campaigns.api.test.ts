@@ -10,8 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import type { TestUser } from '../helpers/accounts.js';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { exportCsv, uploadCsv, uploadTwoFiles } from '../helpers/campaigns.js';
+import { exportCsv, until, uploadCsv, uploadTwoFiles } from '../helpers/campaigns.js';
 import { MAX_CAMPAIGN_VARIABLES, MAX_CSV_COLUMNS } from '../../control-plane/campaigns/csv-import.js';
+import { completeIfDone } from '../../control-plane/campaigns/dial-store.js';
+import { lockCampaignUploads } from '../../control-plane/campaigns/store.js';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { CampaignService } from '../../shared/gen/voiceplane/v1/campaigns_pb.js';
@@ -292,6 +294,50 @@ describe('CSV upload, calls list, export', () => {
     const results = await Promise.all([1, 2, 3, 4, 5].map((n) => upload(id, file(n))));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect((await h.call('GET', `/campaigns/${id}`)).body.data.total_calls).toBe(1500);
+  });
+
+  it('a long upload locks no campaign row: a PATCH and a cancel answer at once, and the cancel voids the upload', async () => {
+    const id = await created();
+    const rows = Array.from({ length: 120_000 }, (_, i) => `+1415${200 + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')},n${i}`);
+    const pending = upload(id, `phone,name\n${rows.join('\n')}\n`);
+    let settled = false;
+    void pending.then(() => (settled = true));
+    // The import holds the campaign's upload lock (an advisory lock) from its first statement.
+    const held = () => h.infra.sql`
+      select 1 from pg_locks where locktype = 'advisory' and granted and objsubid = 1
+        and ((classid::bigint << 32) | objid::bigint) = hashtextextended(${'campaign-upload:' + id}, 0)`;
+    await until(async () => (await held()).length > 0, 20_000, 'upload under way');
+    const patched = await h.call('PATCH', `/campaigns/${id}`, { name: 'renamed while importing' });
+    expect(patched.status).toBe(200);
+    const cancelled = await h.call('POST', `/campaigns/${id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    // Both answered while the import was still running (a row lock made them wait for it).
+    expect(settled).toBe(false);
+    const res = await pending;
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual([{ field: 'status', problem: expect.stringContaining('became cancelled during the upload') }]);
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data).toMatchObject({ status: 'cancelled', total_calls: 0 });
+  }, 60_000);
+
+  it('a running campaign with no contact left does not complete while an upload is under way', async () => {
+    const id = await created();
+    await h.infra.sql`update campaigns set status = 'running', started_at = now() where id = ${id}`;
+    // An upload in progress: its transaction holds the campaign's upload lock until it ends.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const upload = h.infra.sql.begin(async (tx) => {
+      await lockCampaignUploads(tx, id);
+      locked();
+      await released;
+    });
+    await isLocked;
+    expect(await completeIfDone(h.infra.sql, id, new Date())).toBe(false);
+    release();
+    await upload;
+    expect(await completeIfDone(h.infra.sql, id, new Date())).toBe(true);
+    expect((await h.call('GET', `/campaigns/${id}`)).body.data.status).toBe('completed');
   });
 
   it('a value with a bare line break is quoted in the export, so the row survives a CSV reader', async () => {
