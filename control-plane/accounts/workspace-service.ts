@@ -125,9 +125,11 @@ export function createWorkspaceService(deps: ControlPlaneDeps, auth: AccountsAut
         throw err;
       });
       if (!rows.length) throw notFound('workspace');
+      // First, and never failing the answer: the delete has committed, and what follows it (an
+      // OAuth revoke) has nothing else to run from.
+      await Promise.all(afterDelete.map((done) => done?.().catch((err: unknown) => deps.logger.warn({ err, workspaceId: id }, 'a step after the workspace delete failed'))));
       await auth.changed(Topic.workspace, id);
       for (const r of rows) if (r.user_id) await auth.changed(Topic.user, r.user_id);
-      await Promise.all(afterDelete.map((done) => done?.()));
       return { message: 'deleted' };
     },
 

@@ -19,7 +19,7 @@ import { AppError, invalid, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { toE164 } from '../agents/telephony/phone.js';
 import type { Sql } from '../../shared/db/client.js';
-import { addVariableNames, insertContacts, lockCampaignUploads, TERMINAL, type CampaignRow, type NewContact } from './store.js';
+import { addVariableNames, insertContacts, lockCampaignUploads, TERMINAL, type CampaignRow, type CampaignStatus, type NewContact } from './store.js';
 import { isStorableText } from '../http/input.js';
 
 /** Spec limit: 10 MB per upload. */
@@ -99,7 +99,14 @@ async function readUpload(bytes: AsyncIterable<Uint8Array>): Promise<Uint8Array[
   return chunks;
 }
 
-export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIterable<Uint8Array>, now: Date): Promise<ImportSummary> {
+/** The upload's summary (the response body) and the campaign's status when the import committed. */
+export interface ImportResult {
+  summary: ImportSummary;
+  /** Read under the row lock at the end: it may differ from the status before the import (a start meanwhile). */
+  campaignStatus: CampaignStatus;
+}
+
+export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIterable<Uint8Array>, now: Date): Promise<ImportResult> {
   // The file is read in full first: a transaction open while a slow client trickles 10 MB would
   // hold a pooled connection (and the campaign's lock) for as long as the client likes.
   const file = await readUpload(bytes);
@@ -172,7 +179,7 @@ export async function importCsv(sql: Sql, campaign: CampaignRow, bytes: AsyncIte
     if (!end.status) throw notFound('campaign');
     if (TERMINAL.has(end.status)) throw invalid('status', `the campaign became ${end.status} during the upload: a ${end.status} campaign takes no more contacts`);
     if (!end.added) throw invalid('file', `the campaign would have more than ${MAX_CAMPAIGN_VARIABLES} distinct variable names over its uploads`);
-    return summary;
+    return { summary, campaignStatus: end.status };
   });
 }
 

@@ -220,13 +220,19 @@ export async function staleAttempts(sql: Sql, campaignId: string, beforeMs: numb
  * campaign completed under it). Returns true when this call moved it.
  */
 export async function completeIfDone(sql: Sql, campaignId: string, now: Date): Promise<boolean> {
-  const rows = await sql`
-    update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}, status_reason = null
-    where id = ${campaignId} and status = 'running'
-      and not exists (select 1 from campaign_contacts where campaign_id = ${campaignId} and status in ('queued', 'dialing', 'in_progress'))
-      and pg_try_advisory_xact_lock(hashtextextended(${'campaign-upload:' + campaignId}, 0))
-    returning id`;
-  return rows.length > 0;
+  return sql.begin(async (tx) => {
+    // The upload lock first, in its own statement: the update's snapshot is then taken after any
+    // upload that held it committed (in one statement, an upload committing between the snapshot
+    // and the lock attempt left its contacts queued in a completed campaign).
+    const [{ free }] = await tx<{ free: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended(${'campaign-upload:' + campaignId}, 0)) as free`;
+    if (!free) return false;
+    const rows = await tx`
+      update campaigns set status = 'completed', completed_at = ${now}, updated_at = ${now}, status_reason = null
+      where id = ${campaignId} and status = 'running'
+        and not exists (select 1 from campaign_contacts where campaign_id = ${campaignId} and status in ('queued', 'dialing', 'in_progress'))
+      returning id`;
+    return rows.length > 0;
+  }) as Promise<boolean>;
 }
 
 export async function startScheduled(sql: Sql, campaignId: string, now: Date): Promise<void> {

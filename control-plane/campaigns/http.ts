@@ -58,8 +58,8 @@ export function createCampaignRawHandlers(deps: CampaignHttpDeps): Array<(req: N
       const spool = await spoolUpload(req, file.stream);
       try {
         await file.rest;
-        const summary = await importCsv(deps.sql, row, createReadStream(spool.file), new Date(deps.clock.now()));
-        await wakeAfterUpload(row, deps.wake, deps.logger);
+        const { summary, campaignStatus } = await importCsv(deps.sql, row, createReadStream(spool.file), new Date(deps.clock.now()));
+        await wakeAfterUpload(row.id, campaignStatus, deps.wake, deps.logger);
         sendJson(res, 200, successBody('envelope', summary));
       } finally {
         await spool.remove();

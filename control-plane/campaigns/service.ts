@@ -120,8 +120,8 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
     async uploadCampaignCsv(req, ctx) {
       const row = await access.campaign(ctx, req.campaignId);
       assertUploadable(row);
-      const s = await importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
-      await wakeAfterUpload(row, deps.wake, deps.logger);
+      const { summary: s, campaignStatus } = await importCsv(sql, row, Readable.from([Buffer.from(req.csv)]), now());
+      await wakeAfterUpload(row.id, campaignStatus, deps.wake, deps.logger);
       // The summary is snake_case (the REST body); the message's fields are camelCase.
       return { total: s.total, valid: s.valid, invalid: s.invalid, duplicates: s.duplicates, phoneColumn: s.phone_column, headers: s.headers, preview: s.preview };
     },
@@ -180,12 +180,13 @@ export function createCampaignService(deps: CampaignServiceDeps): ServiceImpl<ty
 /**
  * New contacts of a running campaign are dialed now, as at start: its loop may have ended idle
  * (every contact in a call, or only retries not yet due) with its next slice planned up to a
- * minute ahead. Other states dial nothing yet (a resume wakes the loop itself).
+ * minute ahead. Other states dial nothing yet (a resume wakes the loop itself). `status` is the one
+ * the import saw as it committed: a campaign started during the import is woken too.
  */
-export async function wakeAfterUpload(row: store.CampaignRow, wake: (campaignId: string) => Promise<void>, logger: Logger): Promise<void> {
-  if (row.status !== 'running') return;
+export async function wakeAfterUpload(campaignId: string, status: store.CampaignStatus, wake: (campaignId: string) => Promise<void>, logger: Logger): Promise<void> {
+  if (status !== 'running') return;
   // The contacts are stored: a failed wake only delays them (the loop's next slice finds them).
-  await wake(row.id).catch((err: Error) => logger.warn({ campaignId: row.id, err: err.message }, 'campaign dialer not woken after an upload'));
+  await wake(campaignId).catch((err: Error) => logger.warn({ campaignId, err: err.message }, 'campaign dialer not woken after an upload'));
 }
 
 /** Contacts added to a finished campaign could never be dialed. */

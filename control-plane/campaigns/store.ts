@@ -157,7 +157,6 @@ export async function cancelQueued(sql: Tx, campaignId: string, now: Date): Prom
             where campaign_id = ${campaignId} and status = 'queued'`;
 }
 
-/** Takes the campaign row's lock for the rest of the transaction (uploads to one campaign take turns). */
 /**
  * Uploads to one campaign take turns (a transaction-scoped advisory lock), without locking the
  * campaign row: an import of a large file takes seconds (20 s for 560,000 rows here), and a

@@ -68,7 +68,18 @@ export function createConnectorsDomain(deps: ConnectorsDeps): ConnectorsDomain {
     if (!grants.length) return undefined;
     return async () => {
       deps.logger.info({ workspaceId, providers: grants.map((g) => g.provider) }, 'workspace deleted: revoking its OAuth grants at the vendors');
-      await Promise.all(grants.map((g) => oauth.revokeQuietly(g.client, JSON.parse(deps.secrets.decrypt(g.secret_enc)) as Record<string, string>, g.provider)));
+      await Promise.all(
+        grants.map(async (g) => {
+          let cred: Record<string, string>;
+          try {
+            cred = JSON.parse(deps.secrets.decrypt(g.secret_enc)) as Record<string, string>;
+          } catch (err) {
+            // One unreadable secret (a rotated SECRETS_KEY) must not keep the others alive.
+            return deps.logger.warn({ err, workspaceId, provider: g.provider }, 'OAuth grant not revoked: its stored secret cannot be read');
+          }
+          await oauth.revokeQuietly(g.client, cred, g.provider);
+        }),
+      );
     };
   });
   const binder = createConnectorBinder(deps.sql, catalog);

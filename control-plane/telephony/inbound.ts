@@ -81,10 +81,6 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
     log.warn({ agentId: agent.agent_id }, 'inbound call from another carrier account refused');
     return refuse(MESSAGES.notInService);
   }
-  if (agent.is_active === false) {
-    log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is inactive');
-    return refuse(MESSAGES.notInService);
-  }
   if ((binding?.call_direction ?? 'both') === 'outbound') {
     log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is outbound only');
     return refuse(MESSAGES.noInbound);
@@ -95,6 +91,11 @@ export async function answerInbound(ctx: Ctx, hc: HandlerContext, adapter: Carri
   if (existing?.stream_url) {
     if (adapter.answerInbound) return docs.empty();
     return docs.connect(existing.stream_url, { session_id: existing.session_id, agent_id: existing.agent_id, call_id: existing.call_id }, account);
+  }
+  // After the lookup above: a call already connected runs to its end (a re-delivered webhook).
+  if (agent.is_active === false) {
+    log.info({ agentId: agent.agent_id }, 'inbound call refused: agent is inactive');
+    return refuse(MESSAGES.notInService);
   }
 
   const callId = newId();

@@ -74,8 +74,13 @@ export class OAuthProviderFake extends VendorFake {
   accessTtlS = 3599;
   /** Issue a new refresh token on every refresh (the old one stops working). */
   rotateRefreshTokens = false;
-  /** The next refresh is carried out (a rotated token spent) at once, but answered this much later (a slow network back to another replica). */
-  holdNextRefreshAnswerMs = 0;
+  /**
+   * The next refresh is carried out (a rotated token spent) at once, but answered only after the
+   * token endpoint has answered one more request (a slow network back to one replica while another
+   * is refused), or after 10 s.
+   */
+  holdNextRefreshAnswer = false;
+  private heldRefreshAnswer?: () => void;
   /** Slack: the app has token rotation on (12 h access tokens and refresh tokens); off, bot tokens never expire. */
   slackTokenRotation = false;
   /** Atlassian: the sites the consenting user can reach, in `accessible-resources` order. */
@@ -228,6 +233,10 @@ export class OAuthProviderFake extends VendorFake {
   protected route(rec: HttpRecord, res: ServerResponse): void {
     const p = this.paths;
     if (rec.method === 'POST' && rec.path === p.token) {
+      // A held refresh answer goes out just after this request's answer.
+      const release = this.heldRefreshAnswer;
+      this.heldRefreshAnswer = undefined;
+      if (release) setImmediate(release);
       const f = this.form(rec);
       if (f.get('grant_type') === 'authorization_code') {
         const grant = this.codes.get(f.get('code') ?? '');
@@ -256,10 +265,17 @@ export class OAuthProviderFake extends VendorFake {
           next = `${this.refreshTokenPrefix()}${randomBytes(24).toString('hex')}`;
           this.refreshTokens.set(next, held);
         }
-        const hold = this.holdNextRefreshAnswerMs;
-        this.holdNextRefreshAnswerMs = 0;
-        if (hold) {
-          setTimeout(() => this.issue(rec, res, held.scopes, held.user, next), hold);
+        if (this.holdNextRefreshAnswer) {
+          this.holdNextRefreshAnswer = false;
+          let sent = false;
+          const answer = () => {
+            if (sent) return;
+            sent = true;
+            clearTimeout(bound);
+            this.issue(rec, res, held.scopes, held.user, next);
+          };
+          const bound = setTimeout(answer, 10_000);
+          this.heldRefreshAnswer = answer;
           return;
         }
         return this.issue(rec, res, held.scopes, held.user, next);

@@ -391,14 +391,14 @@ describe('Google Workspace', () => {
       const cred = await storedCred('google_workspace');
       googleAuth.rotateRefreshTokens = true;
       googleAuth.expireAccessToken(cred!.access_token);
-      // The first refresh spends the refresh token at once but its answer comes 600 ms later: the
-      // second is refused before the winner has stored anything.
-      googleAuth.holdNextRefreshAnswerMs = 600;
+      // The first refresh spends the refresh token at once but is answered only after the second
+      // has been refused: the loser is refused before the winner has stored anything.
+      googleAuth.holdNextRefreshAnswer = true;
       const tokenCallsBefore = googleAuth.requests.filter((r) => r.path === '/token').length;
       const body = { start: '2030-03-05T09:00:00Z', end: '2030-03-05T10:00:00Z' };
       const a = execute(id, 'list_free_slots', body);
-      // Sent once the first refresh has spent the token (the fake clears the hold as it does).
-      await until(() => googleAuth.holdNextRefreshAnswerMs === 0, 5000, 'first refresh carried out');
+      // Sent once the first refresh has spent the token (the fake clears the flag as it does).
+      await until(() => !googleAuth.holdNextRefreshAnswer, 5000, 'first refresh carried out');
       const b = api(cp2, 'POST', `${C}/execute/${id}/list_free_slots`, { token: owner.token, body });
       expect([(await a).status, (await b).status]).toEqual([200, 200]);
       const refreshes = googleAuth.requests.filter((r) => r.path === '/token').slice(tokenCallsBefore);
@@ -406,7 +406,7 @@ describe('Google Workspace', () => {
       expect((await connectionOf('google_workspace')).health_status).toBe('ok');
     } finally {
       googleAuth.rotateRefreshTokens = false;
-      googleAuth.holdNextRefreshAnswerMs = 0;
+      googleAuth.holdNextRefreshAnswer = false;
       await cp2.close();
     }
   });
