@@ -21,6 +21,7 @@ import type { CallActor } from './session/actor.js';
 import { PacedMap, Pacer } from './session/pacer.js';
 import type { CarrierTransport } from './transports/carrier-transport.js';
 import { SocketAdmission } from './transports/socket-admission.js';
+import { realClock } from '../shared/clock.js';
 import { assertNativeUws, uws, type us_listen_socket } from './uws.js';
 import { type DrainOptions, type DrainOutcome, SHUTDOWN_REASON, startDrain, type Drain } from './drain.js';
 
@@ -61,7 +62,7 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const nodeId = opts.nodeId ?? `engine-${randomUUID().slice(0, 8)}`;
   const calls = new PacedMap<CallActor>();
   const prewarmed = new PrewarmCache(clock, opts.prewarmTtlMs ?? PREWARM_TTL_MS);
-  const admission = new SocketAdmission(config.maxSockets, config.maxSocketsPerIp);
+  const admission = new SocketAdmission(config.maxSockets, config.maxSocketsPerIp, realClock, { burst: 4 * config.socketOpensPerIpPerS, perSecond: config.socketOpensPerIpPerS });
   const metrics = new EngineMetrics({ prewarmed: () => prewarmed.size, recordsQueued: opts.recordsQueued });
   const tracing = opts.tracer ? undefined : startTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName });
   const tracer = opts.tracer ?? tracing?.tracer;

@@ -56,6 +56,8 @@ export interface Config {
    * proxy every socket shares the proxy's address, so raise it (up to MAX_SOCKETS) there.
    */
   maxSocketsPerIp: number;
+  /** New voice sockets a second per client address (a burst of 4x); beyond it 429. */
+  socketOpensPerIpPerS: number;
   /** A carrier socket must send `start` and be claimed, a browser socket be claimed, within this. Default 5000. */
   socketStartTimeoutMs: number;
   /**
@@ -319,6 +321,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000, 64, 1_000_000),
     maxSockets: int(env, 'MAX_SOCKETS', 2000, 1, 1_000_000),
     maxSocketsPerIp: int(env, 'MAX_SOCKETS_PER_IP', 200, 1, 1_000_000),
+    socketOpensPerIpPerS: int(env, 'SOCKET_OPENS_PER_IP_PER_S', 100, 1, 1_000_000),
     socketStartTimeoutMs: int(env, 'SOCKET_START_TIMEOUT_MS', 5000, 100, 60_000),
     carrierOutMessageMs: carrierOutMessageMs(env),
     engineCapacity: int(env, 'ENGINE_CAPACITY', 1000, 1, 1_000_000),

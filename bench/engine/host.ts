@@ -53,7 +53,7 @@ const win = new ProcessWindow(10);
 
 async function init(p: HostInit): Promise<{ port: number; nodeId: string; gc: boolean }> {
   registry = p.registry === 'redis' ? await RedisRegistry.connect({ url: p.redisUrl!, prefix: p.redisPrefix }) : new MemoryRegistry();
-  const config = loadConfig(p.carrierOutMessageMs ? { CARRIER_OUT_MESSAGE_MS: String(p.carrierOutMessageMs) } : {}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16, maxSocketsPerIp: p.capacity + 16 });
+  const config = loadConfig(p.carrierOutMessageMs ? { CARRIER_OUT_MESSAGE_MS: String(p.carrierOutMessageMs) } : {}, { enginePort: 0, host: '127.0.0.1', engineCapacity: p.capacity, maxSockets: p.capacity + 16, maxSocketsPerIp: p.capacity + 16, socketOpensPerIpPerS: 1_000_000 });
   node = await startEngineNode({
     config,
     logger: createLogger({ level: 'warn' }),

@@ -152,6 +152,23 @@ describe('socket-cap exhaustion', () => {
     await waitFor(async () => (await healthz(node.port)).sockets === 0, 5000);
   });
 
+  it('SOCKET_OPENS_PER_IP_PER_S sets how fast one address may open sockets (a burst of 4x, then 429)', { timeout: 30_000 }, async () => {
+    const config = loadConfig({ SOCKET_OPENS_PER_IP_PER_S: '2' }, { enginePort: 0, host: '127.0.0.1', engineCapacity: 10, maxSockets: MAX_SOCKETS, maxSocketsPerIp: PER_IP });
+    expect(config.socketOpensPerIpPerS).toBe(2);
+    const slow = await startSimEngine({ config, logger: log.logger, registry });
+    try {
+      const url = `ws://127.0.0.1:${slow.port}/api/v1/voice/ws/twilio/CArate`;
+      const burst = [];
+      for (let i = 0; i < 8; i++) burst.push(await open(url, '127.0.3.1'));
+      expect(burst.every((m) => 'ws' in m)).toBe(true);
+      expect(await open(url, '127.0.3.1')).toMatchObject({ status: 429 });
+      for (const s of burst) if ('ws' in s) s.ws.terminate();
+      await Promise.all(burst.map((s) => ('ws' in s ? s.closed : undefined)));
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a browser socket whose claim does not complete by the deadline gets an error frame and 1013 and frees its slot', { timeout: 30_000 }, async () => {
     const cfg = await putSession();
     registry.stall = true;
