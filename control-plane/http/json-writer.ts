@@ -15,7 +15,8 @@
  * instance inside a plain object where it cannot vouch for the shape, a Struct holding a value that
  * is not plain JSON) makes it answer `undefined`, and the caller takes the library path, which also
  * raises the library's errors. Message types with enums, oneofs, 64-bit or bytes fields, or other
- * well-known types (none in the API today) are never compiled: always the library path.
+ * well-known types (none in the API today), or that contain themselves (SystemHealthRecord's
+ * `processes`), are never compiled: always the library path.
  */
 import { create, toJson, ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 
@@ -77,7 +78,7 @@ export function withNulls(desc: DescMessage, json: JsonObject): JsonObject {
 export function writerFor(desc: DescMessage): Writer | null {
   let w = writers.get(desc);
   if (w === undefined) {
-    writers.set(desc, null); // recursive types: not handled (none in the API)
+    writers.set(desc, null); // recursive types (SystemHealthRecord): the library path
     w = compile(desc);
     writers.set(desc, w);
   }
