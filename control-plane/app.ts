@@ -234,6 +234,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
       fetchRecording: (ref, signal) => telephony.fetchRecording(ref, signal),
       outbound,
       handOffRefusal: (callId) => telephony.handOffRefusal(callId),
+      hangUp: (callId) => telephony.hangUp(callId),
     },
     opts.portal,
   );

@@ -32,6 +32,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { InvalidationBus } from '../../shared/registry/index.js';
 import { newId } from '../../shared/ids.js';
+import { conflict } from '../../shared/errors.js';
 import type { Presence } from './presence.js';
 import type { LiveAgentConfig } from '../agents/types.js';
 
@@ -80,9 +81,10 @@ export interface HandoffDeps {
   liveConfig(agentId: string): Promise<LiveAgentConfig>;
   /** The carrier dials person `identity`; the AI drops off. The carrier that dialed; undefined: the call cannot be handed over. */
   dialClient(callId: string, identity: string): Promise<string | undefined>;
-  /** Whether the call's carrier (and account) can hand it to a person at all. */
   /** Why the call's carrier cannot hand it to a person (telephony); undefined when it can. */
   handOffRefusal(callId: string): Promise<string | undefined>;
+  /** Hangs the carrier call up (a person ended a call handed to them); its `ended` event follows. Absent: the carrier ends it on its own. */
+  hangUp?(callId: string): Promise<boolean>;
   /** The live session says `text` to the caller now (engine `say` command; the spoken fallback). */
   say(sessionId: string, text: string): Promise<void>;
 }
@@ -126,6 +128,10 @@ export function createHandoff(deps: HandoffDeps) {
       // and `for update` alone would let both count the same load. The lock ends with the
       // transaction; under read committed the next pick's query sees the offer this one inserts.
       await tx`select pg_advisory_xact_lock(hashtextextended(${`handoff:${r.workspaceId}`}, 0))`;
+      // Checked under the lock: concurrent requests for one call found it free outside it, and the
+      // second insert failed the open-offer index (a 500).
+      const [open] = await tx`select 1 from human_handoffs where call_id = ${r.callId} and status in ('offered', 'accepted') limit 1`;
+      if (open) throw conflict('the call is already offered to or connected with a person');
       // `max_concurrent_calls`: a person holds up to N calls. Free: `available`, or `on_call` with
       // calls we connected (their own `on_call` without one is not free); fewer open offers and
       // calls than N. The least loaded first, then the longest in that status.
@@ -240,9 +246,15 @@ export function createHandoff(deps: HandoffDeps) {
      */
     async end(callId: string, humanAgentId?: string): Promise<boolean> {
       const at = now();
+      // The call itself ended (no person named): an offer still open is void, or its expiry would
+      // offer the dead call to the next person.
+      if (!humanAgentId) await sql`update human_handoffs set status = 'ended', ended_at = ${at} where call_id = ${callId} and status = 'offered'`;
       const rows = await sql<HandoffRow[]>`
         update human_handoffs set status = 'ended', ended_at = ${at}
         where call_id = ${callId} and status = 'accepted' and (${humanAgentId ?? null}::uuid is null or human_agent_id = ${humanAgentId ?? null}) returning *`;
+      // The person ended it (`call.end`): the carrier call ends too, or caller and person stayed
+      // connected after the record (and `call.completed`) said the call was over.
+      if (humanAgentId && rows.length && deps.hangUp) await deps.hangUp(callId).catch((err: Error) => logger.warn({ err, callId }, 'carrier hangup after call.end failed'));
       for (const h of rows) {
         await sql`
           update conversations set status = 'completed', ended_at = ${at}, updated_at = ${at},

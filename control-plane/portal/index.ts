@@ -50,6 +50,8 @@ export type PortalDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'clock' | 
   outbound: OutboundClient;
   /** Whether the call's carrier (and account) can hand it to a person at all (Exotel cannot). */
   handOffRefusal(callId: string): Promise<string | undefined>;
+  /** Telephony's hang-up of a live call (`call.end` from the person ends the carrier call). */
+  hangUp?(callId: string): Promise<boolean>;
 };
 
 /** Bus topic: `agentId:sessionId` whose presence session ended outside its socket. */
@@ -127,6 +129,7 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     liveConfig: deps.liveConfig,
     dialClient: deps.dialClient,
     handOffRefusal: deps.handOffRefusal,
+    hangUp: deps.hangUp,
     async say(sessionId, text) {
       const owner = await deps.registry.sessions.sessionOwner(sessionId);
       if (owner) await deps.registry.commands.sendCommand(owner, { kind: 'say', sessionId, payload: { text } }, COMMAND_TIMEOUT_MS);

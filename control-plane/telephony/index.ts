@@ -18,7 +18,7 @@ import { dialOutbound, type DialAs, type OutboundInput, type OutboundResult } fr
 import { dialClient, endLostCall, handOffRefusal } from './manage.js';
 import { fetchRecording, type RecordingRef } from './recordings.js';
 import { runStepDeadline, type StepDeadline } from './inbound-deadline.js';
-import { endIfStale } from './stale.js';
+import { carrierHangup, endIfStale } from './stale.js';
 
 export type { LateRecordings, TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CarrierName, CarrierRecording } from './carriers/index.js';
@@ -44,6 +44,8 @@ export interface TelephonyDomain extends Domain {
   fetchRecording(ref: RecordingRef, signal?: AbortSignal): Promise<Uint8Array>;
   /** Why the call's carrier (or account) cannot hand it to a person; undefined when it can. */
   handOffRefusal(callId: string): Promise<string | undefined>;
+  /** Hangs a live call up at its carrier (a person ended a call handed to them); its `ended` event follows the carrier's final status. False: not live. */
+  hangUp(callId: string): Promise<boolean>;
   /** The `telephony.step-deadline` job: hangs up an inbound call whose spoken step never ended (inbound-deadline.ts). */
   runStepDeadline(data: StepDeadline): Promise<'hung_up' | 'moved_on'>;
 }
@@ -58,6 +60,12 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     dial: (req, as) => dialOutbound(ctx, req, as),
     endIfStale: (callId) => endIfStale(ctx, callId),
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
+    async hangUp(callId) {
+      const c = await ctx.calls.get(callId);
+      if (!c) return false;
+      await carrierHangup(ctx, c, 'carrier hangup of a call a person ended failed');
+      return true;
+    },
     dialClient: (callId, identity, base) => dialClient(ctx, callId, identity, base),
     fetchRecording: (ref, signal) => fetchRecording(ctx, ref, signal),
     handOffRefusal: (callId) => handOffRefusal(ctx, callId),

@@ -51,15 +51,26 @@ afterAll(async () => {
 
 const callee = () => `+1415555${String(nextNumber++).padStart(4, '0')}`;
 
-async function liveCall(agentId: string) {
+async function liveCall(agentId: string, dialDurationMs = 1500) {
   const to = callee();
-  h.callees.set(to, { dialDurationMs: 1500 });
+  h.callees.set(to, { dialDurationMs });
   const res = await h.call('POST', '/telephony/calls/outbound', { agent_id: agentId, to_number: to });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   const sim = await h.sim.waitForCall((c) => c.sid === res.body.provider_call_sid);
   const media = await sim.mediaReady;
   await media.waitUntil(() => media.heard.includes('hello caller'), 10_000, 'greeting');
   return { body: res.body, sim, media };
+}
+
+/** Helga on a presence socket, `ready` read. */
+async function helgaLoggedIn(): Promise<PresenceClient> {
+  const login = await api(h.app, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: h.user.workspaceId, agent_code: humanCode, password: 'helga-password' } });
+  expect(login.status).toBe(200);
+  const c = presenceClient(h.app.port);
+  await c.open();
+  c.send({ type: 'login', token: login.body.data.token });
+  expect((await c.next()).type).toBe('ready');
+  return c;
 }
 
 describe('hand-off to a human agent', () => {
@@ -128,6 +139,38 @@ describe('hand-off to a human agent', () => {
     expect(ev.segments.map((x: { handler: string }) => x.handler)).toEqual(['ai', 'human']);
     expect(ev.segments[1]).toMatchObject({ human_agent_id: humanId, conversation_id: connected.conversation_id });
     expect(ev.human_agents).toEqual([expect.objectContaining({ id: humanId, name: 'Helga' })]);
+    c.ws.close();
+  });
+
+  it('call.end from the person hangs the carrier call up (caller and person were left connected after the record said it was over)', { timeout: 45_000 }, async () => {
+    const c = await helgaLoggedIn();
+    // The person's leg would last a minute.
+    const { body, sim, media } = await liveCall(panelAgent, 60_000);
+    await media.say('I want to talk to a person');
+    const offer = await c.next('offer');
+    c.send({ type: 'offer.accept', offer_id: offer.offer_id });
+    expect(await c.next('call.connected')).toMatchObject({ call_id: body.call_id });
+    await media.closed();
+    c.send({ type: 'call.end', call_id: body.call_id });
+    expect(await c.next('call.ended')).toMatchObject({ call_id: body.call_id });
+    const ended = await Promise.race([sim.ended, new Promise((r) => setTimeout(() => r('still connected'), 10_000))]);
+    expect(ended).toBe('completed');
+    c.ws.close();
+  });
+
+  it('concurrent hand-off requests for one call: one offer, the others 409 (they were 500); a caller who hangs up voids the open offer', { timeout: 45_000 }, async () => {
+    const c = await helgaLoggedIn();
+    const { body } = await liveCall(panelAgent);
+    const tries = await Promise.all([1, 2, 3].map(() => h.call('POST', `/call-center/calls/${body.call_id}/handoff`)));
+    expect(tries.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+    await c.next('offer');
+    // The caller hangs up while the offer is out: it is void, so its expiry offers the dead call to nobody.
+    expect((await h.call('POST', `/telephony/calls/${body.call_id}/end`)).status).toBe(200);
+    await expect
+      .poll(async () => (await h.infra.sql<{ status: string }[]>`select status from human_handoffs where call_id = ${body.call_id}`).map((r) => r.status), { timeout: 10_000, interval: 100 })
+      .toEqual(['ended']);
+    await h.infra.sql`update human_handoffs set expires_at = now() - interval '1 second' where call_id = ${body.call_id}`;
+    expect(await h.app.portal.handoff.expireOffers()).toBe(0);
     c.ws.close();
   });
 });
