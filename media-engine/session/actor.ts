@@ -76,6 +76,8 @@ export class CallActor {
   private ending = false;
   /** A flow `transfer` node asked the portal for a person (issue 21). */
   private handoffRequested = false;
+  /** Fixed words (`say`) waiting for the run the caller is hearing to finish. */
+  private pendingSay?: string;
   /** The time allowance (`allowanceMs`) is spent: the next turn boundary ends the call. */
   private creditSpent = false;
   /** The mark of the last run before a carrier call ends (endWhenHeard). */
@@ -458,6 +460,9 @@ export class CallActor {
     if (run.kind === 'reply' && this.maxTurnsReached) return this.endWhenHeard(run, 'max_turns');
     // The caller is still speaking (callerTurns.agentDone set the phase): their turn ends at its endpoint.
     if ((this.phase as Phase) === 'user_speaking') return;
+    const said = this.pendingSay;
+    this.pendingSay = undefined;
+    if (said) return void this.startRun('nudge', said);
     // Caller text that arrived while the agent was speaking (barge-in disabled) or folded in.
     if (this.caller.text) return this.beginReply(0);
     this.armIdle();
@@ -545,6 +550,12 @@ export class CallActor {
   /** Says `text` now, cutting what is playing (the hand-off fallback, issue 21). False: the call is ending. */
   say(text: string): boolean {
     if (this.closed || this.ending) return false;
+    // A run the caller is already hearing ("please stay on the line") ends first: cut, it left
+    // half a sentence before the words. One still silent (the model thinking) gives way at once.
+    if (this.runs.current?.audioStarted) {
+      this.pendingSay = text;
+      return true;
+    }
     if (this.runs.current) this.interrupt();
     this.startRun('nudge', text);
     return true;

@@ -121,4 +121,17 @@ describe('CallActor portal hand-off', () => {
     run.cutToolExchange('s1', 2000);
     expect(run.toolCalls).toHaveLength(2);
   });
+
+  it('the fallback waits for words the caller is already hearing: "Please hold." plays whole, then the fallback', async () => {
+    const h = actorHarness({ human_handoff: true, call_id: 'c4' }, { llm: { script: SCRIPT }, requestHandoff: () => undefined });
+    h.actor.start();
+    h.actor.post({ kind: 'text_inject', text: 'a person please', role: 'user' });
+    // The answer is playing (its first audio is out).
+    expect(await h.runUntil(() => h.transport.of('tts_audio_start').length === 1)).toBe(true);
+    expect(h.actor.say('Sorry, no one is available.')).toBe(true);
+    expect(await h.runUntil(() => h.recorder.agentMessages.length === 1)).toBe(true);
+    expect(h.transport.of('turn_complete')[0]).toMatchObject({ turn: 1, assistant_text: 'Please hold.' });
+    expect(h.recorder.turns[0]).toMatchObject({ assistant_text: 'Please hold.', interrupted: false });
+    expect(h.recorder.agentMessages[0]).toMatchObject({ kind: 'nudge', text: 'Sorry, no one is available.', interrupted: false });
+  });
 });
