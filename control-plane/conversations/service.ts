@@ -185,7 +185,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
       const userId = text('user_id', req.userId);
       if (agentId && agentId !== conv.agent_id) throw invalid('agent_id', "is not this conversation's agent");
       const now = new Date(deps.clock.now());
-      const [row] = await sql<{ id: string; status: string }[]>`
+      const update = (q: typeof sql) => q<{ id: string; status: string }[]>`
         update conversations set
           status = coalesce(${status ?? null}::text, status),
           total_turns = coalesce(${totalTurns ?? null}::int, total_turns),
@@ -211,6 +211,14 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
           -- (coalesce: with no status sent the test is NULL, and not NULL refused every such PUT.)
           and not coalesce(engine_node_id is not null and status = 'active' and ${status ?? null}::text in ('completed', 'failed'), false)
         returning id, status`;
+      // Spec (Conversation state machine): an end without agent_id has no post-call processing.
+      // The outbox trigger reads this transaction-local setting (migration 0031).
+      const [row] = agentId
+        ? await update(sql)
+        : ((await sql.begin(async (tx) => {
+            await tx`select set_config('voiceplane.skip_post_call', 'on', true)`;
+            return update(tx as unknown as typeof sql);
+          })) as { id: string; status: string }[]);
       if (!row) {
         const [current] = await sql<{ status: string; engine_node_id: string | null }[]>`select status, engine_node_id from conversations where id = ${conv.id}`;
         if (!current) throw notFound('conversation'); // its workspace was deleted meanwhile
@@ -221,7 +229,7 @@ export function createConversationService(deps: ConversationServiceDeps): Servic
         throw new AppError('CONFLICT', `status: ${problem}`, { details: [{ field: 'status', problem }] });
       }
       // Spec: with agent_id, post-call processing (summary) runs asynchronously, as a durable job.
-      // A transition to completed also reaches the job through the post-call outbox (deduplicated).
+      // The transition to completed also reaches the post-call jobs through the outbox (deduplicated).
       if (agentId) await deps.summarizer.request(conv.id);
       return { id: row.id, status: row.status };
     },

@@ -131,13 +131,28 @@ describe('create, read, update', () => {
     expect((await as(bob).put(`${C}/${c.id}`, { status: 'failed' })).status).toBe(404);
   });
 
+  it('PUT completed without agent_id has no post-call processing (spec state machine): no summary, QA or analysis job', async () => {
+    const jobsFor = async (id: string) =>
+      (await infra.sql.unsafe<{ n: number }[]>(`select count(*)::int as n from "${infra.schema}_boss".job where name = 'post-call.summary' and data->>'conversation_id' = $1`, [id]))[0]!.n;
+    const quiet = await conversation(alice, a1);
+    expect((await as(alice).put(`${C}/${quiet.id}`, { status: 'completed' })).status).toBe(200);
+    // An end the outbox does relay (written as the engine or a sweeper would), after it: once the
+    // outbox is drained, the PUT's end would have become a job too.
+    const relayed = await conversation(alice, a1);
+    await infra.sql`update conversations set status = 'completed', ended_at = now() where id = ${relayed.id}`;
+    await h.postCall.drain();
+    await expect.poll(() => jobsFor(relayed.id), { timeout: 10_000, interval: 100 }).toBe(1);
+    expect(await jobsFor(quiet.id)).toBe(0);
+  });
+
   it('a summary asked for (PUT with agent_id) while the completion\'s own job is deciding is still written', async () => {
     const agent = await createAgent(h, infra, alice, alice.workspaceId, 'race');
     const c = await conversation(alice, agent);
     expect((await as(alice).post(`${C}/messages`, { conversation_id: c.id, turn_number: 1, role: 'user', content: 'please move my delivery to Friday' })).status).toBe(201);
     const { entered, release } = holdSummaryJob(agent);
-    // The completion queues the post-call job; it reads summary_status (not asked yet) and waits.
-    expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed' })).status).toBe(200);
+    // The completion (written as the engine would: a PUT without agent_id has no post-call
+    // processing) queues the post-call job; it reads summary_status (not asked yet) and waits.
+    await infra.sql`update conversations set status = 'completed', ended_at = now() where id = ${c.id}`;
     await entered;
     // Now the explicit request marks the row pending and queues a job behind the running one.
     expect((await as(alice).put(`${C}/${c.id}`, { status: 'completed', agent_id: agent })).status).toBe(200);

@@ -32,6 +32,7 @@ import { m0027_campaign_contacts_number } from './0027_campaign_contacts_number.
 import { m0028_engine_nodes_left } from './0028_engine_nodes_left.js';
 import { m0029_campaigns_agent_set_null } from './0029_campaigns_agent_set_null.js';
 import { m0030_campaigns_status_reason } from './0030_campaigns_status_reason.js';
+import { m0031_put_without_agent_no_post_call } from './0031_put_without_agent_no_post_call.js';
 
 export interface Migration {
   version: number;
@@ -39,4 +40,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors, m0014_connector_oauth, m0015_knowledge_search, m0016_simtests, m0017_node_loss, m0018_portal, m0019_carrier_accounts, m0020_handoff_transcription, m0021_summary_requests, m0022_conversations_ws_call, m0023_more_row_limits, m0024_conversations_session_per_workspace, m0025_human_agent_inactive_periods, m0026_messages_billable, m0027_campaign_contacts_number, m0028_engine_nodes_left, m0029_campaigns_agent_set_null, m0030_campaigns_status_reason];
+export const MIGRATIONS: Migration[] = [m0001_accounts, m0002_agents, m0003_conversations, m0004_hardening, m0005_post_call, m0006_campaigns, m0007_analysis, m0008_qa, m0009_pipeline_events, m0010_system_analytics, m0011_alerts, m0012_billing, m0013_connectors, m0014_connector_oauth, m0015_knowledge_search, m0016_simtests, m0017_node_loss, m0018_portal, m0019_carrier_accounts, m0020_handoff_transcription, m0021_summary_requests, m0022_conversations_ws_call, m0023_more_row_limits, m0024_conversations_session_per_workspace, m0025_human_agent_inactive_periods, m0026_messages_billable, m0027_campaign_contacts_number, m0028_engine_nodes_left, m0029_campaigns_agent_set_null, m0030_campaigns_status_reason, m0031_put_without_agent_no_post_call];
