@@ -95,12 +95,7 @@ describe('hand-off to a human agent', () => {
   });
 
   it('the transfer_to_human function offers the call over the presence socket; on accept the carrier dials the person and the call folds as ai -> human', { timeout: 45_000 }, async () => {
-    const login = await api(h.app, 'POST', '/api/v1/agent-portal/login', { body: { workspace_id: h.user.workspaceId, agent_code: humanCode, password: 'helga-password' } });
-    expect(login.status).toBe(200);
-    const c = presenceClient(h.app.port);
-    await c.open();
-    c.send({ type: 'login', token: login.body.data.token });
-    expect((await c.next()).type).toBe('ready');
+    const c = await helgaLoggedIn();
 
     const { body, sim, media } = await liveCall(panelAgent);
     await media.say('I want to talk to a person');
