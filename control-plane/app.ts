@@ -6,7 +6,7 @@ import { HealthService } from '../shared/gen/voiceplane/v1/health_pb.js';
 import { createHealthService } from './health/service.js';
 import { healthRoutes } from './health/routes.js';
 import { createCors } from './http/cors.js';
-import { createConsoleHandler, DEFAULT_CONSOLE_DIR } from './console/serve.js';
+import { consoleBuilt, createConsoleHandler, DEFAULT_CONSOLE_DIR } from './console/serve.js';
 import { startControlPlaneServer, type RunningServer } from './http/server.js';
 import { startGrpcNativeServer } from './http/grpc-native.js';
 import type { ControlPlaneDeps, Domain } from './domain.js';
@@ -45,6 +45,8 @@ import { MEDIA_ENDED_CHECK_DELAY_S, MEDIA_ENDED_TOPIC } from '../shared/voice/me
 export interface ControlPlane {
   server: RunningServer;
   port: number;
+  /** The web console is built where this control plane serves it from (the start banner links it only then). */
+  consoleServed: boolean;
   /** The grpc-js listener's port when GRPC_PORT (or `opts.grpcPort`) turned it on. */
   grpcPort?: number;
   accounts: AccountsDomain;
@@ -149,7 +151,8 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   });
   const agents = createAgentsDomain({ ...deps, auth: accounts.auth, connectors: connectors.binder, publishGate: simTests.publishGate });
   const voice = createVoiceDomain({ ...deps, liveConfig: agents.liveConfig, liveConnections: connectors.liveConnections, connectWindowMs: opts.voiceConnectWindowMs });
-  const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound });
+  // Telephony is created further down (it needs the post-call wiring); the route calls it per request.
+  const conversations = await createConversationsDomain({ ...deps, auth: accounts.auth, liveConfig: agents.liveConfig, bus: opts.bus, jobs, outbound, fetchRecording: (ref, signal) => telephony.fetchRecording(ref, signal) });
   // Every conversation that ends (engine, carrier or PUT) gets its summary job.
   postCall.on((ev, tx) => conversations.summarizer.enqueue(ev.conversation_id, tx));
   // Every carrier call that ends gets its signed call.completed event (after the analysis hold).
@@ -184,7 +187,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   const onCallEvent = (ev: CallEvent) => {
     campaigns?.onCallEvent(ev);
     portal?.onCallEvent(ev);
-    const patch = callEventPatch(ev);
+    const patch = callEventPatch(ev, deps.clock.now());
     if (patch && ev.call.session_id) annotator.annotate(ev.call, patch);
     // A call the carrier never connected has no conversation: its `failed` event starts here.
     webhooks.events.onCarrierCallEnded(ev).catch((err: Error) => deps.logger.warn({ err, callId: ev.call.call_id }, 'failed-call webhook not queued'));
@@ -239,6 +242,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     opts.portal,
   );
   const domains: Domain[] = [health, accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, analytics, systemAnalytics, alerts, billing, connectors, simTests, portal];
+  const consoleDir = opts.consoleDir ?? DEFAULT_CONSOLE_DIR;
   const server = await startControlPlaneServer({
     port: opts.port ?? deps.config.httpPort,
     host: opts.host ?? deps.config.host,
@@ -251,7 +255,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     observe: metrics.observe,
     onResponse: (status, ms) => systemAnalytics.meter.record(status, ms),
     cors: createCors(deps.config.corsOrigins),
-    console: createConsoleHandler({ dir: opts.consoleDir ?? DEFAULT_CONSOLE_DIR, publicBaseUrl: deps.config.publicBaseUrl }),
+    console: createConsoleHandler({ dir: consoleDir, publicBaseUrl: deps.config.publicBaseUrl }),
     upgradeHandlers: [portal.upgrade],
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
@@ -287,6 +291,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
   let closed = false;
   return {
     server,
+    consoleServed: consoleBuilt(consoleDir),
     port: server.port,
     grpcPort: grpcServer?.port,
     accounts,
@@ -343,11 +348,20 @@ function publicBaseOf(configured: string, httpPort: number, listeningPort: numbe
   return port === '0' || httpPort === 0 ? `http://127.0.0.1:${listeningPort}` : base;
 }
 
-function callEventPatch(ev: CallEvent): Record<string, unknown> | undefined {
+function callEventPatch(ev: CallEvent, nowMs: number): Record<string, unknown> | undefined {
   const c = ev.call;
   switch (ev.type) {
     case 'ended':
-      return { call_id: c.call_id, call_status: ev.detail ?? 'completed', carrier_duration_seconds: ev.durationS ?? null, provider_call_sid: c.provider_call_sid };
+      // `call_ended_at`: when the carrier call ended, after the AI's stint when it was transferred
+      // (call.completed's `ended_at` then covers the transferred leg, and lists its recording).
+      return {
+        call_id: c.call_id,
+        call_status: ev.detail ?? 'completed',
+        carrier_duration_seconds: ev.durationS ?? null,
+        provider_call_sid: c.provider_call_sid,
+        call_ended_at: new Date(nowMs).toISOString(),
+        ...(ev.dialRecording?.sid ? { transfer_recording_sid: ev.dialRecording.sid, transfer_recording_url: ev.dialRecording.url } : {}),
+      };
     case 'amd':
       return { amd_verdict: c.amd_verdict || ev.detail };
     case 'recording':

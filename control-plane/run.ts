@@ -63,5 +63,5 @@ export async function runControlPlane(ctx: MainContext, attach?: Attach, options
     { port: cp.port, grpcPort: cp.grpcPort, engine: attached.enginePort, embeddedDb: infra.embeddedDb, registry: infra.registry.kind, dialerOwner: cp.campaigns.dialer.owner },
     'control plane listening',
   );
-  if (config.seedDemo) await seedDemo(config, cp.port, logger);
+  if (config.seedDemo) await seedDemo(config, cp.port, logger, cp.consoleServed);
 }

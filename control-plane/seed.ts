@@ -7,7 +7,6 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../shared/config.js';
-import { consoleBuilt } from './console/serve.js';
 import type { Logger } from '../shared/logger.js';
 
 // Renamed when its voice became `local` (issue 22): an install seeded before keeps its sim agent.
@@ -38,7 +37,8 @@ interface Envelope<T> {
   error: { code: string; message: string } | null;
 }
 
-export async function seedDemo(config: Config, port: number, logger: Logger): Promise<void> {
+/** `hasConsole`: the control plane serves a built console (ControlPlane.consoleServed); the banner links it only then. */
+export async function seedDemo(config: Config, port: number, logger: Logger, hasConsole: boolean): Promise<void> {
   if (!config.orgApiKey) return;
   const base = `http://127.0.0.1:${port}/api/v1`;
   const headers = { authorization: `Bearer ${config.orgApiKey}`, 'content-type': 'application/json' };
@@ -67,8 +67,6 @@ export async function seedDemo(config: Config, port: number, logger: Logger): Pr
       logger.info({ agentId: agent.id }, 'demo agent created and published');
     }
     const generated = config.orgApiKey.startsWith('vpk_org_') && config.nodeEnv !== 'production';
-    // A checkout run from sources without `npm run build` has no console to open.
-    const hasConsole = consoleBuilt();
     const lines = [
       '',
       // ROLE=control-plane runs no engine here: the sessions go to the engine nodes in the registry.

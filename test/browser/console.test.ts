@@ -84,7 +84,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     const write = process.stdout.write.bind(process.stdout);
     process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => ((banner += String(chunk)), write(chunk, ...rest))) as typeof process.stdout.write;
     try {
-      await seedDemo(config, cp.port, logger);
+      await seedDemo(config, cp.port, logger, cp.consoleServed);
     } finally {
       process.stdout.write = write;
     }
