@@ -11,6 +11,7 @@ import type { OutboundClient } from '../../shared/outbound/index.js';
 import type { ServiceBinding } from '../http/server.js';
 import type { ControlPlaneDeps, Domain } from '../domain.js';
 import { createAudioHandler, createAudioLinks, type AudioLinks } from './audio-links.js';
+import { createRecordingHandler, type FetchRecording } from './recordings.js';
 import { conversationRoutes } from './routes.js';
 import { createConversationService } from './service.js';
 import { createStreamHandler } from './stream.js';
@@ -36,6 +37,8 @@ export type ConversationsDeps = Pick<ControlPlaneDeps, 'config' | 'logger' | 'cl
   outbound?: OutboundClient;
   /** The control plane's durable job queue: summaries run as `post-call.summary` jobs. */
   jobs: Jobs;
+  /** Telephony's recording download: the recording proxy route (recordings.ts). Absent: that route is not served. */
+  fetchRecording?: FetchRecording;
 };
 
 export interface ConversationsOptions {
@@ -70,6 +73,7 @@ export async function createConversationsDomain(deps: ConversationsDeps, opts: C
   const sweeper = createAudioSweeper({ sql, dataDir: config.dataDir, clock, logger, retentionDays: config.audioRetentionDays, intervalMs: opts.sweepIntervalMs });
   const stream = createStreamHandler({ sql, auth: deps.auth, bus, links, clock, logger, heartbeatMs: opts.heartbeatMs, maxStreams: opts.maxStreams, maxStreamsPerUser: opts.maxStreamsPerUser });
   const audio = createAudioHandler({ sql, links, dataDir: config.dataDir, logger, clock });
+  const recordings = deps.fetchRecording ? createRecordingHandler({ sql, auth: deps.auth, logger, fetchRecording: deps.fetchRecording }) : undefined;
   const services: ServiceBinding[] = [
     { service: ConversationService, impl: createConversationService({ sql, auth: deps.auth, links, summarizer, clock, logger }) },
   ] as ServiceBinding[];
@@ -77,7 +81,7 @@ export async function createConversationsDomain(deps: ConversationsDeps, opts: C
   return {
     services,
     routes: conversationRoutes,
-    rawHandlers: [audio, stream.handler],
+    rawHandlers: recordings ? [audio, stream.handler, recordings] : [audio, stream.handler],
     bus,
     links,
     summarizer,

@@ -23,6 +23,7 @@ import type { CallEvent } from '../telephony/live-calls.js';
 import { analysisStatus, loadCallAnalysis, mustHold, type CallAnalysis } from './analysis-status.js';
 import type { DeliveryWorker } from './deliver.js';
 import { EVENT_TYPE } from './signing.js';
+import { recordingPath } from '../conversations/recordings.js';
 import * as store from './store.js';
 
 /** Longest an event waits for the summary, the QA score and the analysis results. */
@@ -109,7 +110,9 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
     const holdOver = lastEnd > 0 && now - lastEnd >= ANALYSIS_HOLD_MS;
     // A human segment whose transcript is still being made holds the event like an active stint
     // (control-plane/portal/transcribe.ts): its messages are part of the call's transcript.
-    const active = stints.some((s) => s.status === 'active' || (s.metadata ?? {}).transcription_status === 'pending');
+    // So does a call handed on by a cold transfer (`<Dial>` to a number) whose carrier end is not
+    // known yet: the transferred leg is part of the call (its end, duration and recording).
+    const active = stints.some((s) => s.status === 'active' || (s.metadata ?? {}).transcription_status === 'pending' || awaitingTransferredLeg(s));
     const analysis = await loadCallAnalysis(sql, stints);
     if (mustHold(analysis.pieces, active, holdOver)) {
       await jobs.enqueue('webhook.call-completed', job.data, { singletonKey: job.data.call_key, delaySeconds: HOLD_RECHECK_S });
@@ -267,6 +270,12 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
 }
 
 /** The event body of a settled call (every field of the spec's table). */
+/** A stint of a call cold-transferred to a number whose carrier end has not been recorded yet. */
+function awaitingTransferredLeg(s: StintRow): boolean {
+  const meta = s.metadata ?? {};
+  return s.segment_kind === 'ai' && typeof meta.transferred_to === 'string' && meta.transferred_to !== '' && !meta.call_ended_at;
+}
+
 export function callCompletedBody(eventId: string, createdAt: Date, stints: StintRow[], linkBase: string | null, analysis: CallAnalysis) {
   const first = stints[0];
   const meta = first.metadata ?? {};
@@ -277,13 +286,18 @@ export function callCompletedBody(eventId: string, createdAt: Date, stints: Stin
   const answeredAt = first.started_at;
   const placedMs = Date.parse(str(meta.call_started_at, session.call_started_at));
   const startedAt = Number.isFinite(placedMs) && placedMs <= answeredAt.getTime() ? new Date(placedMs) : answeredAt;
-  const endedAt = stints.reduce<Date | null>((max, s) => (s.ended_at && (!max || s.ended_at > max) ? s.ended_at : max), null);
+  const stintsEnd = stints.reduce<Date | null>((max, s) => (s.ended_at && (!max || s.ended_at > max) ? s.ended_at : max), null);
+  // A cold-transferred call ends when its carrier call does (the transferred leg), not with the AI.
+  const carrierEndMs = typeof meta.transferred_to === 'string' && meta.transferred_to ? Date.parse(str(meta.call_ended_at)) : NaN;
+  const endedAt = Number.isFinite(carrierEndMs) && (!stintsEnd || carrierEndMs > stintsEnd.getTime()) ? new Date(carrierEndMs) : stintsEnd;
   // A conversation row exists only once the carrier connected the call to the engine: `completed`,
   // unless a sweeper closed it without a recorded end (`abandoned`, `node_lost`: status `abandoned`).
   const status = stints.some((s) => UNRECORDED_ENDS.has(String((s.metadata ?? {}).end_reason))) ? 'abandoned' : 'completed';
   const summary = stints.map((s) => s.summary).filter((s): s is string => !!s).join('\n\n') || null;
   const humans = stints.filter((s) => s.segment_kind === 'human');
   const recordingSid = str(meta.recording_sid);
+  const legRecordingSid = str(meta.transfer_recording_sid);
+  const recordingUrl = (sid: string) => (linkBase ? `${linkBase}${recordingPath(first.id, sid)}` : null);
   return {
     id: eventId,
     type: EVENT_TYPE,
@@ -317,8 +331,12 @@ export function callCompletedBody(eventId: string, createdAt: Date, stints: Stin
       qa_score: analysis.qaScore,
       analysis_status: analysisStatus(analysis.pieces, status === 'abandoned'),
       transcript_url: linkBase ? `${linkBase}/api/v1/conversations/${first.id}/messages` : null,
-      // No recording proxy route exists yet: ids are given, urls stay null (spec: null without a public link).
-      recordings: recordingSid ? [{ id: recordingSid, channel: 'mixed', url: null }] : [],
+      // The proxy route re-authenticates (conversations/recordings.ts); null without a public link (spec).
+      recordings: [
+        ...(recordingSid ? [{ id: recordingSid, channel: 'mixed', url: recordingUrl(recordingSid) }] : []),
+        // The leg a cold transfer dialed (recorded from its answer).
+        ...(legRecordingSid && legRecordingSid !== recordingSid ? [{ id: legRecordingSid, channel: 'transferred', url: recordingUrl(legRecordingSid) }] : []),
+      ],
     },
   };
 }

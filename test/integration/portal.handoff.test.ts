@@ -168,4 +168,17 @@ describe('hand-off to a human agent', () => {
     expect(await h.app.portal.handoff.expireOffers()).toBe(0);
     c.ws.close();
   });
+
+  it('a cold transfer to a number: call.completed waits for the transferred leg, and its ended_at and duration cover it', { timeout: 60_000 }, async () => {
+    const { body, sim } = await liveCall(phoneAgent, 4000);
+    expect((await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559999' })).status).toBe(200);
+    expect(await sim.ended).toBe('completed');
+    const legEndedAt = Date.now();
+    await expect.poll(() => receiver.requests.some((x) => x.json?.data?.call_id === body.call_id), { timeout: 45_000, interval: 200 }).toBe(true);
+    const got = receiver.requests.find((x) => x.json?.data?.call_id === body.call_id)!;
+    const ev = got.json.data;
+    // The AI dropped off ~4 s before the leg ended: the event's end is the carrier call's.
+    expect(Date.parse(ev.ended_at)).toBeGreaterThan(legEndedAt - 1500);
+    expect(ev.duration_ms).toBeGreaterThanOrEqual(4000);
+  });
 });

@@ -6,7 +6,9 @@
  * carrier call (ignored, 200), and the no-auth providers / capabilities.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { newId } from '../../shared/ids.js';
+import { encodeWavChannels } from '../helpers/wav.js';
 import { newCallRecord } from '../../control-plane/telephony/live-calls.js';
 import type { TestUser } from '../helpers/accounts.js';
 import { api } from '../helpers/accounts.js';
@@ -414,5 +416,31 @@ describe('carrier callbacks naming another call', () => {
     expect(h.captured.get(body.session_id)!.end!.reason).toBe('carrier_ended');
     media.hangup();
     await sim.ended;
+  });
+
+  it('the call recording proxy: the recording a signed callback named, fetched from the carrier per request, for the call\'s workspace only', { timeout: 30_000 }, async () => {
+    const { body, sim, media } = await liveCall();
+    const rsid = `RE${randomBytes(16).toString('hex')}`;
+    const wav = encodeWavChannels([Int16Array.from({ length: 800 }, (_, i) => Math.round(8000 * Math.sin(i / 5)))], 8000);
+    h.sim.recordings.record(rsid, { dialRecording: wav }, { channels: 1, format: 'wav' });
+    const recording = { AccountSid: h.accountSid, CallSid: body.provider_call_sid, RecordingSid: rsid, RecordingStatus: 'completed', RecordingUrl: `${h.sim.url}/2010-04-01/Accounts/${h.accountSid}/Recordings/${rsid}` };
+    expect((await signedCallback(body.call_id, 'recording', recording)).status).toBe(200);
+    media.hangup();
+    await sim.ended;
+    let conversationId = '';
+    await until(async () => {
+      const [row] = await h.infra.sql<{ id: string }[]>`select id from conversations where call_id = ${body.call_id} and metadata->>'recording_sid' = ${rsid}`;
+      conversationId = row?.id ?? '';
+      return conversationId !== '';
+    }, 10_000, 'the recording on the conversation');
+    const path = `/api/v1/conversations/${conversationId}/recordings/${rsid}`;
+    const got = await fetch(`http://127.0.0.1:${h.app.port}${path}`, { headers: { authorization: `Bearer ${h.user.token}` } });
+    expect(got.status).toBe(200);
+    expect(got.headers.get('content-type')).toBe('audio/wav');
+    expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(wav))).toBe(true);
+    // Re-authenticated, fenced, and only the recording the call named.
+    expect((await fetch(`http://127.0.0.1:${h.app.port}${path}`)).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${h.app.port}${path}`, { headers: { authorization: `Bearer ${other.token}` } })).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${h.app.port}/api/v1/conversations/${conversationId}/recordings/RE${'2'.repeat(32)}`, { headers: { authorization: `Bearer ${h.user.token}` } })).status).toBe(404);
   });
 });
