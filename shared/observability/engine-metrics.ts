@@ -54,6 +54,9 @@ export class EngineMetrics {
   private readonly bargeIns: Counter;
   private readonly providerErrors: Counter<'component' | 'vendor'>;
   private readonly callsEnded: Counter<'transport' | 'status'>;
+  /** Replies with audio since the last `takeAvgResponseMs` (the node's health report). */
+  private responseSumMs = 0;
+  private responses = 0;
 
   constructor(sources: EngineMetricsSources = {}) {
     const registers = [this.registry];
@@ -166,11 +169,25 @@ export class EngineMetrics {
     };
   }
 
+  /**
+   * Mean response time (end of the caller's turn to the reply's first audio) of the replies
+   * since the previous call, null when none; starts a new interval. The health report's
+   * `avg_response_ms` (docs/system-analytics.md).
+   */
+  takeAvgResponseMs(): number | null {
+    const avg = this.responses ? Math.round((this.responseSumMs / this.responses) * 100) / 100 : null;
+    this.responseSumMs = 0;
+    this.responses = 0;
+    return avg;
+  }
+
   private observeTurn(t: TurnObservation): void {
     this.turns.inc({ interrupted: String(t.interrupted) });
     const tm = t.timing;
     // A reply cut before any audio has no latency (total 0): it would drag the histograms down.
     if (tm.total_ms <= 0) return;
+    this.responseSumMs += tm.total_ms;
+    this.responses++;
     const values: Record<(typeof COMPONENTS)[number], number> = {
       asr: tm.asr_ms,
       llm: llmBeforeAudioMs(t.steps),

@@ -14,6 +14,8 @@ export interface ReceivedRequest {
   /** The raw body bytes as received. */
   raw: Buffer;
   json: any;
+  /** Date.now() when the body had arrived. */
+  receivedAt: number;
 }
 
 export interface ScriptedResponse {
@@ -63,7 +65,7 @@ export async function startWebhookReceiver(path = '/hooks/voiceplane'): Promise<
       } catch {
         json = undefined;
       }
-      const r: ReceivedRequest = { headers: req.headers as Record<string, string>, raw, json };
+      const r: ReceivedRequest = { headers: req.headers as Record<string, string>, raw, json, receivedAt: Date.now() };
       requests.push(r);
       waiters = waiters.filter((w) => (requests.length >= w.n ? (w.resolve(requests[w.n - 1]), false) : true));
       const next = script.shift() ?? { status: 200, body: 'ok' };

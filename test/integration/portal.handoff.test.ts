@@ -12,6 +12,7 @@ import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/har
 import { api } from '../helpers/accounts.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { presenceClient, type PresenceClient } from '../helpers/presence-client.js';
+import { ANALYSIS_HOLD_MS } from '../../control-plane/webhooks/events.js';
 
 let h: TelephonyHarness;
 let receiver: WebhookReceiver;
@@ -180,5 +181,21 @@ describe('hand-off to a human agent', () => {
     // The AI dropped off ~4 s before the leg ended: the event's end is the carrier call's.
     expect(Date.parse(ev.ended_at)).toBeGreaterThan(legEndedAt - 1500);
     expect(ev.duration_ms).toBeGreaterThanOrEqual(4000);
+  });
+
+  it('a transferred leg that outlasts the analysis hold still holds call.completed until the carrier call ends', { timeout: 60_000 }, async () => {
+    const { body, sim } = await liveCall(phoneAgent, 12_000);
+    expect((await h.call('POST', `/telephony/calls/${body.call_id}/transfer`, { to_number: '+14155559998' })).status).toBe(200);
+    // The AI's stint ended more than the analysis hold ago while the transferred leg is still up.
+    await expect
+      .poll(async () => (await h.infra.sql`select 1 from conversations where call_id = ${body.call_id} and ended_at is not null`).length, { timeout: 10_000, interval: 100 })
+      .toBe(1);
+    await h.infra.sql`update conversations set ended_at = ended_at - ${`${ANALYSIS_HOLD_MS / 1000 + 10} seconds`}::interval where call_id = ${body.call_id}`;
+    expect(await sim.ended).toBe('completed');
+    const legEndedAt = Date.now();
+    await expect.poll(() => receiver.requests.some((x) => x.json?.data?.call_id === body.call_id), { timeout: 45_000, interval: 200 }).toBe(true);
+    const got = receiver.requests.find((x) => x.json?.data?.call_id === body.call_id)!;
+    expect(got.receivedAt).toBeGreaterThan(legEndedAt - 1000);
+    expect(Date.parse(got.json.data.ended_at)).toBeGreaterThan(legEndedAt - 1500);
   });
 });

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { EngineMetrics, type TransportCounters } from '../../../shared/observability/engine-metrics.js';
+import type { TurnObservation } from '../../../shared/observability/call-telemetry.js';
 import { startTracing } from '../../../shared/observability/tracing.js';
 
 const vendors = { asr: 'sim', llm: 'sim', tts: 'sim' };
@@ -48,6 +49,37 @@ describe('engine metrics', () => {
     tc.providerError('asr');
     expect(await series(m, 'voiceplane_engine_barge_ins_total')).toEqual({ '': 0 });
     expect(await series(m, 'voiceplane_engine_provider_errors_total')).toEqual({});
+  });
+
+  it('the health report\'s response time: mean end-of-turn to first audio of the replies since the last take, cut replies left out', () => {
+    const m = new EngineMetrics();
+    const t = m.callStarted({ transport: 'twilio', vendors, counters: () => ({ lateIn: 0, droppedIn: 0, droppedOut: 0 }) });
+    const reply = (total: number, interrupted = false): TurnObservation => ({
+      turn: 1,
+      interrupted,
+      originMs: 0,
+      endMs: total,
+      asrMs: 0,
+      spoken: total > 0,
+      stepStartedAt: [],
+      steps: [],
+      tools: [],
+      ttsRequestAt: 0,
+      ttsFirstAudioAt: 0,
+      timing: { asr_ms: 0, llm_ttfb_ms: 0, tool_ms: 0, tts_ttfb_ms: 0, total_ms: total, internal_overhead_ms: 0 },
+      ttsFailed: false,
+    });
+    expect(m.takeAvgResponseMs()).toBeNull();
+    t.turn(reply(300));
+    t.turn(reply(500));
+    t.turn(reply(0, true)); // cut before any audio
+    expect(m.takeAvgResponseMs()).toBe(400);
+    expect(m.takeAvgResponseMs()).toBeNull();
+    t.turn(reply(250.555));
+    expect(m.takeAvgResponseMs()).toBe(250.56);
+    t.end('completed');
+    t.turn(reply(900)); // after the call ended: not counted
+    expect(m.takeAvgResponseMs()).toBeNull();
   });
 
   it('tracing is off without an endpoint (no tracer); with one, spans reach <endpoint>/v1/traces over OTLP/HTTP', async () => {
