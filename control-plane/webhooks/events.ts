@@ -8,8 +8,8 @@
  * - Analysis hold: the event waits while a stint is still active (a transfer to a person), a human
  *   segment's transcript is `pending` (issue 21, `transcribe_human_segment`), or a
  *   configured summary, QA score or analysis result is still running, at most `ANALYSIS_HOLD_MS`
- *   (4 min) after the last stint ended (a cold-transferred leg still up: until it ends, at most
- *   `TRANSFERRED_LEG_HOLD_MS`), then ships what exists: `qa_score` and `analysis_status`
+ *   (4 min) after the last stint ended (a call still going, an active stint or a cold-transferred
+ *   leg: until it ends, at most `TRANSFERRED_LEG_HOLD_MS`), then ships what exists: `qa_score` and `analysis_status`
  *   by the rules of ./analysis-status.ts (`skipped` for failed and abandoned calls). The hold is
  *   this job re-queuing itself on the job queue (no timer in the process).
  * - The body is serialised here, once; deliveries re-send these bytes.
@@ -30,8 +30,8 @@ import * as store from './store.js';
 /** Longest an event waits for the summary, the QA score and the analysis results. */
 export const ANALYSIS_HOLD_MS = 4 * 60_000;
 /**
- * Longest an event waits, after the AI's stint ended, for the carrier end of a leg it handed on by
- * a cold transfer: Twilio's longest call (`timeLimit`, 4 h), so a lost status callback delays the
+ * Longest an event waits, after the AI's stint ended, for the rest of the call (a person's segment,
+ * or the carrier end of a leg handed on by a cold transfer): Twilio's longest call (`timeLimit`, 4 h), so a lost status callback delays the
  * event by that much at worst instead of holding it forever.
  */
 export const TRANSFERRED_LEG_HOLD_MS = 4 * 3_600_000;
@@ -39,7 +39,7 @@ export const TRANSFERRED_LEG_HOLD_MS = 4 * 3_600_000;
 const SETTLE_S = 2;
 /** Re-check period while holding. */
 const HOLD_RECHECK_S = 5;
-/** Re-check period once only a transferred leg is awaited (it can last hours). */
+/** Re-check period past the analysis hold while the call is still going (it can last hours). */
 const LEG_RECHECK_S = 15;
 /**
  * How long after an answered call ended its conversation is looked for (default). The engine
@@ -117,17 +117,19 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
     const now = clock.now();
     const lastEnd = Math.max(...stints.map((s) => s.ended_at?.getTime() ?? 0));
     const sinceEnd = lastEnd > 0 ? now - lastEnd : -1;
-    // A call handed on by a cold transfer (`<Dial>` to a number) whose carrier end is not known
-    // yet is still going: the transferred leg is part of the call (its end, duration and
-    // recording). It holds the event past the analysis hold, up to TRANSFERRED_LEG_HOLD_MS.
-    const legLive = stints.some(awaitingTransferredLeg);
-    const holdOver = sinceEnd >= (legLive ? TRANSFERRED_LEG_HOLD_MS : ANALYSIS_HOLD_MS);
+    // The call is still going while a stint is active (a person took it over through the portal)
+    // or a leg it was handed on to by a cold transfer (`<Dial>` to a number) has no carrier end
+    // yet: the rest of the call is part of the event (its end, duration, segments, recording).
+    // That holds the event past the analysis hold, up to TRANSFERRED_LEG_HOLD_MS (the sweepers
+    // end stints whose process died).
+    const callLive = stints.some((s) => s.status === 'active' || awaitingTransferredLeg(s));
+    const holdOver = sinceEnd >= (callLive ? TRANSFERRED_LEG_HOLD_MS : ANALYSIS_HOLD_MS);
     // A human segment whose transcript is still being made holds the event like an active stint
     // (control-plane/portal/transcribe.ts): its messages are part of the call's transcript.
-    const active = legLive || stints.some((s) => s.status === 'active' || (s.metadata ?? {}).transcription_status === 'pending');
+    const active = callLive || stints.some((s) => (s.metadata ?? {}).transcription_status === 'pending');
     const analysis = await loadCallAnalysis(sql, stints);
     if (mustHold(analysis.pieces, active, holdOver)) {
-      const delaySeconds = legLive && sinceEnd >= ANALYSIS_HOLD_MS ? LEG_RECHECK_S : HOLD_RECHECK_S;
+      const delaySeconds = callLive && sinceEnd >= ANALYSIS_HOLD_MS ? LEG_RECHECK_S : HOLD_RECHECK_S;
       await jobs.enqueue('webhook.call-completed', job.data, { singletonKey: job.data.call_key, delaySeconds });
       return;
     }

@@ -13,6 +13,7 @@ import { api } from '../helpers/accounts.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { presenceClient, type PresenceClient } from '../helpers/presence-client.js';
 import { ANALYSIS_HOLD_MS } from '../../control-plane/webhooks/events.js';
+import type { JobContext } from '../../control-plane/jobs/index.js';
 
 let h: TelephonyHarness;
 let receiver: WebhookReceiver;
@@ -147,6 +148,15 @@ describe('hand-off to a human agent', () => {
     c.send({ type: 'offer.accept', offer_id: offer.offer_id });
     expect(await c.next('call.connected')).toMatchObject({ call_id: body.call_id });
     await media.closed();
+    // The AI's stint ended longer ago than the analysis hold while the person is still on the
+    // call: the event waits for the person's segment (it shipped without it, as soon as the hold ran out).
+    await expect
+      .poll(async () => (await h.infra.sql`select 1 from conversations where call_id = ${body.call_id} and segment_kind = 'ai' and ended_at is not null`).length, { timeout: 10_000, interval: 100 })
+      .toBe(1);
+    await h.infra.sql`update conversations set ended_at = ended_at - ${`${ANALYSIS_HOLD_MS / 1000 + 10} seconds`}::interval where call_id = ${body.call_id} and segment_kind = 'ai'`;
+    const callKey = `${h.user.workspaceId}:${body.call_id}`;
+    await h.app.webhooks.events.run({ id: 'probe', name: 'webhook.call-completed', data: { call_key: callKey }, retryCount: 0, retryLimit: 0, isLastAttempt: true } as JobContext<'webhook.call-completed'>);
+    expect(await h.infra.sql`select 1 from webhook_deliveries where call_id = ${body.call_id}`).toHaveLength(0);
     c.send({ type: 'call.end', call_id: body.call_id });
     expect(await c.next('call.ended')).toMatchObject({ call_id: body.call_id });
     const ended = await Promise.race([sim.ended, new Promise((r) => setTimeout(() => r('still connected'), 10_000))]);
