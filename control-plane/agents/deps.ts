@@ -12,6 +12,8 @@ export interface ConnectorBinder {
    * connection's provider in the catalog.
    */
   assertLive(workspaceId: string, connectionId: string, actionNames?: string[]): Promise<void>;
+  /** Throws CONNECTOR_NOT_CONNECTED (409) unless `connectionId` is a live, healthy connection of the workspace. */
+  requireConnected(workspaceId: string, connectionId: string): Promise<void>;
 }
 
 /**

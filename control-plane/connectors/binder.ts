@@ -32,6 +32,14 @@ export function createConnectorBinder(sql: Sql, catalog: Catalog): ConnectorBind
       };
     },
 
+    async requireConnected(workspaceId, connectionId) {
+      const row = isUuid(connectionId) ? await store.getConnection(sql, connectionId) : undefined;
+      if (!row || row.workspace_id !== workspaceId || !row.is_active || row.health_status !== 'ok') {
+        const state = !row || row.workspace_id !== workspaceId ? 'gone' : !row.is_active ? 'disconnected' : `health ${row.health_status}`;
+        throw new AppError('CONNECTOR_NOT_CONNECTED', `the tool's connection is not live and healthy (${state}): connect the provider again first`);
+      }
+    },
+
     async assertLive(workspaceId, connectionId, actionNames = []) {
       // A foreign id looks exactly like a missing one.
       const row = isUuid(connectionId) ? await store.getConnection(sql, connectionId) : undefined;

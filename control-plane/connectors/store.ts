@@ -6,6 +6,7 @@
  */
 import type { Sql } from '../../shared/db/client.js';
 import { COLS, type ConnectionRow } from '../../shared/connectors/connection-store.js';
+import { keptBinding } from '../agents/tools/store.js';
 
 export { getConnection, listConnections, secretOf, setHealth, type ConnectionRow, type HealthStatus } from '../../shared/connectors/connection-store.js';
 
@@ -134,7 +135,7 @@ export async function enableOnAgent(sql: Sql, w: EnableWrite): Promise<boolean> 
         insert into agent_tools (id, agent_id, name, description, connector_binding, is_active)
         values (${w.tool.id}, ${w.agent_id}, ${w.tool.name}, ${w.tool.description}, ${tx.json(w.tool.connector_binding as never)}::jsonb, true)
         on conflict (agent_id, name) do update set
-          connector_binding = excluded.connector_binding, is_active = true, disabled_by_connection = false, updated_at = ${w.now}`;
+          connector_binding = ${keptBinding(tx)}, is_active = true, disabled_by_connection = false, updated_at = ${w.now}`;
     }
     await tx`update agents set updated_at = ${w.now} where id = ${w.agent_id}`;
     return true;

@@ -49,6 +49,10 @@ describe('disconnect and reconnect', () => {
       { agent_id: agentId, agent_name: 'Front desk', tool_id: byHand.body.data.id, tool_name: 'crm_off', action_count: 1 },
     ]);
 
+    // The agent also names the connector (`connectors`), which adds a third tool, `hubspot`.
+    expect((await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.owner.token, body: { connectors: ['hubspot'] } })).status).toBe(200);
+    const named = (await api(s.cp, 'GET', `/api/v1/agents/${agentId}/tools`, { token: s.owner.token })).body.data.find((t: any) => t.name === 'hubspot');
+
     expect((await api(s.cp, 'DELETE', `${ws()}/connections/${hs.id}`, { token: s.member.token })).status).toBe(403);
     const del = await api(s.cp, 'DELETE', `${ws()}/connections/${hs.id}`, { token: s.manager.token });
     expect(del.status).toBe(200);
@@ -59,6 +63,15 @@ describe('disconnect and reconnect', () => {
     const off = await connectionOf('hubspot');
     expect(off).toMatchObject({ id: hs.id, is_active: false, health_status: 'reconnect_needed' });
     expect(off.actions.some((a: any) => a.enabled)).toBe(false);
+    // Switching the tool on by hand needs a live connection (it answered 200 and showed an
+    // active tool that no session would get).
+    const switchOn = await api(s.cp, 'PUT', `/api/v1/agents/${agentId}/tools/${bound.body.data.id}`, { token: s.owner.token, body: { is_active: true } });
+    envelope(switchOn, 409, 'CONNECTOR_NOT_CONNECTED');
+    // A client PUTting back the agent it read (its `connectors` name hubspot) while the connection
+    // is down changes nothing (it was 409); a connector the agent does not have yet still is.
+    expect((await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.owner.token, body: { connectors: ['hubspot'], name: 'Front desk' } })).status).toBe(200);
+    expect(await tool(named.id)).toMatchObject({ is_active: false });
+    envelope(await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.owner.token, body: { connectors: ['hubspot', 'slack'] } }), 409, 'CONNECTOR_NOT_CONNECTED');
     const denied = await execute(hs.id, 'find_contact', { email: 'ana@example.com' });
     expect(denied.status).toBe(409);
     expect(denied.body.detail).toContain('disconnected');
@@ -66,6 +79,7 @@ describe('disconnect and reconnect', () => {
     const again = await connectKey('hubspot', { api_key: HUBSPOT_KEY2 });
     expect(again.body).toMatchObject({ id: hs.id, is_active: true, health_status: 'ok' });
     expect((await tool(bound.body.data.id)).is_active).toBe(true);
+    expect((await tool(named.id)).is_active).toBe(true);
     expect((await tool(byHand.body.data.id)).is_active).toBe(false);
     expect((await execute(hs.id, 'find_contact', { email: 'ana@example.com' })).body.data.total).toBe(1);
   });
@@ -184,11 +198,27 @@ describe('connectors on PUT /agents/{id}', () => {
     expect(first.map((t) => [t.name, t.is_active])).toEqual([['hubspot', true], ['zendesk', true]]);
     const hs = first.find((t) => t.name === 'hubspot');
     expect(hs.connector_binding.connection_id).toBe((await connectionOf('hubspot')).id);
-    await api(s.cp, 'PUT', `/api/v1/agents/${agentId}/tools/${hs.id}`, { token: s.owner.token, body: { is_active: false, connector_binding: { ...hs.connector_binding, actions: hs.connector_binding.actions.slice(0, 1) } } });
+    // Narrowed to one action, with its own description and a pinned parameter, then switched off.
+    const narrowed = { ...hs.connector_binding.actions[0], description: 'Look up the caller', fixed: { phone: '{{caller_number}}' } };
+    const edit = await api(s.cp, 'PUT', `/api/v1/agents/${agentId}/tools/${hs.id}`, { token: s.owner.token, body: { is_active: false, connector_binding: { ...hs.connector_binding, actions: [narrowed] } } });
+    expect(edit.status, JSON.stringify(edit.body)).toBe(200);
     expect((await put(['HubSpot'])).status).toBe(200);
     const again = (await tools()).find((t) => t.name === 'hubspot');
     expect(again).toMatchObject({ id: hs.id, is_active: true });
-    expect(again.connector_binding.actions).toHaveLength(4);
+    // Re-activated with its settings intact (every catalog action came back, the pin was lost).
+    expect(again.connector_binding.actions).toEqual([expect.objectContaining({ name: narrowed.name, description: 'Look up the caller', fixed: { phone: '{{caller_number}}' } })]);
+    // The same for the dashboard's save: the agent read back and PUT whole.
+    const read = (await api(s.cp, 'GET', `/api/v1/agents/${agentId}`, { token: s.owner.token })).body.data.agent;
+    expect((await api(s.cp, 'PUT', `/api/v1/agents/${agentId}`, { token: s.owner.token, body: { ...read, name: 'Idempotent too' } })).status).toBe(200);
+    expect((await tools()).find((t) => t.name === 'hubspot').connector_binding.actions).toHaveLength(1);
+    // A hand-written tool that has a connector's name does not become a connector tool.
+    const byHand = await api(s.cp, 'POST', `/api/v1/agents/${agentId}/tools`, { token: s.owner.token, body: { name: 'stripe', description: 'billing', endpoint_url: 'https://billing.example.com/hook' } });
+    expect(byHand.status, JSON.stringify(byHand.body)).toBe(201);
+    const mixed = await put(['stripe']);
+    envelope(mixed, 409, 'TOOL_NAME_TAKEN');
+    expect(mixed.body.error.details).toEqual([expect.objectContaining({ field: 'connectors' })]);
+    expect((await api(s.cp, 'GET', `/api/v1/agents/${agentId}/tools/${byHand.body.data.id}`, { token: s.owner.token })).body.data.connector_binding).toBeFalsy();
+    await api(s.cp, 'DELETE', `/api/v1/agents/${agentId}/tools/${byHand.body.data.id}`, { token: s.owner.token });
     const unknown = await put(['hubspot', 'calendly']);
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.code).toBe('UNKNOWN_CONNECTOR');

@@ -3,7 +3,7 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { AgentService } from '../../../shared/gen/voiceplane/v1/agents_pb.js';
-import { conflict, invalid, notFound } from '../../../shared/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../../shared/errors.js';
 import { newId } from '../../../shared/ids.js';
 import { canBindConnectors, requireAgentScope, requireConnectorBinding, type Access } from '../access.js';
 import type { AgentsDeps } from '../deps.js';
@@ -18,7 +18,7 @@ import { AGENT_DEFAULTS, AGENT_FIELD_KEYS, LIMITS, checkAgentFields, checkConnec
 import { deleteAgentRow, getAgentRow, insertAgentRow, listAgentRows, updateAgentRow } from './store.js';
 import { pathId, uuidField } from '../../http/validate.js';
 import { createOnce, sameFields } from '../../http/create-once.js';
-import { upsertConnectorTool } from '../tools/store.js';
+import { listToolRows, upsertConnectorTool } from '../tools/store.js';
 import type { AgentViewCache } from '../view-cache.js';
 
 export function createAgentService(deps: AgentsDeps, access: Access, views: AgentViewCache<object>): ServiceImpl<typeof AgentService> {
@@ -95,9 +95,28 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
       const mayBind = canBindConnectors(acc);
       if (!mayBind && add.some((c) => !have.has(c.toLowerCase()))) requireConnectorBinding(acc);
       if (new Set([...agent.connectors, ...add]).size > LIMITS.connectors) throw invalid('connectors', `at most ${LIMITS.connectors} connectors`);
-      // Every entry must resolve (UNKNOWN_CONNECTOR / CONNECTOR_NOT_CONNECTED) before anything is written.
+      // Every entry must resolve (UNKNOWN_CONNECTOR / CONNECTOR_NOT_CONNECTED) before anything is
+      // written, but for one the agent already has: a client PUTting back the agent it read while
+      // that connection is down changes nothing there (its tool stays as it is) rather than failing.
       const bound = [];
-      for (const c of deps.connectors && mayBind ? add : []) bound.push(await deps.connectors!.bindingFor(agent.workspace_id, c));
+      for (const c of deps.connectors && mayBind ? add : []) {
+        try {
+          bound.push(await deps.connectors!.bindingFor(agent.workspace_id, c));
+        } catch (err) {
+          if (!(have.has(c.toLowerCase()) && err instanceof AppError && err.code === 'CONNECTOR_NOT_CONNECTED')) throw err;
+        }
+      }
+      // A same-named tool is re-bound with its settings intact; one that is not a connector tool
+      // (a hand-written HTTP tool) cannot become one.
+      if (bound.length) {
+        const byName = new Map((await listToolRows(sql, agent.id, ctx.signal)).map((t) => [t.name, t]));
+        const i = bound.findIndex((b) => byName.has(b.providerId) && !byName.get(b.providerId)!.connector_binding);
+        if (i >= 0) {
+          throw new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${bound[i]!.providerId} that is not a ${bound[i]!.providerId} connector tool: rename or delete it first`, {
+            details: [{ field: 'connectors', problem: `${bound[i]!.providerId} is the name of a hand-written tool of this agent` }],
+          });
+        }
+      }
       const row = await updateAgentRow(sql, agent.id, { ...patch, add_connectors: add }, ctx.signal);
       if (!row) throw notFound('agent');
       for (const b of bound) {

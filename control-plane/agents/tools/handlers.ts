@@ -128,6 +128,13 @@ export function toolHandlers(deps: AgentsDeps, access: Access): Pick<Impl, 'crea
       // Switching a connector tool on or off is the connectors' enable/disable: a manager's.
       if (patch.connector_binding) requireConnectorBinding(acc);
       await checkConnection(agent.workspace_id, patch);
+      // A connector tool is switched on only over a live, healthy connection (spec doc 1, connector
+      // tool states); a session would leave it out anyway, while the API showed it active.
+      if (patch.is_active === true && deps.connectors) {
+        const before = await getToolRow(sql, agent.id, toolId, ctx.signal);
+        const binding = patch.connector_binding ?? before?.connector_binding;
+        if (before && !before.is_active && binding) await deps.connectors.requireConnected(agent.workspace_id, binding.connection_id);
+      }
       let name = patch.name ?? '';
       try {
         const saved = await withAgentLock(sql, agent.id, ctx.signal, async (tx) => {

@@ -57,6 +57,17 @@ export async function deleteToolRow(sql: Sql, agentId: string, toolId: string, s
  * `connectors` on `PUT /agents/{id}` (spec rule 5): a same-named tool, disabled or not, is
  * re-bound and re-activated; otherwise one is created. Idempotent, so a retried PUT is safe.
  */
+/**
+ * A same-named connector tool is re-bound, its settings intact (spec doc 1, connector tool states:
+ * "tool active again, settings intact | re-bound to the live connection"): only the binding's
+ * `connection_id` changes; its action list, descriptions and `fixed` values stay. A tool without
+ * a binding never gets here (the caller refuses a same-named HTTP tool first).
+ */
+export function keptBinding(sql: SqlOrTx) {
+  return sql`case when agent_tools.connector_binding is null then excluded.connector_binding
+    else jsonb_set(agent_tools.connector_binding, '{connection_id}', excluded.connector_binding->'connection_id') end`;
+}
+
 export async function upsertConnectorTool(
   sql: Sql,
   t: { id: string; agent_id: string; name: string; description: string; connector_binding: ToolRow['connector_binding'] },
@@ -67,7 +78,7 @@ export async function upsertConnectorTool(
       insert into agent_tools (id, agent_id, name, description, connector_binding, is_active)
       values (${t.id}, ${t.agent_id}, ${t.name}, ${t.description}, ${jsonb(sql, t.connector_binding)}::jsonb, true)
       on conflict (agent_id, name) do update set
-        connector_binding = excluded.connector_binding, is_active = true, disabled_by_connection = false, updated_at = now()`,
+        connector_binding = ${keptBinding(sql)}, is_active = true, disabled_by_connection = false, updated_at = now()`,
     signal,
   );
 }
