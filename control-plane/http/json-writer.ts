@@ -44,6 +44,20 @@ const writers = new WeakMap<DescMessage, Writer | null>();
  * omission (gRPC and Connect always do).
  */
 export const NULL_WHEN_UNSET: ReadonlySet<string> = new Set(['voiceplane.v1.Conversation', 'voiceplane.v1.ConversationMessage', 'voiceplane.v1.ToolCallRecord', 'voiceplane.v1.LedgerEntry']);
+/**
+ * Single fields the spec lists unconditionally on records whose other optional fields are
+ * conditional ("only on a day with a shift"): written as null when unset, the rest left out.
+ */
+export const NULL_FIELDS_WHEN_UNSET: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['voiceplane.v1.AttendanceRow', new Set(['first_login', 'last_logout'])],
+  ['voiceplane.v1.SystemHealthRecord', new Set(['avg_response_ms'])],
+]);
+
+/** Whether an unset `f` of `desc` is written as null (NULL_WHEN_UNSET, NULL_FIELDS_WHEN_UNSET). */
+function unsetIsNull(desc: DescMessage, f: DescField): boolean {
+  if (!((f.fieldKind === 'scalar' && f.presence !== IMPLICIT) || f.fieldKind === 'message')) return false;
+  return NULL_WHEN_UNSET.has(desc.typeName) || (NULL_FIELDS_WHEN_UNSET.get(desc.typeName)?.has(f.name) ?? false);
+}
 
 /** The proto3 JSON object of `value` (a handler's output for `desc`), as the library writes it (plus NULL_WHEN_UNSET). */
 export function writeJson(desc: DescMessage, value: object): JsonObject {
@@ -60,11 +74,10 @@ export function withNulls(desc: DescMessage, json: JsonObject): JsonObject {
   // Well-known types (Value, Struct, ...) have JSON forms of their own: left as the library wrote them.
   if (desc.typeName.startsWith('google.protobuf.') || typeof json !== 'object' || json === null || Array.isArray(json)) return json;
   const out: JsonObject = {};
-  const nullable = NULL_WHEN_UNSET.has(desc.typeName);
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
     const v = json[f.name];
     if (v === undefined) {
-      if (nullable && ((f.fieldKind === 'scalar' && f.presence !== IMPLICIT) || f.fieldKind === 'message')) out[f.name] = null;
+      if (unsetIsNull(desc, f)) out[f.name] = null;
       continue;
     }
     if (f.fieldKind === 'message') out[f.name] = withNulls(f.message, v as JsonObject);
@@ -88,13 +101,12 @@ export function writerFor(desc: DescMessage): Writer | null {
 function compile(desc: DescMessage): Writer | null {
   if (desc.typeName.startsWith('google.protobuf.') || desc.oneofs.length > 0) return null;
   const fields = [...desc.fields].sort((a, b) => a.number - b.number);
-  const nullable = NULL_WHEN_UNSET.has(desc.typeName);
   const keys: string[] = [];
   const locals: string[] = [];
   const writes: FieldWriter[] = [];
   for (const f of fields) {
     if (f.name === '__proto__') return null;
-    const write = fieldWriter(f, nullable);
+    const write = fieldWriter(f, unsetIsNull(desc, f));
     if (!write) return null;
     keys.push(f.name);
     locals.push(f.localName);

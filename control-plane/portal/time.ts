@@ -37,7 +37,9 @@ export function dayRange(from: string, to: string, nowMs: number, maxDays: numbe
   const today = startOfUtcDay(nowMs);
   const fromMs = from ? parseDay(from) : today;
   if (fromMs === undefined) throw new AppError('INVALID_PARAM', `from must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'from', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
-  const toMs = to ? parseDay(to) : from ? fromMs : today;
+  // `to` defaults to today, as the spec says (a `from` alone is "from then on"); after a future
+  // `from`, to that day.
+  const toMs = to ? parseDay(to) : Math.max(today, fromMs);
   if (toMs === undefined) throw new AppError('INVALID_PARAM', `to must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'to', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
   if (toMs < fromMs) throw new AppError('INVALID_PARAM', 'to is before from', { details: [{ field: 'to', problem: 'is before from' }] });
   if ((toMs - fromMs) / DAY_MS + 1 > maxDays) throw new AppError('INVALID_PARAM', `at most ${maxDays} days per request`, { details: [{ field: 'to', problem: `at most ${maxDays} days after from` }] });

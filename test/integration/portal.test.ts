@@ -327,7 +327,7 @@ describe('attendance', () => {
     const mid = await attendance(`from=2026-11-21&to=2026-11-21&agent_id=${id}`);
     expect(mid).toHaveLength(1);
     expect(mid[0]).toMatchObject({ date: '2026-11-21', online_seconds: 7200, session_count: 0 });
-    expect(mid[0].first_login).toBeUndefined();
+    expect(mid[0].first_login).toBeNull(); // listed by the spec on every row: null, not absent
   });
 
   it('an open session counts up to now; bad dates are INVALID_PARAM', async () => {

@@ -350,7 +350,7 @@ describe('GET /analytics/system-health', () => {
     const node = records.find((r) => r.node_id === 'engine-under-test');
     expect(node, seen).toMatchObject({ service_name: 'media-engine', status: 'healthy', active_calls: 0, active_connections: 0 });
     expect(node.memory_usage).toBeGreaterThan(10_000_000);
-    expect(node.avg_response_ms).toBeUndefined();
+    expect(node.avg_response_ms).toBeNull(); // no reply played since the last heartbeat (the spec lists the field: null, not absent)
     // Latest only: one record per process, however many reports are stored.
     expect(records.filter((r) => r.node_id === 'cp-under-test')).toHaveLength(1);
     const [{ n }] = await infra.sql<{ n: number }[]>`select count(*)::int as n from system_health where node_id = 'cp-under-test'`;

@@ -247,6 +247,16 @@ describe('REST JSON writer', () => {
     expect(json).toContain('"summary":null');
   });
 
+  it('known vector: single fields the spec lists unconditionally are null when unset, the conditional ones left out', () => {
+    const row = { id: 'r1', agentId: 'a1', displayName: 'Ana', agentCode: 'ana', date: '2026-12-01' };
+    const json = writeJson(portal.AttendanceRowSchema, row);
+    expect(json).toMatchObject({ first_login: null, last_logout: null });
+    expect(Object.keys(json)).not.toContain('scheduled_start');
+    expect(JSON.stringify(json)).toBe(viaLibrary(portal.AttendanceRowSchema, row).json);
+    const health = writeJson(systemAnalytics.SystemHealthRecordSchema, { serviceName: 'media-engine', nodeId: 'n', status: 'healthy' });
+    expect(health).toMatchObject({ avg_response_ms: null, processes: [] });
+  });
+
   it('known vector: a ledger entry without usage has usage null; a type outside NULL_WHEN_UNSET leaves an unset message out', () => {
     const entry = { id: 'e1', workspaceId: 'w1', kind: 'top_up', amountMicros: 50, reference: 'r', createdAt: 't' };
     const json = JSON.stringify(writeJson(billing.LedgerEntrySchema, entry));

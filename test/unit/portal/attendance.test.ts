@@ -26,6 +26,14 @@ describe('time', () => {
     expect(() => dayRange('2026-01-01', '2026-12-31', 0, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM' }));
     expect(dayRange('', '', D('2026-05-05T13:00:00Z'), 62)).toEqual({ fromMs: D('2026-05-05T00:00:00Z'), toMs: D('2026-05-05T00:00:00Z') });
   });
+
+  it('`to` defaults to today (the spec): a `from` alone runs to today, a future one is that day alone', () => {
+    const now = D('2026-12-01T10:00:00Z');
+    expect(dayRange('2026-11-30', '', now, 62)).toEqual({ fromMs: D('2026-11-30T00:00:00Z'), toMs: D('2026-12-01T00:00:00Z') });
+    expect(dayRange('2026-12-03', '', now, 62)).toEqual({ fromMs: D('2026-12-03T00:00:00Z'), toMs: D('2026-12-03T00:00:00Z') });
+    // Too far back for one request: the range's end is named.
+    expect(() => dayRange('2026-01-01', '', now, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM', details: [expect.objectContaining({ field: 'to' })] }));
+  });
 });
 
 describe('shift adherence', () => {

@@ -385,7 +385,8 @@ export type SystemHealthRecord = Message<"voiceplane.v1.SystemHealthRecord"> & {
   errorCount: number;
 
   /**
-   * Mean over the last report interval; absent when the service does not measure it (engine nodes).
+   * Mean over the last report interval (engine nodes: end of the caller's turn to the reply's first
+   * audio); unset (REST: null) when nothing was answered.
    *
    * @generated from field: optional double avg_response_ms = 11;
    */
