@@ -248,6 +248,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     host: opts.host ?? deps.config.host,
     logger: deps.logger,
     maxBodyBytes: deps.config.maxBodyBytes,
+    authenticate: (ctx) => accounts.auth.principal(ctx),
     maxConnections: deps.config.httpMaxConnections,
     services: domains.flatMap((d) => d.services),
     routes: domains.flatMap((d) => d.routes),

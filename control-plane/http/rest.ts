@@ -24,6 +24,7 @@ import { requestUrl, setRouteTemplate } from './request-url.js';
 import { NodeRequestHeaders } from './request-headers.js';
 import { writeJson } from './json-writer.js';
 import { endThisTurn } from './end-batch.js';
+import { ruleFor } from './scopes.js';
 
 type AnyImpl = Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
 
@@ -66,6 +67,8 @@ export interface RestRoute {
 
 interface CompiledRoute extends RestRoute {
   desc: DescMethod;
+  /** Its method is not `public` in the scope table (http/scopes.ts): a bearer is resolved before anything else. */
+  needsCredential: boolean;
   /** Serialized `data` / `meta` of frozen (cached, shared) response objects. */
   memo: WeakMap<object, { data?: string; meta?: string }>;
 }
@@ -75,6 +78,11 @@ export interface RestRouterOptions {
   impls: Map<string, AnyImpl>;
   logger: Logger;
   maxBodyBytes: number;
+  /**
+   * Resolves the call's bearer (and checks an API key's scope); throws UNAUTHORIZED / FORBIDDEN.
+   * Run before the body is read on every route whose method is not `public`. Absent: handlers alone check.
+   */
+  authenticate?: (ctx: HandlerContext) => Promise<unknown>;
 }
 
 export type NodeReq = IncomingMessage | Http2ServerRequest;
@@ -86,7 +94,7 @@ export function createRestRouter(opts: RestRouterOptions) {
     const desc = r.service.methods.find((m) => m.localName === r.rpc);
     if (!desc) throw new Error(`route ${r.method} ${r.path}: ${r.service.typeName} has no method ${r.rpc}`);
     if (!opts.impls.has(r.service.typeName)) throw new Error(`route ${r.method} ${r.path}: no implementation of ${r.service.typeName}`);
-    return { ...r, desc, memo: new WeakMap() };
+    return { ...r, desc, needsCredential: ruleFor(r.service.typeName, desc.name) !== 'public', memo: new WeakMap() };
   });
   const table = new RouteTable(compiled);
 
@@ -107,18 +115,6 @@ export function createRestRouter(opts: RestRouterOptions) {
           : new AppError('NOT_FOUND', `no route ${req.method} ${url.pathname}`);
       }
       const headers = new NodeRequestHeaders(req.headers);
-      // No body to read (GET, HEAD, bodyless routes): no promise and no microtask for it.
-      const bodyType = route.bodyType ?? 'json';
-      if (route.jsonContentTypeOnly && !isJsonContentType(req.headers['content-type'])) {
-        req.resume();
-        throw new AppError('INVALID_BODY', 'this route takes content-type: application/json only');
-      }
-      const body = bodyType === 'none' || req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req, bodyType, opts.maxBodyBytes);
-      const query = url.search === '' ? NO_QUERY : queryObject(url.searchParams);
-      const parts: RestRequestParts = { params: found.params, query, body, headers };
-      const requestJson = route.request ? route.request(parts) : defaultRequest(route.desc.input, parts);
-      const input = decodeInput(route.desc.input, requestJson);
-      assertStorableText(route.desc.input, input);
       // A plain object, not createHandlerContext: that links a deadline and the shutdown signal
       // per request, and its listeners stay until something aborts (growing with every request).
       // Shutdown destroys the sockets, which aborts `signal`.
@@ -142,6 +138,28 @@ export function createRestRouter(opts: RestRouterOptions) {
         timeoutMs: noTimeout,
         values: createContextValues().set(kRequestId, requestId).set(kRemoteIp, remoteIp),
       };
+      // The credential (and an API key's scope) first: a caller without one learns nothing about
+      // the route's fields, and its body is never read. The handler reuses the resolved principal.
+      if (route.needsCredential && opts.authenticate) {
+        try {
+          await opts.authenticate(ctx);
+        } catch (err) {
+          req.resume();
+          throw err;
+        }
+      }
+      // No body to read (GET, HEAD, bodyless routes): no promise and no microtask for it.
+      const bodyType = route.bodyType ?? 'json';
+      if (route.jsonContentTypeOnly && !isJsonContentType(req.headers['content-type'])) {
+        req.resume();
+        throw new AppError('INVALID_BODY', 'this route takes content-type: application/json only');
+      }
+      const body = bodyType === 'none' || req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req, bodyType, opts.maxBodyBytes);
+      const query = url.search === '' ? NO_QUERY : queryObject(url.searchParams);
+      const parts: RestRequestParts = { params: found.params, query, body, headers };
+      const requestJson = route.request ? route.request(parts) : defaultRequest(route.desc.input, parts);
+      const input = decodeInput(route.desc.input, requestJson);
+      assertStorableText(route.desc.input, input);
       const impl = opts.impls.get(route.service.typeName)!;
       const output = await impl[route.rpc](input, ctx);
       if (route.contentType) {

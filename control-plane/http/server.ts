@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { DescService } from '@bufbuild/protobuf';
-import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from '../../shared/logger.js';
 import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
@@ -35,6 +35,8 @@ export interface ControlPlaneServerOptions {
   routes: RestRoute[];
   logger: Logger;
   maxBodyBytes: number;
+  /** The REST table's credential check before a body is read (rest.ts `authenticate`). */
+  authenticate?: (ctx: HandlerContext) => Promise<unknown>;
   /** Plain handlers tried before the REST table (SSE streams, signed audio links). Return true when handled. */
   rawHandlers?: Array<(req: NodeReq, res: NodeRes) => boolean | Promise<boolean>>;
   /** Request durations of REST and raw handlers (RPCs are observed in `wrapImpl`, with their code). */
@@ -94,7 +96,7 @@ interface Tracked {
 export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutdown: AbortSignal) {
   const impls = new Map<string, Record<string, never>>();
   for (const b of opts.services) impls.set(b.service.typeName, b.impl as unknown as Record<string, never>);
-  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes });
+  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, authenticate: opts.authenticate });
   const connect = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger, opts.observe) as never);

@@ -128,6 +128,27 @@ describe('scope escalation', () => {
     expect((await call('POST', '/auth/workspaces', owner.token, { name: 'by session' })).status).toBe(201);
   });
 
+  it('the credential comes before the body: every REST route that needs one answers 401 without it, whatever its fields hold (a few answered 400 naming them)', async () => {
+    const { accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, systemAnalytics, alerts, billing, connectors, simTests, portal } = h.app;
+    const routes = [accounts, agents, voice, telephony, conversations, webhooks, campaigns, analysis, qa, systemAnalytics, alerts, billing, connectors, simTests, portal].flatMap((d) => d.routes);
+    const guarded = routes.filter((r) => r.method !== 'GET' && ruleFor(r.service.typeName, r.service.methods.find((m) => m.localName === r.rpc)!.name) !== 'public');
+    expect(guarded.length).toBeGreaterThan(80);
+    // Wrong types and unknown values for fields the routes have (password, metric, day_of_week, ...).
+    const hostile = JSON.stringify({ password: 5, metric: 'bad', day_of_week: 'x', window_minutes: 'x', is_active: 'x', reviewer_id: 5, rotate_webhook_secret: 'x', name: 7 });
+    const wrong: string[] = [];
+    for (const r of guarded) {
+      const path = r.path.replace(/:[A-Za-z_]+/g, newId());
+      const res = await fetch(`http://127.0.0.1:${h.port}${path}`, { method: r.method, headers: { 'content-type': 'application/json' }, body: hostile });
+      await res.arrayBuffer();
+      if (res.status !== 401) wrong.push(`${r.method} ${r.path}: ${res.status}`);
+    }
+    expect(wrong).toEqual([]);
+    // An API key without the route's scope: 403 before its fields too.
+    expectError(await call('PUT', `/alerts/rules/${newId()}`, readKey, { metric: 'bad' }), 403, 'FORBIDDEN');
+    // With the credential, the fields are checked.
+    expectInvalid(await call('PUT', `/alerts/rules/${newId()}`, owner.token, { metric: 'bad' }), 'metric');
+  });
+
   it('every method of every registered service has a scope rule', () => {
     const { accounts, agents, voice, telephony, conversations } = h.app;
     const services = [accounts, agents, voice, telephony, conversations].flatMap((d) => d.services.map((s) => s.service));
