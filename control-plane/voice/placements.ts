@@ -15,6 +15,8 @@ import type { EngineNode } from '../../shared/registry/index.js';
 export const STALE_AFTER_MS = 2_000;
 
 interface Placement {
+  /** The session placed, to forget it when it ends before a heartbeat would have (`forget`). */
+  sessionId: string | undefined;
   atMs: number;
   /** The listing generation current when it was placed. */
   generation: number;
@@ -24,6 +26,8 @@ interface Placement {
 
 export class Placements {
   private readonly byNode = new Map<string, Placement[]>();
+  /** Placements still counted, by session (only those with one): as bounded as `byNode`. */
+  private readonly bySession = new Map<string, { nodeId: string; p: Placement }>();
   /** Incremented as each listing fetch starts; a placement with a lower number preceded that read. */
   private generation = 0;
 
@@ -34,13 +38,20 @@ export class Placements {
 
   /** Applies a listing that was fetched after `beginListing` returned `generation`. */
   noteListing(nodes: readonly EngineNode[], generation: number): void {
-    for (const id of this.byNode.keys()) if (!nodes.some((n) => n.nodeId === id)) this.byNode.delete(id);
+    for (const [id, list] of this.byNode) {
+      if (nodes.some((n) => n.nodeId === id)) continue;
+      this.byNode.delete(id);
+      for (const p of list) this.unindex(p);
+    }
     for (const n of nodes) {
       const list = this.byNode.get(n.nodeId);
       if (!list) continue;
       const kept = list.filter((p) => {
-        if (p.baseHeartbeatMs !== undefined && p.baseHeartbeatMs !== n.updatedAtMs) return false;
-        if (n.updatedAtMs - p.atMs > STALE_AFTER_MS) return false;
+        const covered = (p.baseHeartbeatMs !== undefined && p.baseHeartbeatMs !== n.updatedAtMs) || n.updatedAtMs - p.atMs > STALE_AFTER_MS;
+        if (covered) {
+          this.unindex(p);
+          return false;
+        }
         if (p.baseHeartbeatMs === undefined && p.generation < generation) p.baseHeartbeatMs = n.updatedAtMs;
         return true;
       });
@@ -56,15 +67,34 @@ export class Placements {
   }
 
   /** Records a placement; made in the same synchronous step as the pick so concurrent starts see it. Returns its undo. */
-  add(nodeId: string, atMs: number): () => void {
-    const p: Placement = { atMs, generation: this.generation, baseHeartbeatMs: undefined };
+  add(nodeId: string, atMs: number, sessionId?: string): () => void {
+    const p: Placement = { sessionId, atMs, generation: this.generation, baseHeartbeatMs: undefined };
     const list = this.byNode.get(nodeId);
     if (list) list.push(p);
     else this.byNode.set(nodeId, [p]);
-    return () => {
-      const l = this.byNode.get(nodeId);
-      const i = l ? l.indexOf(p) : -1;
-      if (i >= 0) l!.splice(i, 1);
-    };
+    if (sessionId !== undefined) this.bySession.set(sessionId, { nodeId, p });
+    return () => this.remove(nodeId, p);
+  }
+
+  /**
+   * The session ended (here) before a heartbeat covered its placement: it no longer takes a slot.
+   * Without this, start-and-end churn (or a node's few slots) saw "at capacity" on an idle node
+   * for up to a heartbeat period and STALE_AFTER_MS after each start.
+   */
+  forget(sessionId: string): void {
+    const entry = this.bySession.get(sessionId);
+    if (entry) this.remove(entry.nodeId, entry.p);
+  }
+
+  private remove(nodeId: string, p: Placement): void {
+    const l = this.byNode.get(nodeId);
+    const i = l ? l.indexOf(p) : -1;
+    if (i >= 0) l!.splice(i, 1);
+    if (l && l.length === 0) this.byNode.delete(nodeId);
+    this.unindex(p);
+  }
+
+  private unindex(p: Placement): void {
+    if (p.sessionId !== undefined && this.bySession.get(p.sessionId)?.p === p) this.bySession.delete(p.sessionId);
   }
 }

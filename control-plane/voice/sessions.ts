@@ -137,7 +137,7 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
       throw new AppError('SERVICE_UNAVAILABLE', noNodeReason(nodes), { retryAfterS: 1 });
     }
     // Counted before the write (no await between pick and count), so concurrent starts see it.
-    const unplace = placements.add(node.nodeId, deps.clock.now());
+    const unplace = placements.add(node.nodeId, deps.clock.now(), sessionId);
     try {
       await registryCall(() =>
         deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
@@ -200,6 +200,8 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
 
   async function end(sessionId: string) {
     const owner = await ownerOf(sessionId, true);
+    // Placed by this replica and not yet in a heartbeat: its slot is free again now.
+    placements.forget(sessionId);
     if (!owner) {
       // Started but never connected: purge now instead of waiting out the connect window (its
       // node drops what it pre-warmed). Gone meanwhile (purged elsewhere): ended all the same.

@@ -290,6 +290,27 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     }
   });
 
+  it('a session ended here frees its slot at once: start-and-end churn on a small node is never "at capacity"', async () => {
+    const clock = new SimulatedClock(Date.now());
+    const replica = createVoiceSessions({ registry: infra.registry, clock, logger: infra.logger, liveConfig });
+    try {
+      // One heartbeat for the whole run (a quiet spell between heartbeats): nothing else frees a slot.
+      await engineReg.nodes.heartbeat(node('A', 0, 2, clock.now()), 60_000);
+      for (let i = 0; i < 6; i++) {
+        const s = await replica.start({ agent_id: AGENT_OK });
+        await replica.end(s.session_id);
+        clock.advance(NODE_LIST_TTL_MS);
+      }
+      // Two placed and still live fill it; ending one frees one slot.
+      const [a] = await Promise.all([replica.start({ agent_id: AGENT_OK }), replica.start({ agent_id: AGENT_OK })]);
+      await expect(replica.start({ agent_id: AGENT_OK })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      await replica.end(a.session_id);
+      expect((await replica.start({ agent_id: AGENT_OK })).node_id).toBe('A');
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('no live node, or every node full -> 503 SERVICE_UNAVAILABLE with retry-after', async () => {
     const none = await api.start({ agent_id: AGENT_OK });
     expect(none.status).toBe(503);

@@ -42,4 +42,19 @@ describe('Placements', () => {
     p.noteListing([], p.beginListing());
     expect(p.withPending(node(0, 0)).load).toBe(0);
   });
+
+  it('forgets the placement of a session that ended, once; a covered one is not counted twice', () => {
+    const p = new Placements();
+    p.add('A', 5, 's1');
+    p.add('A', 5, 's2');
+    p.forget('s1');
+    p.forget('s1');
+    p.forget('unknown');
+    expect(p.withPending(node(0, 0)).load).toBe(1);
+    // s2 covered by a heartbeat: forgetting it afterwards changes nothing.
+    p.noteListing([node(1, 5 + STALE_AFTER_MS + 1)], p.beginListing());
+    p.add('A', 9_000, 's3');
+    p.forget('s2');
+    expect(p.withPending(node(1, 0)).load).toBe(2);
+  });
 });
