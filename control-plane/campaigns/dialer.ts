@@ -256,8 +256,9 @@ export function createDialer(deps: DialerDeps): Dialer {
     const sleep = (ms: number) => sleepOn(clock, Math.max(0, Math.min(ms, sliceLeftMs())), signal, () => new Error('dialer stopped'));
 
     async function dialOne(c: CampaignRow, contact: ContactRow, callId: string, previousDialedAt: Date | null): Promise<void> {
+      let placed: Awaited<ReturnType<TelephonyDomain['dial']>>;
       try {
-        const placed = await telephony.dial(
+        placed = await telephony.dial(
           {
             // Never null here: an agent with a campaign that is not finished cannot be deleted
             // (agents/core/store.ts); were it null, the dial path's 400 would pause the campaign.
@@ -274,8 +275,6 @@ export function createDialer(deps: DialerDeps): Dialer {
           },
           { userId: c.user_id, mayUse: async (ws) => ws === c.workspace_id, publicBase: deps.publicBase(), callId, campaignId: c.id },
         );
-        await ds.markPlaced(sql, contact.id, callId, placed.session_id);
-        carrierFailures = 0;
       } catch (err) {
         const e = toAppError(err);
         const carrier = e.options.cause instanceof CarrierError ? e.options.cause : undefined;
@@ -318,6 +317,16 @@ export function createDialer(deps: DialerDeps): Dialer {
         }
         log.info({ campaignId: c.id, contactId: contact.id, code: e.code, carrierStatus: carrier?.status, outcomeUnknown: carrier?.outcomeUnknown }, 'campaign dial refused');
         return;
+      }
+      carrierFailures = 0;
+      // The call is placed: whatever fails from here, the contact must never go back to the queue
+      // as "not dialed" (a database error is a 503, which the refusal path above requeues: the
+      // callee rang twice). It stays `dialing` with its call id; the call's end settles it
+      // (`settle` takes `dialing`), and recovery does if that end is never heard of.
+      try {
+        await ds.markPlaced(sql, contact.id, callId, placed.session_id);
+      } catch (err) {
+        log.warn({ campaignId: c.id, contactId: contact.id, callId, err: (err as Error).message }, 'campaign call placed; its contact stays dialing until the call ends');
       }
     }
 

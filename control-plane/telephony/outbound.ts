@@ -161,8 +161,14 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
     await deps.voice.sessions.end(session.session_id).catch(() => {});
     throw carrierFailure(err, 'the call may have been placed');
   }
-  const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
-  if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });
+  // The call is placed: a registry blip now must not answer an error (a caller, or the campaign
+  // dialer, would dial again and ring the callee twice). The carrier's first callback stores the sid.
+  try {
+    const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
+    if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });
+  } catch (err) {
+    log.warn({ callId, err: (err as Error).message }, 'outbound call placed; its carrier sid not stored yet (its first callback stores it)');
+  }
   log.info({ callId, agentId: live.agent_id, to: maskNumber(to), amd: amd?.policy ?? 'off', carrier: provider }, 'outbound call placed');
   return {
     call_id: callId,

@@ -247,6 +247,33 @@ describe('pause, resume, 503', () => {
     expect(rows.get(good)).toMatchObject({ status: 'failed', attempts: 1, error_message: 'no answer after 1 attempt' });
   });
 
+  it('a database failure after the carrier placed the call never requeues the contact: it is not dialed twice', { timeout: 30_000 }, async () => {
+    const n = '+14155558201';
+    h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });
+    // The contact's "in progress" mark fails as a dropped connection does (SQLSTATE 57P01, what an
+    // operator's pg_terminate_backend gives): the call is already placed at the carrier.
+    await h.infra.sql.unsafe(`
+      create or replace function fail_in_progress_mark() returns trigger language plpgsql as $$
+      begin
+        if new.status = 'in_progress' and new.to_number = '${n}' then
+          raise exception 'terminating connection due to administrator command' using errcode = '57P01';
+        end if;
+        return new;
+      end $$;
+      create trigger fail_in_progress_mark before update on campaign_contacts for each row execute function fail_in_progress_mark();`);
+    try {
+      const id = await campaign({ pacing_per_minute: 600, max_concurrent_calls: 1, max_retries: 0 }, [n]);
+      await h.call('POST', `/campaigns/${id}/start`);
+      await until(async () => (await get(id)).status === 'completed', 20_000, 'campaign completed');
+      const [row] = await contacts(id);
+      // It was requeued as "not an attempt" (a 503) and dialed again, ringing the callee each time.
+      expect(row).toMatchObject({ status: 'failed', attempts: 1 });
+      expect(simCallsTo(new Set([n]))).toHaveLength(1);
+    } finally {
+      await h.infra.sql.unsafe('drop trigger fail_in_progress_mark on campaign_contacts; drop function fail_in_progress_mark()');
+    }
+  });
+
   it('a carrier 5xx on the create is an attempt retried by the policy, not a final failure', { timeout: 30_000 }, async () => {
     const n = '+14155558101';
     h.callees.set(n, { ringMs: 30, outcome: 'no-answer' });
