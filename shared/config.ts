@@ -225,6 +225,8 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return v;
 }
 
+const NODE_ENVS = ['production', 'development', 'test'];
+
 /**
  * REDIS_URL: one server (`redis://`, `rediss://`), Sentinel (`redis+sentinel://h:p,h:p/name`) or
  * Cluster (`redis+cluster://h:p,h:p`).
@@ -234,7 +236,12 @@ function redisUrl(env: Env): string | undefined {
   if (v !== undefined && isSentinelUrl(v)) return multiHostUrl(v, 'Sentinel', parseSentinelUrl);
   if (v !== undefined && isClusterUrl(v)) return multiHostUrl(v, 'Cluster', parseClusterUrl);
   // Sentinel and Cluster URLs were taken above; a malformed one (`redis+cluster:/x`) is refused here.
-  return url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+  const single = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+  // The path selects a database by number (the client throws a bare TypeError on anything else).
+  if (single !== undefined && !/^\/?(\d{1,5})?$/.test(new URL(single).pathname)) {
+    throw new ConfigError('REDIS_URL', `its path selects a database by number (redis://host:6379/0), got "${new URL(single).pathname.slice(0, 40)}"`);
+  }
+  return single;
 }
 
 function multiHostUrl(v: string, kind: string, parse: (url: string) => unknown): string {
@@ -279,7 +286,9 @@ function carrierOutMessageMs(env: Env): number {
 }
 
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  // A typo (`prod`, `Production`) must not silently turn every production guard off.
   const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
+  if (!NODE_ENVS.includes(nodeEnv)) throw new ConfigError('NODE_ENV', `must be one of ${NODE_ENVS.join(', ')}, got "${nodeEnv.slice(0, 40)}"`);
   const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   const role = (str(env, 'ROLE') ?? 'all') as Role;

@@ -48,6 +48,19 @@ describe('HOST', () => {
   });
 });
 
+describe('NODE_ENV and REDIS_URL', () => {
+  it('NODE_ENV is production, development or test: a typo stops the start naming it (it ran as development)', () => {
+    for (const v of ['prod', 'Production', 'staging']) expect(refused({ NODE_ENV: v })).toBe('NODE_ENV');
+    for (const v of ['production', 'development', 'test']) expect(refused({ NODE_ENV: v, SECRETS_KEY: 'a'.repeat(64), SMTP_URL: 'smtp://mail:25' })).toBeUndefined();
+  });
+
+  it('a single-server REDIS_URL path is a database number (the client threw a TypeError and a stack)', () => {
+    expect(refused({ REDIS_URL: 'redis://127.0.0.1:6379/abc' })).toBe('REDIS_URL');
+    expect(refused({ REDIS_URL: 'redis://127.0.0.1:6379/1/2' })).toBe('REDIS_URL');
+    for (const v of ['redis://127.0.0.1:6379', 'redis://127.0.0.1:6379/', 'redis://127.0.0.1:6379/7', 'rediss://u:p@h:6380/0']) expect(loadConfig({ REDIS_URL: v }).redisUrl).toBe(v);
+  });
+});
+
 describe('production', () => {
   const KEY = 'a'.repeat(64);
   it('needs SECRETS_KEY on every role and SMTP_URL where the API runs, refused as the configuration loads', () => {
