@@ -93,7 +93,8 @@ function conversationJson(r: Row): Row {
   out.created_at = iso(r.created_at as Date);
   out.updated_at = iso(r.updated_at as Date);
   const sessions = r.g_sessions as number | null;
-  if (!r.call_id || !sessions || sessions < 2) return { ...out, call_id: null, session_count: null, segment_count: null, segment_pattern: null };
+  // The spec's folded-row fields are present only on folded rows (control-plane/http/json-writer.ts ABSENT_WHEN_UNSET).
+  if (!r.call_id || !sessions || sessions < 2) return out;
   // A transferred call folded into its first stint (control-plane/conversations/views.ts listView).
   const turns = Number(r.g_turns ?? 0);
   const segments: string[] = [];

@@ -53,9 +53,18 @@ export const NULL_FIELDS_WHEN_UNSET: ReadonlyMap<string, ReadonlySet<string>> = 
   ['voiceplane.v1.SystemHealthRecord', new Set(['avg_response_ms'])],
 ]);
 
-/** Whether an unset `f` of `desc` is written as null (NULL_WHEN_UNSET, NULL_FIELDS_WHEN_UNSET). */
+/**
+ * Fields of NULL_WHEN_UNSET records the spec has present only in some rows ("present only on
+ * folded multi-segment rows of transferred calls"): left out when unset, so a key present means it applies.
+ */
+export const ABSENT_WHEN_UNSET: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['voiceplane.v1.Conversation', new Set(['call_id', 'session_count', 'segment_count', 'segment_pattern'])],
+]);
+
+/** Whether an unset `f` of `desc` is written as null (NULL_WHEN_UNSET, NULL_FIELDS_WHEN_UNSET, ABSENT_WHEN_UNSET). */
 function unsetIsNull(desc: DescMessage, f: DescField): boolean {
   if (!((f.fieldKind === 'scalar' && f.presence !== IMPLICIT) || f.fieldKind === 'message')) return false;
+  if (ABSENT_WHEN_UNSET.get(desc.typeName)?.has(f.name)) return false;
   return NULL_WHEN_UNSET.has(desc.typeName) || (NULL_FIELDS_WHEN_UNSET.get(desc.typeName)?.has(f.name) ?? false);
 }
 

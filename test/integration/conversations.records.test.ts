@@ -89,7 +89,8 @@ describe('folding of transferred calls', () => {
     expect(rc).toMatchObject({ id: r1.id, session_count: 3, segment_count: 2, segment_pattern: 'ai -> human', status: 'failed', total_turns: 2, avg_response_latency_ms: 600 });
     expect(typeof rc.ended_at).toBe('string');
     const plain = rows.find((r) => r.id === single.id)!;
-    for (const k of ['call_id', 'session_count', 'segment_count', 'segment_pattern']) expect(plain).toHaveProperty(k, null);
+    // "present only on folded multi-segment rows" (the spec): absent on a plain row, not null.
+    for (const k of ['call_id', 'session_count', 'segment_count', 'segment_pattern']) expect(plain).not.toHaveProperty(k);
     // Newest call first (by the start of its earliest stint).
     expect(rows.map((r) => r.id)).toEqual([r1.id, s1.id, single.id]);
     // Status filters match the folded status; other stints stay reachable by their session id.
