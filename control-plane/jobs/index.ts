@@ -280,6 +280,12 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   for (const name of Object.keys(QUEUE_SETTINGS) as JobName[]) await ensureQueue(boss, name, { ...QUEUE_SETTINGS[name], ...opts.queues?.[name] });
 
   let closed = false;
+  /**
+   * New jobs are refused only once close() has let the running handlers finish: a handler still
+   * running during the stop (a webhook attempt whose answer came in) queues its follow-up (the
+   * retry) like any other; refusing it lost the attempt's outcome.
+   */
+  let sealed = false;
   const failedAttempts = new Map<string, number>();
   const chainKicks = new Set<NodeJS.Timeout>();
   // pg-boss 10 sleeps the polling interval after every fetch, also one that found a job, so one
@@ -298,7 +304,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
   return {
     schema,
     async enqueue(name, data, o) {
-      if (closed) throw new Error('job queue closed');
+      if (sealed) throw new Error('job queue closed');
       // pg-boss validates a key's presence, not its value: leave unset options out entirely.
       const send: PgBoss.SendOptions = { singletonKey: o.singletonKey };
       if (o.startAfter) send.startAfter = o.startAfter;
@@ -405,6 +411,7 @@ export async function startJobs(opts: JobsOptions): Promise<Jobs> {
       // closes, within a bound: a statement on a hanging connection is given up (the job expires
       // and runs again; handlers are idempotent).
       await settledWithin(inFlight, ABORTED_HANDLER_WAIT_MS);
+      sealed = true;
     },
   };
 }

@@ -252,9 +252,13 @@ describe('job queue throughput', () => {
       started.push(job.data.conversation_id);
       if (job.data.conversation_id.endsWith('quick')) {
         await new Promise((r) => setTimeout(r, 500));
+        // Finishing during the stop, it queues its follow-up (a webhook attempt its retry): that
+        // was refused ("job queue closed") and the attempt's outcome lost.
+        await j.enqueue('qa.score', { conversation_id: `${tag}-follow-up` }, { singletonKey: `${tag}-follow-up`, delaySeconds: 3600 });
         steps.push('quick finished');
         return;
       }
+      if (job.data.conversation_id.endsWith('follow-up')) return;
       // Runs past the stop timeout: aborted, then records that before returning.
       await new Promise<void>((resolve) => job.signal.addEventListener('abort', () => resolve(), { once: true }));
       await new Promise((r) => setTimeout(r, 200));
@@ -265,6 +269,10 @@ describe('job queue throughput', () => {
     await j.stopFetching();
     await j.close();
     expect(steps).toEqual(['quick finished', 'long wrote its end']);
+    const [queued] = await infra.sql.unsafe(`select count(*)::int as n from "${j.schema}".job where data->>'conversation_id' = $1`, [`${tag}-follow-up`]);
+    expect(queued!.n).toBe(1);
+    // Once closed, nothing more is taken.
+    await expect(j.enqueue('qa.score', { conversation_id: `${tag}-late` }, { singletonKey: `${tag}-late` })).rejects.toThrow('job queue closed');
   });
 });
 
