@@ -178,7 +178,8 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
       workspace_id: c.workspace_id,
       data: {
         call_id: c.call_id,
-        conversation_id: null,
+        // The spec types it a string (not in its nullable list): no conversation is "".
+        conversation_id: '',
         conversation_ids: [],
         status: 'failed',
         carrier_status: c.carrier_status,
@@ -188,7 +189,9 @@ export function createCallEvents(opts: CallEventsOptions): CallEvents {
         callee_number: c.to_number,
         caller_name: '',
         started_at: new Date(c.created_at_ms).toISOString(),
-        answered_at: c.answered_at_ms ? new Date(c.answered_at_ms).toISOString() : null,
+        // When the media reached an engine (the first conversation's start): never, for a failed call,
+        // even one the carrier answered (`failure_reason` says so).
+        answered_at: null,
         ended_at: new Date(c.ended_at_ms).toISOString(),
         duration_ms: Math.max(0, c.ended_at_ms - c.created_at_ms),
         talk_duration_ms: 0,
