@@ -7,7 +7,7 @@ import { longerThan } from '../http/validate.js';
 import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, RegistryTimeoutError, type Registry } from '../../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, RegistryTimeoutError, RegistryUnavailableError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { boundConnectionIds, inactiveAgentError, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
@@ -74,6 +74,13 @@ export function noNodeReason(nodes: EngineNode[]): string {
   if (nodes.every((n) => n.draining || n.unavailable)) return 'no voice engine node accepts new sessions (draining or unavailable)';
   return 'all voice engine nodes are at capacity';
 }
+
+/**
+ * After the registry reconnects (Redis may be back empty), how long a missing session or claim is
+ * taken for "not written back yet" (503, retry) rather than gone: every process reconnects within
+ * its backoff (at most 2 s) and replays what it owns in one round trip.
+ */
+export const REGISTRY_RESTORE_GRACE_MS = 5000;
 
 /** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
 const MAX_SESSION_ID_CHARS = 128;
@@ -179,6 +186,12 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const owner = await registryCall(() => deps.registry.sessions.sessionOwner(sessionId));
     if (owner) return owner;
     const stored = await registryCall(() => deps.registry.sessions.getSession(sessionId));
+    // Just after Redis came back (maybe empty), the engine's claim or the starting replica's
+    // session may not be written back yet: a live call would be told it is over (404), or not
+    // connected (409), or be purged. Retry instead.
+    if (deps.registry.reconnectedWithin?.(REGISTRY_RESTORE_GRACE_MS)) {
+      throw new RegistryUnavailableError('restoring its entries after a reconnect; retry');
+    }
     if (!stored) throw notFound('session');
     if (!purgeUnclaimed) throw new AppError('CONFLICT', 'no socket connected to this session yet');
     return undefined;

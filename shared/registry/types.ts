@@ -207,6 +207,12 @@ export interface Registry {
   readonly windows: RateLimitWindows;
   readonly invalidations: InvalidationBus;
   readonly billing: BillingStates;
+  /**
+   * Whether the store reconnected within the last `ms` (monotonic time): Redis may have come back
+   * empty, and the other processes' replays (their sessions, claims, calls) may not have landed
+   * yet, so a missing entry may only be missing for a moment. Absent or false: no reconnect.
+   */
+  reconnectedWithin?(ms: number): boolean;
   close(): Promise<void>;
 }
 

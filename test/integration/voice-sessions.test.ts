@@ -363,6 +363,27 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     expect(r.headers.get('retry-after')).toBe('1');
   });
 
+  it('just after the registry reconnected (Redis maybe back empty), a missing session or claim is 503 retry, never 404 / 409 / purged', async () => {
+    let restoring = true;
+    const registry = { ...infra.registry, reconnectedWithin: () => restoring } as Registry;
+    const replica = createVoiceSessions({ registry, clock: infra.clock, logger: infra.logger, liveConfig });
+    try {
+      await engineReg.nodes.heartbeat(node('A', 0, 10), 60_000);
+      // Started, its engine's claim not written back yet: neither "not connected" nor purged by an end.
+      const started = await replica.start({ agent_id: AGENT_OK });
+      await expect(replica.injectText(started.session_id, 'hello')).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      await expect(replica.end(started.session_id)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      expect(await infra.registry.sessions.getSession(started.session_id)).toBeDefined();
+      // Nothing at all (a live call whose entries are not back yet): not "session not found".
+      await expect(replica.injectText('x'.repeat(32), 'hello')).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      restoring = false;
+      await expect(replica.injectText('x'.repeat(32), 'hello')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(replica.injectText(started.session_id, 'hello')).rejects.toMatchObject({ code: 'CONFLICT' });
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('an owner that does not answer (dead node) -> 404', async () => {
     const id = await startOnB();
     await engineReg.sessions.claimSession(id, 'C-dead', 60_000);

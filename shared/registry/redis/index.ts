@@ -35,6 +35,8 @@ export class RedisRegistry implements Registry {
   readonly invalidations: RedisInvalidationBus;
   readonly billing: RedisBillingStates;
 
+  /** performance.now() of the last reconnect (0: none since the first connect). */
+  private reconnectedAt = 0;
   /** The replay under way, if any; `replayAgain` when another reconnect came meanwhile. */
   private replaying?: Promise<void>;
   private replayAgain = false;
@@ -55,8 +57,15 @@ export class RedisRegistry implements Registry {
     const conn = await RedisConnection.open(opts);
     const reg = new RedisRegistry(conn, await RedisCommandBus.start(conn));
     // Every later `ready` is a reconnect: Redis may have restarted empty.
-    conn.onReconnect(() => reg.requestReplay());
+    conn.onReconnect(() => {
+      reg.reconnectedAt = performance.now();
+      reg.requestReplay();
+    });
     return reg;
+  }
+
+  reconnectedWithin(ms: number): boolean {
+    return this.reconnectedAt > 0 && performance.now() - this.reconnectedAt < ms;
   }
 
   /**
