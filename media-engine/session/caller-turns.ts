@@ -77,10 +77,11 @@ export class CallerTurns {
     if (this.bargeCandidate && v.speech && !this.heardBackchannel && this.host.bargeInAllowed()) {
       const needMs = this.d.providers.asr.capabilities.interim ? VAD_ONLY_BARGE_CONFIRM_MS : VAD_BARGE_CONFIRM_MS;
       if (v.speechMs >= needMs) {
-        this.confirmBargeIn();
         // Confirmed by the voice alone (no words yet): clients cut playback on
-        // `interim_transcription` (spec), so they get one, with no text, or they play on.
+        // `interim_transcription` (spec), so they get one, with no text, or they play on; first,
+        // before the interrupted reply's `turn_complete`, as a transcript would come.
         this.host.emit({ type: 'interim_transcription', text: '' });
+        this.confirmBargeIn();
       }
     }
     if (this.host.phase() === 'user_speaking' && !v.speech && v.silenceMs >= this.t.endpointSilenceMs && !this.timers.has('endpoint')) {
@@ -98,6 +99,7 @@ export class CallerTurns {
     if (ev.type === 'interim' || ev.type === 'final') {
       const text = ev.text.trim();
       if (!text) return;
+      let interimSent = false;
       if (host.phase() === 'speaking' || host.phase() === 'thinking') {
         if (!host.bargeInAllowed()) return;
         // A backchannel (or what may still become one) never confirms a barge-in; on speakers,
@@ -111,6 +113,12 @@ export class CallerTurns {
           return;
         }
         if (!this.bargeCandidate) host.emit({ type: 'user_started_speaking' });
+        // The transcript that confirms the barge-in goes out before the interrupted reply's
+        // `turn_complete`: spec clients cut playback on `interim_transcription`.
+        if (ev.type === 'interim') {
+          host.emit({ type: 'interim_transcription', text });
+          interimSent = true;
+        }
         this.confirmBargeIn();
       } else if (host.phase() === 'listening') {
         // ASR heard speech VAD missed (quiet caller): treat as onset.
@@ -118,7 +126,7 @@ export class CallerTurns {
       }
       if (ev.type === 'interim') {
         this.caller.setInterim(text);
-        host.emit({ type: 'interim_transcription', text });
+        if (!interimSent) host.emit({ type: 'interim_transcription', text });
       } else {
         this.caller.addFinal(text, true, ev.confidence);
         // The vendor's end of turn, or the answer to our finalize request at the silence endpoint

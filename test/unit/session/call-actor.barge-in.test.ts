@@ -31,6 +31,10 @@ describe('CallActor barge-in', () => {
     const after = h.transport.events.slice(before).map((e) => e.type).filter((t) => t !== 'llm_chunk' && t !== 'interim_transcription');
     // One onset event (VAD), then the interrupted turn 1, then turn 2 from the caller's words.
     expect(after).toEqual(['user_started_speaking', 'turn_complete', 'transcription', 'llm_start', 'llm_end', 'tts_audio_start', 'tts_complete', 'turn_complete']);
+    // The transcript that confirms it reaches the client before the interrupted turn_complete (spec
+    // clients cut playback on interim_transcription; it came after).
+    const order = h.transport.events.slice(before).map((e) => e.type).filter((t) => t === 'interim_transcription' || t === 'turn_complete');
+    expect(order[0]).toBe('interim_transcription');
     expect(h.transport.clears).toBe(1);
     expect(h.transport.of('transcription').map((e) => [e.turn, e.text])).toEqual([
       [1, QUESTION],
@@ -92,8 +96,11 @@ describe('CallActor barge-in by voice alone (a streaming ASR that returns no wor
     await h.hum(400);
     expect(h.transport.clears).toBe(1);
     expect(h.actor.phase).toBe('user_speaking');
-    // A browser client cuts its playback on interim_transcription (spec): it gets one, without words.
+    // A browser client cuts its playback on interim_transcription (spec): it gets one, without words,
+    // before the interrupted reply's turn_complete.
     expect(h.transport.of('interim_transcription')).toEqual([expect.objectContaining({ type: 'interim_transcription', text: '' })]);
+    const types = h.transport.events.map((e) => e.type);
+    expect(types.indexOf('interim_transcription')).toBeLessThan(types.lastIndexOf('turn_complete'));
   });
 
   it('speech the ASR heard as a backchannel does not, however long it goes on', async () => {
