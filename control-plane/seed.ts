@@ -28,7 +28,7 @@ export async function ensureDemoOrgKey(config: Config, logger: Logger): Promise<
     await fs.writeFile(file, `${key}\n`, { mode: 0o600 });
     logger.warn({ file }, 'ORG_API_KEY unset: generated a development organization key under DATA_DIR');
   }
-  return { ...config, orgApiKey: key };
+  return { ...config, orgApiKey: key, orgApiKeyGenerated: true };
 }
 
 interface Envelope<T> {

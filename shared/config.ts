@@ -33,6 +33,8 @@ export interface Config {
   enginePublicUrl: string;
   /** Organization API key seeded at start; acts as the organization owner. */
   orgApiKey?: string;
+  /** `orgApiKey` was generated under DATA_DIR (development, ORG_API_KEY unset), not configured. */
+  orgApiKeyGenerated?: boolean;
   /** 32-byte key (hex or base64) for secrets at rest; unset: generated under DATA_DIR with a warning. */
   secretsKey?: string;
   /** HS256 signing key for access tokens; unset: derived from the secrets key. */

@@ -48,7 +48,7 @@ export async function createAccountsDomain(deps: ControlPlaneDeps, opts: Account
     : createMailer(deps.config, deps.logger, deps.clock);
   if (mailbox && deps.config.nodeEnv === 'production') throw new Error('invalid configuration: the development mailbox is refused in production');
 
-  const revokedOrgKeys = await seedOrgKey(deps.sql, deps.config.orgApiKey, deps.logger, deps.clock.now());
+  const revokedOrgKeys = await seedOrgKey(deps.sql, deps.config.orgApiKey, deps.logger, deps.clock.now(), deps.config.orgApiKeyGenerated === true);
 
   const tokens = new TokenService(deps.jwtKey, deps.clock);
   const auth = new AccountsAuth(deps.sql, tokens, deps.clock, deps.logger, { cacheTtlMs: deps.config.cacheTtlMs, ...opts.auth }, deps.registry.invalidations);

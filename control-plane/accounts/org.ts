@@ -2,7 +2,8 @@
  * ORG_API_KEY seeding. The organization owner is a real user row (`is_org_owner`, no usable
  * password, an address that cannot be registered) with one "Organization" workspace; the key is an
  * api_keys row (`is_org_key`) keyed by its SHA-256, so seeding is idempotent across restarts and
- * replicas (advisory lock). A changed key revokes the old one; an unset key revokes any org key.
+ * replicas (advisory lock). A changed key revokes the old one; an unset key revokes any org key;
+ * a development key generated under DATA_DIR is seeded only when no org key is live.
  */
 import type { Logger } from '../../shared/logger.js';
 import { newId } from '../../shared/ids.js';
@@ -15,8 +16,13 @@ const ORG_SEED_LOCK_ID = 727_002;
 /** No dot in the domain: fails the email check, so nobody can register it. */
 export const ORG_OWNER_EMAIL = 'org-owner@voiceplane';
 
-/** Returns the SHA-256 of every key it revoked (other replicas may still have them cached). */
-export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger: Logger, nowMs: number): Promise<string[]> {
+/**
+ * Returns the SHA-256 of every key it revoked (other replicas may still have them cached).
+ * `generated`: a development key made under DATA_DIR because ORG_API_KEY is unset. It never
+ * replaces a live org key (one replica started without ORG_API_KEY on a shared database revoked
+ * the key every other replica was configured with): it is seeded only when there is none.
+ */
+export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger: Logger, nowMs: number, generated = false): Promise<string[]> {
   const now = new Date(nowMs);
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${ORG_SEED_LOCK_ID})`;
@@ -34,6 +40,13 @@ export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger
       await insertWorkspace(tx, owner.id, 'Organization');
     }
     const hash = sha256Hex(orgApiKey);
+    if (generated) {
+      const [live] = await tx<{ key_hash: string }[]>`select key_hash from api_keys where is_org_key and revoked_at is null`;
+      if (live && live.key_hash !== hash) {
+        logger.warn('ORG_API_KEY unset here, but the database has an organization key (configured on another replica): the generated development key is not used; set ORG_API_KEY as the other replicas do');
+        return [];
+      }
+    }
     const old = await tx<{ key_hash: string }[]>`
       update api_keys set revoked_at = ${now} where is_org_key and revoked_at is null and key_hash <> ${hash} returning key_hash`;
     if (old.length) logger.info('ORG_API_KEY changed: previous organization key revoked');

@@ -14,6 +14,7 @@ import { startTestInfra, type TestInfra } from '../helpers/infra.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { startControlPlane, type ControlPlane } from '../../control-plane/app.js';
 import { api, createTestUser, readCode, type TestUser } from '../helpers/accounts.js';
+import { seedOrgKey } from '../../control-plane/accounts/org.js';
 
 const ORG_KEY = 'org-key-for-tests-0123456789abcdef';
 const PASSWORD = 'correct horse battery staple';
@@ -288,6 +289,20 @@ describe('workspaces, members and memory (REST)', () => {
     const all = await api(app, 'GET', '/api/v1/auth/workspaces?limit=200', { token: ORG_KEY });
     expect(all.body.data.map((w: { id: string }) => w.id)).toEqual(expect.arrayContaining([ws, carol.workspaceId, alice.workspaceId]));
     expect((await api(app, 'POST', '/api/v1/auth/validate', { headers: { 'x-auth-token': ORG_KEY } })).status).toBe(200);
+  });
+
+  it('a replica started without ORG_API_KEY (a development key generated under its DATA_DIR) does not revoke the configured key', async () => {
+    const generated = `vpk_org_${'g'.repeat(32)}`;
+    expect(await seedOrgKey(infra.sql, generated, infra.logger, Date.now(), true)).toEqual([]);
+    // The configured key every other replica uses still works (it answered 401 everywhere); the generated one is not seeded.
+    expect((await api(app, 'GET', '/api/v1/auth/workspaces', { token: ORG_KEY })).status).toBe(200);
+    expect((await api(app, 'GET', '/api/v1/auth/workspaces', { token: generated })).status).toBe(401);
+    expect(infra.logLines.join('')).toContain('the generated development key is not used');
+    // A configured key still replaces another configured one, and the first comes back the same way.
+    const other = `org_${'h'.repeat(32)}`;
+    expect(await seedOrgKey(infra.sql, other, infra.logger, Date.now())).toHaveLength(1);
+    expect(await seedOrgKey(infra.sql, ORG_KEY, infra.logger, Date.now())).toHaveLength(1);
+    expect((await api(app, 'GET', '/api/v1/auth/workspaces', { token: ORG_KEY })).status).toBe(200);
   });
 
   it('delete: owner only, answers {message}, then 404', async () => {
