@@ -133,7 +133,11 @@ function registerProtocol(app: TemplatedApp, ctx: EngineContext, carrierStreams:
         return;
       case 'stop':
         // Caller hung up, or the call was redirected (transfer): the socket closes right after.
-        data.actor?.post({ kind: 'end', reason: 'stream_stopped' });
+        if (data.actor) data.actor.post({ kind: 'end', reason: 'stream_stopped' });
+        // Before any call exists (no start yet, or its claim in flight): nothing to end, so the
+        // socket is closed now instead of holding its slot until the start deadline (the claim,
+        // if any, sees it closed and gives the session back).
+        else if (data.state === 'awaiting_start' || data.state === 'claiming') data.transport!.close(1000, 'stream stopped before the call started');
         return;
       case 'dtmf':
         // A key the caller pressed: the actor tells the LLM / flow and the record (issue 24).

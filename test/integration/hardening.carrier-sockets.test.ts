@@ -133,6 +133,18 @@ describe('socket-cap exhaustion', () => {
     }
   });
 
+  it('a stream stopped before its start is closed at once, not at the start deadline', { timeout: 30_000 }, async () => {
+    const s = await open(carrierUrl, '127.0.0.230');
+    if (!('ws' in s)) throw new Error(`refused with ${s.status}`);
+    const sentAt = performance.now();
+    s.ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+    s.ws.send(JSON.stringify({ event: 'stop', sequenceNumber: '1', streamSid: 'MZstop', stop: { accountSid: 'AC1', callSid: 'CAidle' } }));
+    const closed = await s.closed;
+    expect(closed.code).toBe(1000);
+    // It held its slot until the deadline (START_TIMEOUT_MS) and closed with 1008.
+    expect(closed.atMs - sentAt).toBeLessThan(START_TIMEOUT_MS / 2);
+  });
+
   it('caps sockets per client address with 429 and Retry-After; other addresses are unaffected', { timeout: 30_000 }, async () => {
     const mine = await Promise.all(Array.from({ length: PER_IP }, () => open(carrierUrl, '127.0.1.1')));
     expect(mine.every((m) => 'ws' in m)).toBe(true);
