@@ -260,7 +260,7 @@ export async function startControlPlane(deps: ControlPlaneDeps, opts: ControlPla
     upgradeHandlers: [portal.upgrade],
   });
   const grpcPort = opts.grpcPort ?? deps.config.grpcPort;
-  const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe });
+  const grpcServer = grpcPort === undefined ? undefined : await startGrpcNativeServer({ port: grpcPort, host: opts.host ?? deps.config.host, logger: deps.logger, maxBodyBytes: deps.config.maxBodyBytes, services: domains.flatMap((d) => d.services), observe: metrics.observe, authenticate: (ctx) => accounts.auth.principal(ctx) });
   await postCall.start();
   // Carrier callbacks of campaign calls: PUBLIC_BASE_URL, or this listener when the port is chosen at listen time.
   listeningBase = opts.campaigns?.callbackBaseUrl ?? publicBaseOf(deps.config.publicBaseUrl, deps.config.httpPort, server.port);

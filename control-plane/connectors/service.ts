@@ -195,6 +195,16 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       if (!row || row.workspace_id !== agent.workspace_id) throw notFound('connection');
       // The binder answers CONNECTOR_NOT_CONNECTED (409) for a disconnected or unhealthy connection, like POST /agents/{id}/tools.
       const found = await deps.binder.bindingFor(agent.workspace_id, row.provider_id);
+      // A same-named hand-written tool never becomes a connector tool (as on PUT /agents/{id}).
+      // (Tools already bound to the connection are switched back on instead, and it is left alone.)
+      const [sameName] = await sql<{ connector_binding: unknown; bound: boolean }[]>`
+        select connector_binding, exists (select 1 from agent_tools b where b.agent_id = ${agent.id} and b.connector_binding->>'connection_id' = ${row.id}) as bound
+        from agent_tools where agent_id = ${agent.id} and name = ${found.providerId}`;
+      if (sameName && !sameName.connector_binding && !sameName.bound) {
+        throw new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${found.providerId} that is not a ${found.providerId} connector tool: rename or delete it first`, {
+          details: [{ field: 'connection_id', problem: `${found.providerId} is the name of a hand-written tool of this agent` }],
+        });
+      }
       const enabled = await store.enableOnAgent(sql, {
         agent_id: agent.id,
         connection_id: row.id,

@@ -13,7 +13,7 @@ import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from '../../shared/logger.js';
 import { kRemoteIp, kRequestId } from './context.js';
 import type { RequestObserver } from './metrics.js';
-import { toConnectError, wrapImpl } from './rpc.js';
+import { type Authenticate, credentialCheck, toConnectError, wrapImpl } from './rpc.js';
 import { invalid } from '../../shared/errors.js';
 import { STRIPPED, type RunningServer, type ServiceBinding } from './server.js';
 import { H2_MAX_CONCURRENT_STREAMS, H2_SESSION_IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './connection-guard.js';
@@ -27,6 +27,8 @@ export interface GrpcNativeOptions {
   host?: string;
   /** Request durations (metrics), as on the one-port listener. */
   observe?: RequestObserver;
+  /** The credential check before the handler (rpc.ts wrapImpl), as on the one-port listener. */
+  authenticate?: Authenticate;
   /** A connection without calls is closed after this long. Default H2_SESSION_IDLE_TIMEOUT_MS (tests shorten it). */
   idleMs?: number;
   /** Every connection is drained (GOAWAY) after this long, its calls cut `REQUEST_TIMEOUT_MS` later. Default GRPC_MAX_CONNECTION_AGE_MS. */
@@ -160,9 +162,10 @@ function unaryHandler(service: DescService, method: DescMethod, fn: AnyFn, logge
 }
 
 /** One grpc-js service definition per proto service: protobuf-es binary codecs, unary methods only. */
-export function addServices(server: grpc.Server, services: ServiceBinding[], logger: Logger, observe?: RequestObserver): void {
+export function addServices(server: grpc.Server, services: ServiceBinding[], logger: Logger, observe?: RequestObserver, authenticate?: Authenticate): void {
+  const check = credentialCheck(services, authenticate);
   for (const b of services) {
-    const wrapped = wrapImpl(b.service, b.impl, logger, observe) as unknown as Record<string, AnyFn>;
+    const wrapped = wrapImpl(b.service, b.impl, logger, observe, check) as unknown as Record<string, AnyFn>;
     const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const m of b.service.methods) {
@@ -195,7 +198,7 @@ export async function startGrpcNativeServer(opts: GrpcNativeOptions): Promise<Ru
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  addServices(server, opts.services, opts.logger, opts.observe);
+  addServices(server, opts.services, opts.logger, opts.observe, opts.authenticate);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${opts.host ?? '0.0.0.0'}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );

@@ -17,7 +17,7 @@ import type { Logger } from '../../shared/logger.js';
 import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
 import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
 import { routeTemplateOf, setRouteTemplate } from './request-url.js';
-import { wrapImpl } from './rpc.js';
+import { credentialCheck, wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
@@ -28,6 +28,8 @@ import { errorBody, familyForPath } from './envelope.js';
 export interface ServiceBinding<S extends DescService = DescService> {
   service: S;
   impl: ServiceImpl<S>;
+  /** Runs before the credential check on the service's bearer methods (the portal's rate limit). */
+  beforeAuth?: (ctx: HandlerContext) => void;
 }
 
 export interface ControlPlaneServerOptions {
@@ -96,10 +98,11 @@ interface Tracked {
 export function createControlPlaneHandler(opts: ControlPlaneServerOptions, shutdown: AbortSignal) {
   const impls = new Map<string, Record<string, never>>();
   for (const b of opts.services) impls.set(b.service.typeName, b.impl as unknown as Record<string, never>);
-  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, authenticate: opts.authenticate });
+  const authenticate = credentialCheck(opts.services, opts.authenticate);
+  const rest = createRestRouter({ routes: opts.routes, impls: impls as never, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, authenticate });
   const connect = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
-      for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger, opts.observe) as never);
+      for (const b of opts.services) router.service(b.service, wrapImpl(b.service, b.impl, opts.logger, opts.observe, authenticate) as never);
     },
     readMaxBytes: opts.maxBodyBytes,
     jsonOptions: STRICT_UTF8_JSON,

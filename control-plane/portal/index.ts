@@ -212,7 +212,8 @@ export async function createPortalDomain(deps: PortalDeps, opts: PortalOptions =
     opts.requestTimeoutMs ?? PORTAL_REQUEST_TIMEOUT_MS,
   );
   return {
-    services: [{ service: PortalService, impl }] as ServiceBinding[],
+    // The per-address rate limit comes before the credential check of every edge (429 first).
+    services: [{ service: PortalService, impl, beforeAuth: access.limit }] as ServiceBinding[],
     routes: portalRoutes,
     rawHandlers: [resetPage({ credentials, buckets, logger })],
     presence,

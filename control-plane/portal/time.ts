@@ -42,7 +42,12 @@ export function dayRange(from: string, to: string, nowMs: number, maxDays: numbe
   const toMs = to ? parseDay(to) : Math.max(today, fromMs);
   if (toMs === undefined) throw new AppError('INVALID_PARAM', `to must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}`, { details: [{ field: 'to', problem: `must be a date YYYY-MM-DD of years ${MIN_YEAR}-${MAX_YEAR}` }] });
   if (toMs < fromMs) throw new AppError('INVALID_PARAM', 'to is before from', { details: [{ field: 'to', problem: 'is before from' }] });
-  if ((toMs - fromMs) / DAY_MS + 1 > maxDays) throw new AppError('INVALID_PARAM', `at most ${maxDays} days per request`, { details: [{ field: 'to', problem: `at most ${maxDays} days after from` }] });
+  if ((toMs - fromMs) / DAY_MS + 1 > maxDays) {
+    // Without `to` (today), the `from` the caller sent is what is too far back.
+    const field = to ? 'to' : 'from';
+    const problem = to ? `at most ${maxDays} days after from` : `at most ${maxDays - 1} days before today without to`;
+    throw new AppError('INVALID_PARAM', `at most ${maxDays} days per request`, { details: [{ field, problem }] });
+  }
   return { fromMs, toMs };
 }
 

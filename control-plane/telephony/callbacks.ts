@@ -114,6 +114,12 @@ export async function onStatus(
 ) {
   const c = await callFor(ctx, hc, req.callId, formHook(ctx, hc, req.params));
   if (!c || namesAnotherCall(ctx, c, req.callSid, 'status')) return RECEIVED;
+  // The dial could not store the carrier's sid (a registry blip after the create): the first
+  // signed callback names it, so hang-up, transfer and the CallSid check work for the call.
+  if (!c.provider_call_sid && req.callSid && !c.transferred_to) {
+    await ctx.calls.patch(c.call_id, { provider_call_sid: req.callSid });
+    c.provider_call_sid = req.callSid;
+  }
   const d = Number(req.callDuration);
   const seq = Number(req.sequenceNumber);
   await applyStatus(ctx, c, req.callStatus, req.callDuration !== '' && Number.isFinite(d) ? d : undefined, req.sequenceNumber !== '' && Number.isFinite(seq) ? seq : undefined);

@@ -9,7 +9,7 @@
  * such a stale record is dropped the next time anyone reads it (`sweep`).
  */
 import type { Clock } from '../../shared/clock.js';
-import type { Registry, StoredCall } from '../../shared/registry/index.js';
+import { REGISTRY_RESTORE_GRACE_MS, type Registry, type StoredCall } from '../../shared/registry/index.js';
 
 export type CallStatus = 'initiated' | 'ringing' | 'in_progress';
 export type CallDirection = 'inbound' | 'outbound';
@@ -137,7 +137,7 @@ export function mapCarrierStatus(s: string): CallStatus | 'ended' | undefined {
 export class LiveCalls {
   constructor(
     /** Calls and seats; sessions to tell whether a call's voice session is gone. */
-    private readonly registry: Pick<Registry, 'calls' | 'sessions'>,
+    private readonly registry: Pick<Registry, 'calls' | 'sessions' | 'reconnectedWithin'>,
     private readonly clock: Clock,
   ) {}
 
@@ -193,6 +193,9 @@ export class LiveCalls {
    */
   async isStale(rec: CallRecord): Promise<boolean> {
     if (rec.transferred_to || !rec.session_id) return false;
+    // Just after Redis came back (maybe empty) the engine's claim may not be written back yet:
+    // a missing session is not evidence that the call is over (voice/sessions.ts, same grace).
+    if (this.registry.reconnectedWithin?.(REGISTRY_RESTORE_GRACE_MS)) return false;
     if (await this.registry.sessions.sessionOwner(rec.session_id)) return false;
     return (await this.registry.sessions.getSession(rec.session_id)) === undefined;
   }

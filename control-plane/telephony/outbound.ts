@@ -157,12 +157,16 @@ export async function dialOutbound(ctx: Ctx, req: OutboundInput, as: DialAs): Pr
       record: truthy((live.metadata ?? {}).record_calls),
     });
   } catch (err) {
-    await ctx.calls.remove(callId);
+    // The carrier's answer decides what the caller (or the campaign dialer) does next: a registry
+    // blip while cleaning up must not replace it (a 503 there would be dialed again at once,
+    // although the carrier may have placed the call).
+    await ctx.calls.remove(callId).catch((e: Error) => log.warn({ callId, err: e.message }, 'failed dial: its live call record not removed (the stale sweep removes it)'));
     await deps.voice.sessions.end(session.session_id).catch(() => {});
     throw carrierFailure(err, 'the call may have been placed');
   }
   // The call is placed: a registry blip now must not answer an error (a caller, or the campaign
-  // dialer, would dial again and ring the callee twice). The carrier's first callback stores the sid.
+  // dialer, would dial again and ring the callee twice). The carrier's first status callback
+  // stores the sid then (callbacks.ts onStatus, onCarrierEvents).
   try {
     const saved = await ctx.calls.patch(callId, { provider_call_sid: created.sid });
     if (saved) emit(ctx, { type: 'status', call: saved, detail: 'initiated' });

@@ -7,7 +7,7 @@ import { longerThan } from '../http/validate.js';
 import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, RegistryTimeoutError, RegistryUnavailableError, type Registry } from '../../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, REGISTRY_RESTORE_GRACE_MS, RegistryTimeoutError, RegistryUnavailableError, type Registry } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { boundConnectionIds, inactiveAgentError, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
@@ -74,13 +74,6 @@ export function noNodeReason(nodes: EngineNode[]): string {
   if (nodes.every((n) => n.draining || n.unavailable)) return 'no voice engine node accepts new sessions (draining or unavailable)';
   return 'all voice engine nodes are at capacity';
 }
-
-/**
- * After the registry reconnects (Redis may be back empty), how long a missing session or claim is
- * taken for "not written back yet" (503, retry) rather than gone: every process reconnects within
- * its backoff (at most 2 s) and replays what it owns in one round trip.
- */
-export const REGISTRY_RESTORE_GRACE_MS = 5000;
 
 /** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
 const MAX_SESSION_ID_CHARS = 128;
@@ -213,18 +206,19 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
 
   async function end(sessionId: string) {
     const owner = await ownerOf(sessionId, true);
-    // Placed by this replica and not yet in a heartbeat: its slot is free again now.
-    placements.forget(sessionId);
     if (!owner) {
       // Started but never connected: purge now instead of waiting out the connect window (its
       // node drops what it pre-warmed). Gone meanwhile (purged elsewhere): ended all the same.
       const stored = await registryCall(() => deps.registry.sessions.getSession(sessionId));
       if (stored) await registryCall(() => purgeUnclaimed(deps.registry, stored, 'ended_by_api', { commandTimeoutMs, log }));
+      // Placed by this replica and not yet in a heartbeat: its slot is free again now.
+      placements.forget(sessionId);
       log.info({ session: maskSessionId(sessionId) }, 'unconnected voice session purged');
       return { session_id: sessionId, status: 'ended' as const };
     }
     try {
       await deps.registry.commands.sendCommand(owner, { kind: 'end', sessionId }, commandTimeoutMs);
+      placements.forget(sessionId);
     } catch (err) {
       const mapped = await commandError(err, owner, sessionId);
       // The owner no longer knows the session: the registry entry is stale.

@@ -115,10 +115,9 @@ export class CallerTurns {
         if (!this.bargeCandidate) host.emit({ type: 'user_started_speaking' });
         // The transcript that confirms the barge-in goes out before the interrupted reply's
         // `turn_complete`: spec clients cut playback on `interim_transcription`.
-        if (ev.type === 'interim') {
-          host.emit({ type: 'interim_transcription', text });
-          interimSent = true;
-        }
+        // A final confirms it too (an ASR without interims): clients get its words the same way.
+        host.emit({ type: 'interim_transcription', text });
+        interimSent = true;
         this.confirmBargeIn();
       } else if (host.phase() === 'listening') {
         // ASR heard speech VAD missed (quiet caller): treat as onset.

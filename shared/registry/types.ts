@@ -198,6 +198,13 @@ export interface BillingStates {
  * The parts bundled for wiring, over one connection (Redis: one client pair and one replay
  * journal; in-process: one clock and one sweep). Consumers take the part they need.
  */
+/**
+ * After the registry reconnects (Redis may be back empty), how long a missing session, claim or
+ * call is taken for "not written back yet" rather than gone: every process reconnects within its
+ * backoff (at most 2 s) and replays what it owns in one round trip.
+ */
+export const REGISTRY_RESTORE_GRACE_MS = 5000;
+
 export interface Registry {
   readonly kind: 'redis' | 'memory';
   readonly nodes: NodeDirectory;

@@ -118,6 +118,19 @@ describe('enable, list, disable', () => {
     expect(list2[0]).toMatchObject({ name: 'crm_lookup', is_active: true });
     expect(list2[0].connector_binding.actions).toHaveLength(1);
   });
+
+  it('enable refuses to turn a same-named hand-written tool into a connector tool (409 TOOL_NAME_TAKEN; it became a mixed tool)', async () => {
+    const hs = await connectionOf('hubspot');
+    const other = await createAgent(s.cp as never, s.infra, s.owner, s.owner.workspaceId, 'Hand-written');
+    const made = await api(s.cp, 'POST', `/api/v1/agents/${other}/tools`, { token: s.owner.token, body: { name: 'hubspot', description: 'my own', endpoint_url: 'https://crm.example.com/hook' } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const res = await enable(hs.id, s.manager.token, other);
+    expect(res.status).toBe(409);
+    const after = await tools(other);
+    expect(after).toHaveLength(1);
+    expect(after[0].connector_binding).toBeFalsy();
+    expect(after[0].endpoint_url).toBe('https://crm.example.com/hook');
+  });
 });
 
 describe('authentication, roles, fencing and errors', () => {

@@ -147,6 +147,15 @@ describe('scope escalation', () => {
     expectError(await call('PUT', `/alerts/rules/${newId()}`, readKey, { metric: 'bad' }), 403, 'FORBIDDEN');
     // With the credential, the fields are checked.
     expectInvalid(await call('PUT', `/alerts/rules/${newId()}`, owner.token, { metric: 'bad' }), 'metric');
+    // Over Connect the same order: unauthenticated, not invalid_argument naming `metric`.
+    const connect = (auth?: string) =>
+      fetch(`http://127.0.0.1:${h.port}/voiceplane.v1.AlertService/UpdateAlertRule`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
+        body: JSON.stringify({ ruleId: newId(), metric: 'bad' }),
+      }).then(async (r) => ({ status: r.status, code: ((await r.json()) as { code: string }).code }));
+    expect(await connect()).toEqual({ status: 401, code: 'unauthenticated' });
+    expect(await connect(owner.token)).toMatchObject({ code: 'invalid_argument' });
   });
 
   it('every method of every registered service has a scope rule', () => {

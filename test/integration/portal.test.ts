@@ -622,6 +622,17 @@ describe('access and limits', () => {
     // Another address is unaffected.
     expect((await api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: owner.token, localAddress: '127.9.9.10' })).status).toBe(200);
     await expect.poll(async () => (await hit()).status, { timeout: 3000, interval: 100 }).toBe(200);
+    // A flood of bad credentials is limited as well: the bucket comes before the credential check
+    // (each unknown key costs a database lookup), over REST and Connect alike.
+    const bad = (ip2: string) => api(cp2, 'GET', `${A}/presence/realtime?workspace_id=${owner.workspaceId}`, { token: 'vpk_not_a_key_at_all_0000', localAddress: ip2 });
+    const badStatuses: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const r = await bad('127.9.9.11');
+      badStatuses.push(r.status);
+      if (r.status === 429) break;
+    }
+    expect(badStatuses.at(-1)).toBe(429);
+    expect(badStatuses.slice(0, -1).every((x) => x === 401)).toBe(true);
   });
 
   it('login attempts are limited per agent code (10/min) and per IP, each attempt costing a password hash', async () => {

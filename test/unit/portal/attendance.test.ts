@@ -31,8 +31,8 @@ describe('time', () => {
     const now = D('2026-12-01T10:00:00Z');
     expect(dayRange('2026-11-30', '', now, 62)).toEqual({ fromMs: D('2026-11-30T00:00:00Z'), toMs: D('2026-12-01T00:00:00Z') });
     expect(dayRange('2026-12-03', '', now, 62)).toEqual({ fromMs: D('2026-12-03T00:00:00Z'), toMs: D('2026-12-03T00:00:00Z') });
-    // Too far back for one request: the range's end is named.
-    expect(() => dayRange('2026-01-01', '', now, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM', details: [expect.objectContaining({ field: 'to' })] }));
+    // Too far back for one request without `to`: the `from` the caller sent is named.
+    expect(() => dayRange('2026-01-01', '', now, 62)).toThrow(expect.objectContaining({ code: 'INVALID_PARAM', details: [expect.objectContaining({ field: 'from' })] }));
   });
 });
 
