@@ -106,12 +106,12 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
   const heartbeatMs = opts.heartbeatMs ?? 2000;
   // Health rides the heartbeat (issue 17): the control plane's collector copies it to Postgres.
   // Requests are voice-socket upgrades, errors the refused ones; the response time is the calls'
-  // (end of the caller's turn to the reply's first audio), since the previous heartbeat.
+  // (end of the caller's turn to the reply's first audio) over about one report interval.
   const sampler = new ProcessSampler(() => clock.now());
   // Calls placed here while its records cannot be written would be lost: not ready, no placements.
   const recordsDown = () => (opts.recordsFailingForMs?.() ?? 0) >= RECORDS_UNAVAILABLE_AFTER_MS;
   const health = () =>
-    sampler.sample({ activeConnections: admission.count, activeCalls: calls.size, requestCount: admission.admittedTotal + admission.refusedTotal, errorCount: admission.refusedTotal, avgResponseMs: metrics.takeAvgResponseMs() });
+    sampler.sample({ activeConnections: admission.count, activeCalls: calls.size, requestCount: admission.admittedTotal + admission.refusedTotal, errorCount: admission.refusedTotal, avgResponseMs: metrics.avgResponseMs(clock.now(), config.healthReportIntervalMs) });
   /** The heartbeat in flight, if any: close() waits for it, or it could list the node again after removeNode. */
   let beating: Promise<void> = Promise.resolve();
   const beat = () =>

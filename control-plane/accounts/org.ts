@@ -43,7 +43,9 @@ export async function seedOrgKey(sql: Sql, orgApiKey: string | undefined, logger
     if (generated) {
       const [live] = await tx<{ key_hash: string }[]>`select key_hash from api_keys where is_org_key and revoked_at is null`;
       if (live && live.key_hash !== hash) {
-        logger.warn('ORG_API_KEY unset here, but the database has an organization key (configured on another replica): the generated development key is not used; set ORG_API_KEY as the other replicas do');
+        logger.warn(
+          'ORG_API_KEY unset here, but the database already has a live organization key (another replica\'s ORG_API_KEY, or an earlier development key): the key generated under DATA_DIR is not used; set ORG_API_KEY to the live key, or to a new value to replace it',
+        );
         return [];
       }
     }

@@ -54,9 +54,8 @@ export class EngineMetrics {
   private readonly bargeIns: Counter;
   private readonly providerErrors: Counter<'component' | 'vendor'>;
   private readonly callsEnded: Counter<'transport' | 'status'>;
-  /** Replies with audio since the last `takeAvgResponseMs` (the node's health report). */
-  private responseSumMs = 0;
-  private responses = 0;
+  /** Replies with audio in the current window and the one before (the node's health report). */
+  private responses = { sumMs: 0, n: 0, prevSumMs: 0, prevN: 0, windowStartMs: 0 };
 
   constructor(sources: EngineMetricsSources = {}) {
     const registers = [this.registry];
@@ -170,15 +169,25 @@ export class EngineMetrics {
   }
 
   /**
-   * Mean response time (end of the caller's turn to the reply's first audio) of the replies
-   * since the previous call, null when none; starts a new interval. The health report's
-   * `avg_response_ms` (docs/system-analytics.md).
+   * Mean response time (end of the caller's turn to the reply's first audio) of the replies in
+   * the last `windowMs` to 2 x `windowMs` (the current window and the whole one before it), null
+   * when none. The health report's `avg_response_ms` (docs/system-analytics.md): heartbeats come
+   * every 2 s but the collector stores one every report interval, so the window is that interval,
+   * not the heartbeat's.
    */
-  takeAvgResponseMs(): number | null {
-    const avg = this.responses ? Math.round((this.responseSumMs / this.responses) * 100) / 100 : null;
-    this.responseSumMs = 0;
-    this.responses = 0;
-    return avg;
+  avgResponseMs(nowMs: number, windowMs: number): number | null {
+    const r = this.responses;
+    if (nowMs - r.windowStartMs >= windowMs) {
+      // A whole window (or more) passed: the one that ended becomes the previous; older ones go.
+      const justEnded = nowMs - r.windowStartMs < 2 * windowMs;
+      r.prevSumMs = justEnded ? r.sumMs : 0;
+      r.prevN = justEnded ? r.n : 0;
+      r.sumMs = 0;
+      r.n = 0;
+      r.windowStartMs = nowMs;
+    }
+    const n = r.n + r.prevN;
+    return n ? Math.round(((r.sumMs + r.prevSumMs) / n) * 100) / 100 : null;
   }
 
   private observeTurn(t: TurnObservation): void {
@@ -186,8 +195,8 @@ export class EngineMetrics {
     const tm = t.timing;
     // A reply cut before any audio has no latency (total 0): it would drag the histograms down.
     if (tm.total_ms <= 0) return;
-    this.responseSumMs += tm.total_ms;
-    this.responses++;
+    this.responses.sumMs += tm.total_ms;
+    this.responses.n++;
     const values: Record<(typeof COMPONENTS)[number], number> = {
       asr: tm.asr_ms,
       llm: llmBeforeAudioMs(t.steps),

@@ -297,7 +297,7 @@ describe('workspaces, members and memory (REST)', () => {
     // The configured key every other replica uses still works (it answered 401 everywhere); the generated one is not seeded.
     expect((await api(app, 'GET', '/api/v1/auth/workspaces', { token: ORG_KEY })).status).toBe(200);
     expect((await api(app, 'GET', '/api/v1/auth/workspaces', { token: generated })).status).toBe(401);
-    expect(infra.logLines.join('')).toContain('the generated development key is not used');
+    expect(infra.logLines.join('')).toContain('the key generated under DATA_DIR is not used');
     // A configured key still replaces another configured one, and the first comes back the same way.
     const other = `org_${'h'.repeat(32)}`;
     expect(await seedOrgKey(infra.sql, other, infra.logger, Date.now())).toHaveLength(1);

@@ -69,17 +69,29 @@ describe('engine metrics', () => {
       timing: { asr_ms: 0, llm_ttfb_ms: 0, tool_ms: 0, tts_ttfb_ms: 0, total_ms: total, internal_overhead_ms: 0 },
       ttsFailed: false,
     });
-    expect(m.takeAvgResponseMs()).toBeNull();
+    const W = 15_000;
+    expect(m.avgResponseMs(0, W)).toBeNull();
     t.turn(reply(300));
     t.turn(reply(500));
     t.turn(reply(0, true)); // cut before any audio
-    expect(m.takeAvgResponseMs()).toBe(400);
-    expect(m.takeAvgResponseMs()).toBeNull();
+    // Heartbeats every 2 s read it without consuming it: the collector's 15 s report sees the window.
+    expect(m.avgResponseMs(2_000, W)).toBe(400);
+    expect(m.avgResponseMs(4_000, W)).toBe(400);
+    // The window ends: its replies stay counted for one more window beside the new ones.
+    expect(m.avgResponseMs(15_000, W)).toBe(400);
     t.turn(reply(250.555));
-    expect(m.takeAvgResponseMs()).toBe(250.56);
+    expect(m.avgResponseMs(16_000, W)).toBe(350.19);
+    expect(m.avgResponseMs(30_000, W)).toBe(250.56);
+    // Two windows without a reply: none.
+    expect(m.avgResponseMs(45_000, W)).toBeNull();
     t.end('completed');
     t.turn(reply(900)); // after the call ended: not counted
-    expect(m.takeAvgResponseMs()).toBeNull();
+    expect(m.avgResponseMs(46_000, W)).toBeNull();
+    // A long quiet spell (no heartbeat read for more than two windows) forgets everything.
+    const m2 = new EngineMetrics();
+    const t2 = m2.callStarted({ transport: 'twilio', vendors, counters: () => ({ lateIn: 0, droppedIn: 0, droppedOut: 0 }) });
+    t2.turn(reply(100));
+    expect(m2.avgResponseMs(100_000, W)).toBeNull();
   });
 
   it('tracing is off without an endpoint (no tracer); with one, spans reach <endpoint>/v1/traces over OTLP/HTTP', async () => {
