@@ -5,6 +5,7 @@
  * workspaces is 404, like a missing one. Secrets: sealed with SecretBox before they touch the
  * database, opened only for the vendor call, never returned and never logged.
  */
+import { handWrittenToolNamed } from '../agents/tools/handlers.js';
 import type { ServiceImpl, HandlerContext } from '@connectrpc/connect';
 import { fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
@@ -200,11 +201,7 @@ export function createConnectorService(deps: ConnectorServiceDeps): ServiceImpl<
       const [sameName] = await sql<{ connector_binding: unknown; bound: boolean }[]>`
         select connector_binding, exists (select 1 from agent_tools b where b.agent_id = ${agent.id} and b.connector_binding->>'connection_id' = ${row.id}) as bound
         from agent_tools where agent_id = ${agent.id} and name = ${found.providerId}`;
-      if (sameName && !sameName.connector_binding && !sameName.bound) {
-        throw new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${found.providerId} that is not a ${found.providerId} connector tool: rename or delete it first`, {
-          details: [{ field: 'connection_id', problem: `${found.providerId} is the name of a hand-written tool of this agent` }],
-        });
-      }
+      if (sameName && !sameName.connector_binding && !sameName.bound) throw handWrittenToolNamed(found.providerId, 'connection_id');
       const enabled = await store.enableOnAgent(sql, {
         agent_id: agent.id,
         connection_id: row.id,

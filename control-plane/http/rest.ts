@@ -25,6 +25,7 @@ import { NodeRequestHeaders } from './request-headers.js';
 import { writeJson } from './json-writer.js';
 import { endThisTurn } from './end-batch.js';
 import { ruleFor } from './scopes.js';
+import type { Authenticate } from './rpc.js';
 
 type AnyImpl = Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
 
@@ -82,7 +83,7 @@ export interface RestRouterOptions {
    * Resolves the call's bearer (and checks an API key's scope); throws UNAUTHORIZED / FORBIDDEN.
    * Run before the body is read on every route whose method is not `public`. Absent: handlers alone check.
    */
-  authenticate?: (ctx: HandlerContext) => Promise<unknown>;
+  authenticate?: Authenticate;
 }
 
 export type NodeReq = IncomingMessage | Http2ServerRequest;

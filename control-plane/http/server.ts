@@ -17,7 +17,7 @@ import type { Logger } from '../../shared/logger.js';
 import { UNMATCHED_ROUTE, type RequestObserver } from './metrics.js';
 import { createRestRouter, type NodeReq, type NodeRes, type RestRoute } from './rest.js';
 import { routeTemplateOf, setRouteTemplate } from './request-url.js';
-import { credentialCheck, wrapImpl } from './rpc.js';
+import { type Authenticate, credentialCheck, wrapImpl } from './rpc.js';
 import type { CorsHandler } from './cors.js';
 import { InFlight } from './in-flight.js';
 import { endQueuedAnswers } from './end-batch.js';
@@ -38,7 +38,7 @@ export interface ControlPlaneServerOptions {
   logger: Logger;
   maxBodyBytes: number;
   /** The REST table's credential check before a body is read (rest.ts `authenticate`). */
-  authenticate?: (ctx: HandlerContext) => Promise<unknown>;
+  authenticate?: Authenticate;
   /** Plain handlers tried before the REST table (SSE streams, signed audio links). Return true when handled. */
   rawHandlers?: Array<(req: NodeReq, res: NodeRes) => boolean | Promise<boolean>>;
   /** Request durations of REST and raw handlers (RPCs are observed in `wrapImpl`, with their code). */

@@ -19,6 +19,7 @@ import { deleteAgentRow, getAgentRow, insertAgentRow, listAgentRows, updateAgent
 import { pathId, uuidField } from '../../http/validate.js';
 import { createOnce, sameFields } from '../../http/create-once.js';
 import { listToolRows, upsertConnectorTool } from '../tools/store.js';
+import { handWrittenToolNamed } from '../tools/handlers.js';
 import type { AgentViewCache } from '../view-cache.js';
 
 export function createAgentService(deps: AgentsDeps, access: Access, views: AgentViewCache<object>): ServiceImpl<typeof AgentService> {
@@ -111,11 +112,7 @@ export function createAgentService(deps: AgentsDeps, access: Access, views: Agen
       if (bound.length) {
         const byName = new Map((await listToolRows(sql, agent.id, ctx.signal)).map((t) => [t.name, t]));
         const i = bound.findIndex((b) => byName.has(b.providerId) && !byName.get(b.providerId)!.connector_binding);
-        if (i >= 0) {
-          throw new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${bound[i]!.providerId} that is not a ${bound[i]!.providerId} connector tool: rename or delete it first`, {
-            details: [{ field: 'connectors', problem: `${bound[i]!.providerId} is the name of a hand-written tool of this agent` }],
-          });
-        }
+        if (i >= 0) throw handWrittenToolNamed(bound[i]!.providerId, 'connectors');
       }
       const row = await updateAgentRow(sql, agent.id, { ...patch, add_connectors: add }, ctx.signal);
       if (!row) throw notFound('agent');

@@ -28,6 +28,13 @@ function nameTaken(name: string): AppError {
   return new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${name}`);
 }
 
+/** A connector's tool name is held by a hand-written tool of the agent: it never becomes a connector tool. */
+export function handWrittenToolNamed(name: string, field: string): AppError {
+  return new AppError('TOOL_NAME_TAKEN', `this agent already has a tool named ${name} that is not a ${name} connector tool: rename or delete it first`, {
+    details: [{ field, problem: `${name} is the name of a hand-written tool of this agent` }],
+  });
+}
+
 /** New encrypted token: omitted or the masked read-back keeps the stored one, "" clears it. */
 function tokenEnc(secrets: SecretBox, plain: string | undefined, stored: string | null, keeps: boolean): string | null {
   if (keeps) return stored;
