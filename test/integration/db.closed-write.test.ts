@@ -34,7 +34,14 @@ it('a query on a reserved connection whose backend died is rejected, not thrown 
     // The driver learns of the close from the socket; then the reserved connection is used again.
     await expect.poll(async () => (await admin`select count(*)::int as n from pg_stat_activity where pid = ${pid}`)[0].n, { timeout: 5_000 }).toBe(0);
     await new Promise((r) => setTimeout(r, 50));
-    await expect(within(conn`select 2 as two`, 5_000)).rejects.toMatchObject({ code: 'CONNECTION_CLOSED' });
+    // Which error the query settles with depends on whether the socket's reset is read before the
+    // write: the driver's CONNECTION_CLOSED or the socket's own ECONNRESET. Either is a settled
+    // rejection; what must not happen is a throw from the immediate or a query that never settles.
+    const failure = await within(conn`select 2 as two`, 5_000).then(
+      () => 'answered',
+      (err: { code?: string }) => err.code,
+    );
+    expect(['CONNECTION_CLOSED', 'ECONNRESET']).toContain(failure);
     conn.release();
     expect(uncaught).toEqual([]);
     // The dead connection is retired after at most one more failure; then queries work.
