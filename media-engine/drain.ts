@@ -5,8 +5,10 @@
  *    (`pickNode` skips it) and `/ready` answers 503 so a load balancer stops sending;
  * 2. live calls go on until they end by themselves, up to `timeoutMs` (DRAIN_TIMEOUT_S); the node
  *    keeps heartbeating (it is not lost) and serving commands (`/text`, `/end` still work);
- *    it is idle only once no call and no pre-warmed session has been left for `settleMs` (a
- *    session placed here just before the mark may still be connecting);
+ *    it is idle only once no call, no pre-warmed session and no session placed here but not yet
+ *    connected (the registry's count, asked every `pendingPollMs`) has been left for `settleMs`: a
+ *    session placed just before the mark may still be connecting, and an outbound call's stream
+ *    comes only once the callee answers, a ring later, whether or not its prewarm arrived;
  * 3. at the deadline every remaining call hears a goodbye and ends with `server_shutdown`
  *    (records closed by the actor, a carrier call hung up when its stream closes), bounded by
  *    `endGraceMs`; whatever is still open then is closed by `EngineNode.close()`.
@@ -32,6 +34,11 @@ export interface DrainDeps {
   prewarmed: () => number;
   /** Tells the registry this node is draining (one heartbeat); failures are logged, not fatal. */
   markDraining: () => Promise<void>;
+  /**
+   * Sessions placed on this node whose socket has not come yet (registry). A failure counts as
+   * none, logged: without the registry no socket could claim its session here anyway.
+   */
+  pendingSessions?: () => Promise<number>;
 }
 
 export interface DrainOptions {
@@ -43,6 +50,8 @@ export interface DrainOptions {
   endGraceMs?: number;
   /** Poll period of the call map. Default 200 ms. */
   pollMs?: number;
+  /** Poll period of the registry's pending sessions. Default 500 ms (below `settleMs`: idle needs a fresh count). */
+  pendingPollMs?: number;
 }
 
 export type DrainOutcome = { how: 'idle' | 'deadline' | 'forced'; ended: number; remaining: number; tookMs: number };
@@ -58,9 +67,32 @@ export function startDrain(deps: DrainDeps, opts: DrainOptions): Drain {
   const settleMs = opts.settleMs ?? 2000;
   const endGraceMs = opts.endGraceMs ?? 10_000;
   const pollMs = opts.pollMs ?? 200;
+  const pendingPollMs = opts.pendingPollMs ?? 500;
   const startedMs = clock.now();
   let forced = false;
+  let stopped = false;
   let wake: (() => void) | undefined;
+  // The last answer of the registry: how many sessions are on their way here, and when it was asked.
+  let pending = { count: 0, askedAtMs: Number.NEGATIVE_INFINITY };
+  let pendingTimer: TimerHandle | undefined;
+  let pendingWarned = false;
+  const askPending = (): void => {
+    const ask = deps.pendingSessions;
+    if (!ask || stopped) return;
+    const askedAtMs = clock.now();
+    ask().then(
+      (count) => {
+        pending = { count, askedAtMs };
+      },
+      (err: Error) => {
+        if (!pendingWarned) logger.warn({ err }, 'drain: sessions placed here but not connected could not be counted; counting none');
+        pendingWarned = true;
+        pending = { count: 0, askedAtMs };
+      },
+    ).finally(() => {
+      if (!stopped) pendingTimer = clock.setTimeout(askPending, pendingPollMs);
+    });
+  };
 
   /** Resolves when `pred()` holds, at `untilMs`, or on force; true when `pred()` held. */
   const waitFor = (pred: () => boolean, untilMs: number): Promise<boolean> =>
@@ -87,14 +119,21 @@ export function startDrain(deps: DrainDeps, opts: DrainOptions): Drain {
     const deadlineMs = startedMs + opts.timeoutMs;
     let idleSinceMs: number | undefined;
     const settled = () => {
-      if (calls.size > 0 || deps.prewarmed() > 0) {
+      if (calls.size > 0 || deps.prewarmed() > 0 || pending.count > 0) {
         idleSinceMs = undefined;
         return false;
       }
       idleSinceMs ??= clock.now();
-      return clock.now() - idleSinceMs >= settleMs;
+      // The count must have been asked within the idle stretch: an older zero may predate a placement.
+      const counted = !deps.pendingSessions || pending.askedAtMs >= idleSinceMs;
+      return counted && clock.now() - idleSinceMs >= settleMs;
     };
-    const idle = await waitFor(settled, deadlineMs);
+    // Asked after the mark: a placement that saw the node before it was marked is in the registry by then.
+    askPending();
+    const idle = await waitFor(settled, deadlineMs).finally(() => {
+      stopped = true;
+      clock.clearTimeout(pendingTimer);
+    });
     const tookMs = () => clock.now() - startedMs;
     if (idle) return { how: 'idle', ended: atStart, remaining: 0, tookMs: tookMs() };
     if (forced) return { how: 'forced', ended: atStart - calls.size, remaining: calls.size, tookMs: tookMs() };

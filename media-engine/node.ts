@@ -162,7 +162,10 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       return drain !== undefined;
     },
     drain(drainOpts) {
-      drain ??= startDrain({ clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: announceDraining }, drainOpts);
+      drain ??= startDrain(
+        { clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: announceDraining, pendingSessions: () => registry.sessions.pendingOn(nodeId) },
+        drainOpts,
+      );
       return drain.done;
     },
     forceDrain() {

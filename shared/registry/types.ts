@@ -103,6 +103,12 @@ export interface SessionStore {
    * the deadline moved.
    */
   extendConnectDeadline(sessionId: string, deadlineMs: number): Promise<boolean>;
+  /**
+   * How many sessions placed on `nodeId` still wait for their socket (unclaimed, before their
+   * connect deadline): calls on their way to that node. A draining node waits for them; an
+   * outbound call's stream may come a whole ring later.
+   */
+  pendingOn(nodeId: string): Promise<number>;
 }
 
 /** Request/reply commands to the node that owns a session (`/text`, `/end`, AMD verdicts, ...). */

@@ -65,6 +65,13 @@ export class MemorySessionStore implements SessionStore, Sweepable {
     return true;
   }
 
+  async pendingOn(nodeId: string): Promise<number> {
+    const now = this.sweeper.clock.now();
+    let n = 0;
+    for (const [id, s] of this.sessions) if (s.nodeId === nodeId && !this.owners.has(id) && s.connectDeadlineMs > now) n++;
+    return n;
+  }
+
   async deleteSession(sessionId: string): Promise<void> {
     this.sessions.delete(sessionId);
     this.owners.delete(sessionId);

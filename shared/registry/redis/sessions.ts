@@ -1,7 +1,10 @@
 /**
  * Voice sessions in Redis. Keys of one session share a hash tag (`{s:<id>}`) so they live on one
  * Redis Cluster shard: `cfg` (the stored session, TTL = connect deadline, then the claim) and
- * `owner` (the claiming node).
+ * `owner` (the claiming node). Each node has an index of the sessions placed on it (`{n:<node>}:pending`,
+ * scored by connect deadline; another slot, so written beside the session, not with it): a hint,
+ * checked against the session's own keys when counted, so an entry whose session was claimed,
+ * ended or moved on is dropped then rather than kept exact on every write.
  */
 import type { JournalSession } from '../journal.js';
 import type { ClaimResult, SessionStore, StoredSession } from '../types.js';
@@ -27,6 +30,12 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
 `;
 
+/**
+ * Pending sessions of one node looked at per count. A node past this many calls on their way is
+ * busy anyway; the count then says "at least this many", which is all a drain needs.
+ */
+const MAX_PENDING_CHECKED = 200;
+
 export class RedisSessionStore implements SessionStore {
   constructor(private readonly conn: RedisConnection) {}
 
@@ -36,11 +45,41 @@ export class RedisSessionStore implements SessionStore {
   private ownerKey(id: string): string {
     return `${this.conn.prefix}:{s:${id}}:owner`;
   }
+  private pendingKey(nodeId: string): string {
+    return `${this.conn.prefix}:{n:${nodeId}}:pending`;
+  }
 
   async putSession(session: StoredSession): Promise<void> {
     const ttl = Math.max(1, session.connectDeadlineMs - this.conn.clock.now());
-    await this.conn.op(() => this.conn.client.set(this.sessionKey(session.sessionId), JSON.stringify(session), { expiration: { type: 'PX', value: ttl } }));
+    await this.conn.op(() =>
+      Promise.all([this.conn.client.set(this.sessionKey(session.sessionId), JSON.stringify(session), { expiration: { type: 'PX', value: ttl } }), this.indexPending(session, ttl)]),
+    );
     this.conn.journal.putSession(session);
+  }
+
+  /** The session in its node's pending index; the index lives as long as its latest deadline. */
+  private indexPending(session: StoredSession, ttlMs: number) {
+    const key = this.pendingKey(session.nodeId);
+    return this.conn.client.multi().zAdd(key, { score: session.connectDeadlineMs, value: session.sessionId }).pExpire(key, ttlMs, 'NX').pExpire(key, ttlMs, 'GT').exec();
+  }
+
+  async pendingOn(nodeId: string): Promise<number> {
+    return this.conn.op(async () => {
+      const { client, clock } = this.conn;
+      const key = this.pendingKey(nodeId);
+      await client.zRemRangeByScore(key, '-inf', clock.now());
+      const ids = await client.zRange(key, 0, MAX_PENDING_CHECKED - 1);
+      if (ids.length === 0) return 0;
+      // Each session's own keys (pipelined; other slots): claimed, ended or placed elsewhere is not pending.
+      const checks = await Promise.all(ids.map((id) => Promise.all([client.get(this.sessionKey(id)), client.exists(this.ownerKey(id))])));
+      const gone: string[] = [];
+      ids.forEach((id, i) => {
+        const [cfg, owned] = checks[i]!;
+        if (!cfg || owned || (JSON.parse(cfg) as StoredSession).nodeId !== nodeId) gone.push(id);
+      });
+      if (gone.length) await client.zRem(key, gone);
+      return ids.length - gone.length;
+    });
   }
 
   async getSession(sessionId: string): Promise<StoredSession | undefined> {
@@ -80,6 +119,7 @@ export class RedisSessionStore implements SessionStore {
       );
       if (done === 1) {
         this.conn.journal.putSession(next);
+        await this.conn.op(() => this.indexPending(next, ttl));
         return true;
       }
     }
@@ -106,7 +146,9 @@ export class RedisSessionStore implements SessionStore {
           const ttl = { expiration: { type: 'PX', value: Math.max(1, owner.expiresAtMs - now) } } as const;
           m.set(this.sessionKey(session.sessionId), cfg, ttl).set(this.ownerKey(session.sessionId), owner.nodeId, ttl);
         } else {
-          m.set(this.sessionKey(session.sessionId), cfg, { expiration: { type: 'PX', value: Math.max(1, session.connectDeadlineMs - now) }, condition: 'NX' });
+          const ttl = Math.max(1, session.connectDeadlineMs - now);
+          m.set(this.sessionKey(session.sessionId), cfg, { expiration: { type: 'PX', value: ttl }, condition: 'NX' });
+          return Promise.all([m.exec(), this.indexPending(session, ttl)]);
         }
         return m.exec();
       }),

@@ -64,6 +64,43 @@ describe('engine drain', () => {
     expect(out!.tookMs).toBeGreaterThanOrEqual(5000);
   });
 
+  it('a session placed here but not yet connected keeps the node from counting as idle', async () => {
+    // An outbound call placed just before the mark: its stream comes when the callee answers, 6 s later.
+    const clock = new SimulatedClock(0);
+    let pending = 1;
+    let asked = 0;
+    clock.setTimeout(() => (pending = 0), 6000);
+    const drain = startDrain(
+      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions: async () => (asked++, pending) },
+      { timeoutMs: 60_000, settleMs: 1000, pollMs: 100, pendingPollMs: 250 },
+    );
+    const out = await settle(clock, drain.done, 100, 1000);
+    expect(out!.how).toBe('idle');
+    expect(out!.tookMs).toBeGreaterThanOrEqual(7000);
+    expect(out!.tookMs).toBeLessThan(7600);
+    // Polled while draining, not after.
+    const askedWhenDone = asked;
+    await settle(clock, new Promise(() => {}), 100, 20);
+    expect(asked).toBe(askedWhenDone);
+  });
+
+  it('idle needs a count asked within the idle stretch, and a registry that cannot count counts none', async () => {
+    const clock = new SimulatedClock(0);
+    // The registry answers only after 3 s: the earlier zero calls and pre-warms say nothing about it.
+    const slow = startDrain(
+      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions: () => new Promise((r) => clock.setTimeout(() => r(0), 3000)) },
+      { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250 },
+    );
+    expect((await settle(clock, slow.done, 100, 1000))!.tookMs).toBeGreaterThanOrEqual(3000);
+    const failing = startDrain(
+      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions: () => Promise.reject(new Error('redis down')) },
+      { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250 },
+    );
+    const out = await settle(clock, failing.done, 100, 1000);
+    expect(out!.how).toBe('idle');
+    expect(out!.tookMs).toBeLessThan(1500);
+  });
+
   it('at the deadline every remaining call is told to say goodbye and end with server_shutdown', async () => {
     const clock = new SimulatedClock(0);
     const { calls, shutdowns } = fakeCalls(clock, ['a', 'b', 'c'], 3000);

@@ -1,7 +1,9 @@
 /**
- * `SessionStore.extendConnectDeadline` on both registries (in-process and real Redis): an
- * unclaimed session waits longer for its socket; a claimed, ended or expired one is never touched
- * or brought back, and the stored config is unchanged apart from the deadline.
+ * Connect deadlines of started sessions on both registries (in-process and real Redis).
+ * `extendConnectDeadline`: an unclaimed session waits longer for its socket; a claimed, ended or
+ * expired one is never touched or brought back, and the stored config is unchanged apart from the
+ * deadline. `pendingOn`: the sessions placed on a node and still waiting for their socket, which a
+ * draining node waits for (an extended deadline included; claimed, ended, expired ones not).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../../shared/clock.js';
@@ -10,10 +12,10 @@ import { TEST_REDIS_URL, uniqueName } from '../helpers/infra.js';
 
 const T0 = Date.parse('2026-11-30T12:00:00Z');
 
-function session(id: string, clock: { now(): number }, deadlineInMs: number): StoredSession {
+function session(id: string, clock: { now(): number }, deadlineInMs: number, nodeId = 'n1'): StoredSession {
   // Empty arrays and nested objects: a Redis script that re-encoded the JSON (cjson) would turn `[]` into `{}`.
   const config = { agent_id: 'a1', tools: [], knowledge: { always: [], on_demand_ids: [] }, metadata: { k: 'v' } };
-  return { sessionId: id, agentId: 'a1', nodeId: 'n1', config, createdAtMs: clock.now(), connectDeadlineMs: clock.now() + deadlineInMs };
+  return { sessionId: id, agentId: 'a1', nodeId, config, createdAtMs: clock.now(), connectDeadlineMs: clock.now() + deadlineInMs };
 }
 
 function contract(name: string, setup: () => Promise<{ reg: Registry; clock: { now(): number }; advance(ms: number): Promise<void>; close(): Promise<void> }>) {
@@ -65,6 +67,25 @@ function contract(name: string, setup: () => Promise<{ reg: Registry; clock: { n
       expect(await h.reg.sessions.extendConnectDeadline(expired.sessionId, h.clock.now() + 60_000)).toBe(false);
       expect(await h.reg.sessions.getSession(expired.sessionId)).toBeUndefined();
       expect((await h.reg.sessions.claimSession(expired.sessionId, 'n1', 10_000)).status).toBe('not_found');
+    });
+
+    it('counts the sessions placed on a node until each is claimed, ended or past its deadline', async () => {
+      const node = uniqueName('node');
+      const [claimed, ended, expiring, extended, waiting] = [0, 1, 2, 3, 4].map(() => session(uniqueName('s'), h.clock, 5_000, node));
+      const short = { ...expiring!, connectDeadlineMs: h.clock.now() + 300 };
+      const extendedShort = { ...extended!, connectDeadlineMs: h.clock.now() + 300 };
+      for (const s of [claimed!, ended!, short, extendedShort, waiting!]) await h.reg.sessions.putSession(s);
+      await h.reg.sessions.putSession(session(uniqueName('s'), h.clock, 5_000, uniqueName('other-node')));
+      expect(await h.reg.sessions.pendingOn(node)).toBe(5);
+
+      expect((await h.reg.sessions.claimSession(claimed!.sessionId, node, 10_000)).status).toBe('claimed');
+      await h.reg.sessions.deleteSession(ended!.sessionId);
+      expect(await h.reg.sessions.extendConnectDeadline(extendedShort.sessionId, h.clock.now() + 5_000)).toBe(true);
+      expect(await h.reg.sessions.pendingOn(node)).toBe(3);
+      await h.advance(600);
+      // The short one expired; the extended one waits on (an outbound call ringing).
+      expect(await h.reg.sessions.pendingOn(node)).toBe(2);
+      expect(await h.reg.sessions.pendingOn(uniqueName('empty-node'))).toBe(0);
     });
   });
 }
