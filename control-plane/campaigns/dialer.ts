@@ -39,6 +39,8 @@ const IDLE_POLL_MS = 1000;
 
 /** Carrier failures in a row carried to the next slice at most: the hold is capped at maxHoldMs long before. */
 const MAX_CARRIED_FAILURES = 16;
+/** Carrier status reads per recovery pass (telephony `reconcileWithCarrier`): a pass never waits on many carrier round trips. */
+const MAX_CARRIER_CHECKS_PER_PASS = 5;
 
 export interface DialerOptions {
   /** Length of one dial job's loop. Default 20 000 ms (the queue expires a job after 60 s). */
@@ -64,7 +66,7 @@ export interface DialerDeps {
   jobs: Jobs;
   clock: Clock;
   logger: Logger;
-  telephony: Pick<TelephonyDomain, 'dial' | 'calls' | 'endIfStale'>;
+  telephony: Pick<TelephonyDomain, 'dial' | 'calls' | 'endIfStale' | 'reconcileWithCarrier'>;
   /** Base URL the carrier's callbacks reach (known once the server listens). */
   publicBase: () => string;
   options?: DialerOptions;
@@ -151,8 +153,9 @@ export function createDialer(deps: DialerDeps): Dialer {
     return { endReason: last.end_reason ?? '', durationS: Math.max(0, Math.round((last.ended_at!.getTime() - rows[0]!.started_at.getTime()) / 1000)) };
   }
 
-  /** Attempts whose end we never heard of (their replica died mid-dial or before the hook ran). */
+  /** Attempts whose end we never heard of (their replica died mid-dial or before the hook ran, or the carrier's final callback was lost). */
   async function recover(c: CampaignRow): Promise<void> {
+    let carrierChecks = 0;
     for (const a of await ds.staleAttempts(sql, c.id, clock.now() - staleAttemptMs)) {
       if (!a.call_id) continue;
       const live = await telephony.calls.get(a.call_id);
@@ -174,6 +177,14 @@ export function createDialer(deps: DialerDeps): Dialer {
         // Never connected and its session's answer window is over with no final callback (lost):
         // ended now (no-answer), its outcome arriving through the call-event hook like any end.
         if (await telephony.endIfStale(a.call_id)) continue;
+        // Not connected and quiet: its carrier may have ended it with a final callback we never
+        // got (answered 503 during a registry outage). A few carrier reads per pass: the rest wait
+        // for the next one, which comes within maxHoldMs.
+        if (!live.media_connected_at_ms && live.status !== 'in_progress' && carrierChecks < MAX_CARRIER_CHECKS_PER_PASS) {
+          const checked = await telephony.reconcileWithCarrier(a.call_id);
+          if (checked !== 'not_asked') carrierChecks++;
+          if (checked === 'ended') continue;
+        }
         if (a.status === 'dialing') await ds.markPlaced(sql, a.id, a.call_id, live.session_id);
         continue;
       }

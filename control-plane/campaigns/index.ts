@@ -20,7 +20,7 @@ export type { DialerOptions } from './dialer.js';
 export type CampaignsDeps = Pick<ControlPlaneDeps, 'logger' | 'clock' | 'sql'> & {
   auth: Auth;
   jobs: Jobs;
-  telephony: Pick<TelephonyDomain, 'dial' | 'calls' | 'endIfStale'>;
+  telephony: Pick<TelephonyDomain, 'dial' | 'calls' | 'endIfStale' | 'reconcileWithCarrier'>;
   /** Base URL the carrier's callbacks reach (known once the server listens). */
   publicBase: () => string;
   options?: DialerOptions;

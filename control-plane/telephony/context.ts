@@ -44,6 +44,12 @@ export interface TelephonyOptions {
    * Covers the speech itself and the carrier's event retries (60 s). Default 90 s.
    */
   stepGraceS?: number;
+  /**
+   * A placed call not connected yet whose end was not heard of is asked of its carrier at most this
+   * often (callbacks.ts `reconcileWithCarrier`: a final status callback lost, e.g. answered 503
+   * during a registry outage). Default 15,000 ms.
+   */
+  carrierRecheckMs?: number;
 }
 
 export interface TelephonyDeps {
@@ -112,6 +118,7 @@ export function createCtx(deps: TelephonyDeps): Ctx {
       amdRouteWaitMs: o.amdRouteWaitMs ?? 5000,
       commandTimeoutMs: o.commandTimeoutMs ?? 3000,
       stepGraceS: o.stepGraceS ?? 90,
+      carrierRecheckMs: o.carrierRecheckMs ?? 15_000,
     },
     background: new Set(),
   };

@@ -19,6 +19,7 @@ import { dialClient, endLostCall, handOffRefusal } from './manage.js';
 import { fetchRecording, type RecordingRef } from './recordings.js';
 import { runStepDeadline, type StepDeadline } from './inbound-deadline.js';
 import { carrierHangup, endIfStale } from './stale.js';
+import { reconcileWithCarrier } from './callbacks.js';
 
 export type { LateRecordings, TelephonyDeps, TelephonyOptions } from './context.js';
 export type { CarrierName, CarrierRecording } from './carriers/index.js';
@@ -33,6 +34,11 @@ export interface TelephonyDomain extends Domain {
   dial(req: OutboundInput, as: DialAs): Promise<OutboundResult>;
   /** Ends a live call whose voice session is gone and that nobody ended (stale.ts `dropIfStale`); false: not stale or not live. */
   endIfStale(callId: string): Promise<boolean>;
+  /**
+   * Asks the carrier about a placed call not connected yet whose end was not heard of, and applies
+   * what it says (callbacks.ts `reconcileWithCarrier`). At most once per `carrierRecheckMs` per call.
+   */
+  reconcileWithCarrier(callId: string): Promise<'ended' | 'asked' | 'not_asked'>;
   /** Ends a live call whose engine node is gone (carrier hangup, seat freed, `ended` event once); false: not live. */
   endLostCall(callId: string, reason: string): Promise<boolean>;
   /**
@@ -59,6 +65,7 @@ export function createTelephonyDomain(deps: Omit<TelephonyDeps, 'carriers'> & Pa
     calls: ctx.calls,
     dial: (req, as) => dialOutbound(ctx, req, as),
     endIfStale: (callId) => endIfStale(ctx, callId),
+    reconcileWithCarrier: (callId) => reconcileWithCarrier(ctx, callId),
     endLostCall: (callId, reason) => endLostCall(ctx, callId, reason),
     async hangUp(callId) {
       const c = await ctx.calls.get(callId);

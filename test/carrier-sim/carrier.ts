@@ -2,7 +2,8 @@
  * A Twilio-faithful carrier simulator (docs/protocols.md sections 1-3) for tests and benchmarks:
  *
  * - REST: `POST /2010-04-01/Accounts/{sid}/Calls.json` (basic auth, form body; 201 + Call JSON with
- *   `sid` CA + 32 hex) and `POST .../Calls/{CallSid}.json` (`Status=completed|canceled`, `Twiml`),
+ *   `sid` CA + 32 hex), `GET .../Calls/{CallSid}.json` (the call's status) and
+ *   `POST .../Calls/{CallSid}.json` (`Status=completed|canceled`, `Twiml`),
  *   errors as `{code, message, more_info, status}` (20003, 20404, 21205, 21210, 21211).
  * - Call progress: status callbacks for the requested `StatusCallbackEvent`s (signed with
  *   `X-Twilio-Signature`), the async AMD callback with the callee's configured `AnsweredBy`, and
@@ -29,6 +30,8 @@ const FINAL: ReadonlySet<SimCallStatus> = new Set(['completed', 'busy', 'no-answ
 export interface CalleeBehaviour {
   /** Default `answer`. */
   outcome?: 'answer' | 'busy' | 'no-answer' | 'failed';
+  /** The final status callback (`completed`, `busy`, ...) is lost on its way: never delivered, no retry (as a 5xx answer loses it at Twilio). */
+  loseFinalStatus?: boolean;
   /** Ringing time before the outcome. Default 100 ms. */
   ringMs?: number;
   /** Time queued at the carrier (`queued`) before the phone rings. Default 20 ms. */
@@ -238,9 +241,15 @@ export class CarrierSim {
       return;
     }
     const m = path.startsWith(prefix) ? /^\/2010-04-01\/Accounts\/([^/]+)\/Calls(?:\/([^/]+))?\.json$/.exec(path.slice(prefix.length)) : null;
-    if (!m || req.method !== 'POST') return fail({ status: 404, code: 20404, message: 'The requested resource was not found' });
+    if (!m || (req.method !== 'POST' && !(req.method === 'GET' && m[2]))) return fail({ status: 404, code: 20404, message: 'The requested resource was not found' });
     const accountSid = decodeURIComponent(m[1]!);
     if (!this.authorized(req, accountSid)) return fail({ status: 401, code: 20003, message: 'Authenticate' });
+    if (req.method === 'GET') {
+      // Fetch a call: its current status (Twilio's Call resource).
+      const known = this.calls.get(decodeURIComponent(m[2]!));
+      if (!known || known.accountSid !== accountSid) return fail({ status: 404, code: 20404, message: `The requested resource /Calls/${m[2]}.json was not found` });
+      return answer(200, this.callJson(known));
+    }
     if (!m[2]) {
       if (!this.loseNextCreateAnswer) return this.createCall(accountSid, params, answer, fail);
       // The call is placed; the answer never arrives (a connection lost after the request was sent).
@@ -469,6 +478,10 @@ export class CarrierSim {
     if (!url || !(wanted.length ? wanted : ['completed']).includes(event)) return;
     const seq = this.seqByCall.get(call.sid) ?? 0;
     this.seqByCall.set(call.sid, seq + 1);
+    if (call.behaviour.loseFinalStatus && ['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(callStatus)) {
+      call.callbacks.push({ kind: 'status', url, params: { CallStatus: callStatus }, status: 0, body: 'lost', atMs: performance.now() });
+      return;
+    }
     await this.post(call, 'status', url, {
       ...this.callParams(call),
       CallStatus: callStatus,

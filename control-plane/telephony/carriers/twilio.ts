@@ -55,6 +55,9 @@ export interface TwilioCompatibleOptions {
   person: { kind: 'client' } | { kind: 'sip'; sipDefault(account: CarrierAccount): string };
 }
 
+/** A status read is a check in the background, not a placement: it gives up sooner than a create. */
+const CALL_STATUS_TIMEOUT_MS = 5000;
+
 /** Twilio's REST API, TwiML and signatures, parameterized by base URL and signing key. */
 export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Config): CarrierAdapter {
   async function update(account: CarrierAccount, callSid: string, params: URLSearchParams): Promise<void> {
@@ -107,6 +110,24 @@ export function twilioCompatible(o: TwilioCompatibleOptions, config: () => Confi
     },
 
     hangup: (account, callSid) => update(account, callSid, new URLSearchParams({ Status: 'completed' })),
+
+    async callStatus(account, callSid) {
+      let body: Record<string, unknown>;
+      try {
+        body = await carrierRequest({
+          method: 'GET',
+          url: `${o.apiRoot(account, config())}/Accounts/${encodeURIComponent(account.accountSid)}/Calls/${encodeURIComponent(callSid)}.json`,
+          auth: { basic: [account.accountSid, account.authToken] },
+          timeoutMs: CALL_STATUS_TIMEOUT_MS,
+        });
+      } catch (err) {
+        if (err instanceof CarrierError && err.status === 404) return undefined;
+        throw err;
+      }
+      if (typeof body.status !== 'string' || !body.status) return undefined;
+      const d = Number(body.duration);
+      return { status: body.status, ...(body.duration !== null && body.duration !== undefined && body.duration !== '' && Number.isFinite(d) ? { durationS: d } : {}) };
+    },
 
     transfer: (account, callSid, req) =>
       update(account, callSid, new URLSearchParams({ Twiml: twiml.dialTransfer({ toNumber: req.toNumber, callerId: req.callerId, actionUrl: req.actionUrl }) })),

@@ -288,6 +288,13 @@ export interface CarrierAdapter {
    * knows the call. Read by the step deadline (inbound-deadline.ts).
    */
   callState?(account: CarrierAccount, callSid: string): Promise<{ alive: boolean; state: string } | undefined>;
+  /**
+   * The carrier's status of a call, in Twilio's vocabulary (queued, ringing, in-progress, completed,
+   * busy, no-answer, failed, canceled), with its duration once known; undefined when the carrier
+   * does not know the call. Asked of a call whose callbacks went quiet (callbacks.ts
+   * `reconcileWithCarrier`): a final status lost on its way to us is not sent again.
+   */
+  callStatus?(account: CarrierAccount, callSid: string): Promise<{ status: string; durationS?: number } | undefined>;
 }
 
 /** The carrier refused (`status` = its HTTP status, `code` its error code) or was unreachable (`status` 0). */
