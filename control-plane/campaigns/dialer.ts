@@ -39,8 +39,9 @@ const IDLE_POLL_MS = 1000;
 
 /** Carrier failures in a row carried to the next slice at most: the hold is capped at maxHoldMs long before. */
 const MAX_CARRIED_FAILURES = 16;
-/** Carrier status reads per recovery pass (telephony `reconcileWithCarrier`): a pass never waits on many carrier round trips. */
-const MAX_CARRIER_CHECKS_PER_PASS = 5;
+/** Carrier status reads at once, and the time a recovery pass spends on them (askCarriers). */
+const CARRIER_CHECKS_AT_ONCE = 5;
+const CARRIER_CHECK_BUDGET_MS = 5000;
 
 export interface DialerOptions {
   /** Length of one dial job's loop. Default 20 000 ms (the queue expires a job after 60 s). */
@@ -59,6 +60,12 @@ export interface DialerOptions {
   concurrency?: number;
   /** How long after an answered attempt settles its conversation is looked for (media-check.ts). Default 60 000 ms. */
   mediaCheckDelayMs?: number;
+  /**
+   * An open attempt this old whose call is placed but not connected is asked of its carrier (a
+   * final status callback may have been lost; telephony `reconcileWithCarrier`, which also keeps
+   * its own pace per call). Default 15 000 ms.
+   */
+  carrierCheckAfterMs?: number;
 }
 
 export interface DialerDeps {
@@ -110,6 +117,7 @@ export function createDialer(deps: DialerDeps): Dialer {
   const staleAttemptMs = o.staleAttemptMs ?? 120_000;
   const busyPollMs = o.busyPollMs ?? 200;
   const mediaCheckDelayMs = o.mediaCheckDelayMs ?? 60_000;
+  const carrierCheckAfterMs = o.carrierCheckAfterMs ?? 15_000;
   /** This process's lease identity. */
   const owner = newId();
   const log = logger.child({ domain: 'campaigns' });
@@ -153,10 +161,37 @@ export function createDialer(deps: DialerDeps): Dialer {
     return { endReason: last.end_reason ?? '', durationS: Math.max(0, Math.round((last.ended_at!.getTime() - rows[0]!.started_at.getTime()) / 1000)) };
   }
 
+  /**
+   * Open attempts whose call is placed but not connected, asked of their carriers: a final status
+   * callback lost on its way (answered 503 during a Redis outage) ends the call with the carrier's
+   * outcome instead of `no-answer` at the end of its answer window. A few at once, within a time
+   * budget, so a carrier that hangs delays the slice by seconds, not by its timeouts one after
+   * another. The call ids that ended.
+   */
+  async function askCarriers(c: CampaignRow): Promise<Set<string>> {
+    const ended = new Set<string>();
+    const quiet = (await ds.staleAttempts(sql, c.id, clock.now() - carrierCheckAfterMs)).filter((a) => a.call_id);
+    const startMono = clock.monotonicMs();
+    for (let i = 0; i < quiet.length && clock.monotonicMs() - startMono < CARRIER_CHECK_BUDGET_MS; i += CARRIER_CHECKS_AT_ONCE) {
+      await Promise.all(
+        quiet.slice(i, i + CARRIER_CHECKS_AT_ONCE).map(async (a) => {
+          const r = await telephony.reconcileWithCarrier(a.call_id!).catch((err: Error) => {
+            log.warn({ campaignId: c.id, contactId: a.id, err: err.message }, 'campaign attempt not checked with its carrier');
+            return 'not_asked' as const;
+          });
+          if (r === 'ended') ended.add(a.call_id!);
+        }),
+      );
+    }
+    return ended;
+  }
+
   /** Attempts whose end we never heard of (their replica died mid-dial or before the hook ran, or the carrier's final callback was lost). */
   async function recover(c: CampaignRow): Promise<void> {
-    let carrierChecks = 0;
+    // Their end event settles them (the call-event hook): not judged again here meanwhile.
+    const endedByCarrier = await askCarriers(c);
     for (const a of await ds.staleAttempts(sql, c.id, clock.now() - staleAttemptMs)) {
+      if (a.call_id && endedByCarrier.has(a.call_id)) continue;
       if (!a.call_id) continue;
       const live = await telephony.calls.get(a.call_id);
       // A record the carrier never acknowledged (no call sid, never rang) long after its creation:
@@ -177,14 +212,6 @@ export function createDialer(deps: DialerDeps): Dialer {
         // Never connected and its session's answer window is over with no final callback (lost):
         // ended now (no-answer), its outcome arriving through the call-event hook like any end.
         if (await telephony.endIfStale(a.call_id)) continue;
-        // Not connected and quiet: its carrier may have ended it with a final callback we never
-        // got (answered 503 during a registry outage). A few carrier reads per pass: the rest wait
-        // for the next one, which comes within maxHoldMs.
-        if (!live.media_connected_at_ms && live.status !== 'in_progress' && carrierChecks < MAX_CARRIER_CHECKS_PER_PASS) {
-          const checked = await telephony.reconcileWithCarrier(a.call_id);
-          if (checked !== 'not_asked') carrierChecks++;
-          if (checked === 'ended') continue;
-        }
         if (a.status === 'dialing') await ds.markPlaced(sql, a.id, a.call_id, live.session_id);
         continue;
       }

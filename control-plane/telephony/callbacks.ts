@@ -130,21 +130,20 @@ export async function onStatus(
  * A placed call not connected yet whose end we have not heard of, asked of its carrier: a final
  * status lost on its way to us (a callback answered 503 while the registry was down; carriers do
  * not send a status callback again) is applied as its callback would have been, so the call's seat
- * and its campaign attempt are freed now, not when its session's answer window closes (the ring
- * timeout plus margins: minutes). A connected call is judged by its media and session instead.
- * At most once per `carrierRecheckMs` per call, by any replica. `ended`: the call ended;
- * `asked`: the carrier was asked and the call goes on; `not_asked`: nothing to ask (not due, no
- * carrier sid, connected, a carrier without a status read).
+ * and its campaign attempt are freed with the carrier's own outcome, not ended as `no-answer` when
+ * its session's answer window closes (the ring timeout plus margins: minutes). A connected call is
+ * judged by its media and session instead. Not before `carrierRecheckMs` after the placement, then
+ * at most once per `carrierRecheckMs` per call across replicas (a registry window). `ended`: the
+ * call ended; `asked`: the carrier was asked and the call goes on; `not_asked`: nothing to ask
+ * (not due, no carrier sid, connected, a carrier without a status read).
  */
 export async function reconcileWithCarrier(ctx: Ctx, callId: string): Promise<'ended' | 'asked' | 'not_asked'> {
   const c = await ctx.calls.get(callId);
-  if (!c || !c.provider_call_sid || c.transferred_to || c.status === 'in_progress' || c.media_connected_at_ms) return 'not_asked';
+  if (!c || !unconnected(c)) return 'not_asked';
   const adapter = adapterOf(ctx, c.telephony_provider);
   if (!adapter?.callStatus) return 'not_asked';
-  const now = ctx.deps.clock.now();
-  if (now - (c.carrier_checked_at_ms || c.created_at_ms) < ctx.opts.carrierRecheckMs) return 'not_asked';
-  const current = await ctx.calls.patch(callId, { carrier_checked_at_ms: now });
-  if (!current) return 'not_asked';
+  if (ctx.deps.clock.now() - c.created_at_ms < ctx.opts.carrierRecheckMs) return 'not_asked';
+  if ((await ctx.deps.registry.windows.incrWindow(`carrier-status:${callId}`, ctx.opts.carrierRecheckMs)) !== 1) return 'not_asked';
   const account = await resolveAccount(ctx, await ctx.deps.liveConfig(c.agent_id).catch(() => undefined), adapter.id).catch(() => undefined);
   if (!account) return 'not_asked';
   let reported: Awaited<ReturnType<NonNullable<CarrierAdapter['callStatus']>>>;
@@ -155,11 +154,18 @@ export async function reconcileWithCarrier(ctx: Ctx, callId: string): Promise<'e
     return 'asked';
   }
   if (!reported) return 'asked';
+  // Read again: a callback may have moved the call on while the carrier answered (what it said is
+  // then applied only if it still moves the call forward).
+  const now = await ctx.calls.get(callId);
+  if (!now || !unconnected(now)) return 'asked';
   const ends = mapCarrierStatus(reported.status) === 'ended';
   if (ends) ctx.log.warn({ callId, status: reported.status, carrier: adapter.id }, "call ended at its carrier and its final status callback never reached us: applied from the carrier's API");
-  await applyStatus(ctx, current, reported.status, reported.durationS, undefined);
+  await applyStatus(ctx, now, reported.status, reported.durationS, undefined);
   return ends && (await ctx.calls.get(callId)) === undefined ? 'ended' : 'asked';
 }
+
+/** Placed (the carrier named it), not answered as far as we know, no media, not handed to a person. */
+const unconnected = (c: CallRecord) => Boolean(c.provider_call_sid) && !c.transferred_to && c.status !== 'in_progress' && !c.media_connected_at_ms;
 
 /** A carrier call status (Twilio's vocabulary): forward only, newer only; a final one ends the call. */
 async function applyStatus(ctx: Ctx, c: CallRecord, callStatus: string, reportedDurationS: number | undefined, seq: number | undefined): Promise<void> {

@@ -45,9 +45,10 @@ export interface TelephonyOptions {
    */
   stepGraceS?: number;
   /**
-   * A placed call not connected yet whose end was not heard of is asked of its carrier at most this
-   * often (callbacks.ts `reconcileWithCarrier`: a final status callback lost, e.g. answered 503
-   * during a registry outage). Default 15,000 ms.
+   * A placed call not connected yet whose end was not heard of is asked of its carrier this long
+   * after its placement at the earliest, then at most this often (callbacks.ts
+   * `reconcileWithCarrier`: a final status callback lost, e.g. answered 503 during a registry
+   * outage). Default 15,000 ms.
    */
   carrierRecheckMs?: number;
 }

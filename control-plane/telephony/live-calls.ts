@@ -54,8 +54,6 @@ export interface CallRecord {
   stream_url: string;
   /** The campaign that placed the call ('' for other calls). */
   campaign_id: string;
-  /** When its carrier was last asked for its status (callbacks.ts `reconcileWithCarrier`); absent before. */
-  carrier_checked_at_ms?: number;
 }
 
 export interface CallEvent {

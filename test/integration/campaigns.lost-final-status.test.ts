@@ -2,10 +2,11 @@
  * Found by the cluster rig (ops.cluster.test.ts): a campaign call's final status callback answered
  * 503 while Redis was down is gone (carriers do not send a status callback again), so the attempt
  * stayed `in_progress` and held its campaign slot until its session's answer window closed (queue
- * allowance + ring timeout + margin: two minutes by default). Now the dialer's recovery asks the
- * carrier about a placed call that is not connected and went quiet (`GET .../Calls/{sid}.json`,
- * at most once per `carrierRecheckMs`) and applies the final status it reports, as its callback
- * would have been.
+ * allowance + ring timeout + margin: two minutes by default), then ended as `no-answer` whatever
+ * the carrier's outcome was. Now the dialer asks the carrier about an open attempt whose call is
+ * placed but not connected once it is `carrierCheckAfterMs` old (`GET .../Calls/{sid}.json`, at
+ * most once per `carrierRecheckMs` per call) and applies the final status it reports, as its
+ * callback would have been.
  *
  * Here the carrier simulator loses the final status callbacks of two callees (busy, no answer). The
  * answer window is left at its defaults, so only the carrier read can settle those attempts within
@@ -24,7 +25,8 @@ beforeAll(async () => {
     app: {
       jobs: { pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 },
       telephony: { carrierRecheckMs: 1000 },
-      campaigns: { dialer: { retryBaseMs: 300, maxHoldMs: 500, busyPollMs: 20, sliceMs: 1500, leaseMs: 2000, staleAttemptMs: 2000 } },
+      // staleAttemptMs stays at its default (2 minutes): the carrier read must not wait for it.
+      campaigns: { dialer: { retryBaseMs: 300, maxHoldMs: 500, busyPollMs: 20, sliceMs: 1500, leaseMs: 2000, carrierCheckAfterMs: 1000 } },
     },
   });
   agentId = await h.createAgent({ number: '+14155550901', direction: 'outbound' });
