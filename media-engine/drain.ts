@@ -6,7 +6,8 @@
  * 2. live calls go on until they end by themselves, up to `timeoutMs` (DRAIN_TIMEOUT_S); the node
  *    keeps heartbeating (it is not lost) and serving commands (`/text`, `/end` still work);
  *    it is idle only once no call, no pre-warmed session and no session placed here but not yet
- *    connected (the registry's count, asked every `pendingPollMs`) has been left for `settleMs`: a
+ *    connected (the registry's count, asked every `pendingPollMs`; the last count stands while the
+ *    registry cannot tell, up to `pendingUnknownMaxMs`) has been left for `settleMs`: a
  *    session placed just before the mark may still be connecting, and an outbound call's stream
  *    comes only once the callee answers, a ring later, whether or not its prewarm arrived;
  * 3. at the deadline every remaining call hears a goodbye and ends with `server_shutdown`
@@ -35,10 +36,12 @@ export interface DrainDeps {
   /** Tells the registry this node is draining (one heartbeat); failures are logged, not fatal. */
   markDraining: () => Promise<void>;
   /**
-   * Sessions placed on this node whose socket has not come yet (registry). A failure counts as
-   * none, logged: without the registry no socket could claim its session here anyway.
+   * Sessions placed on this node whose socket has not come yet (registry); undefined (or a
+   * failure) when the registry cannot tell now (down, or just back and not yet written again by
+   * its owners). The last count then stands, for up to `pendingUnknownMaxMs`; past that the count
+   * is taken as none, logged: a registry out that long would have lost those calls anyway.
    */
-  pendingSessions?: () => Promise<number>;
+  pendingSessions?: () => Promise<number | undefined>;
 }
 
 export interface DrainOptions {
@@ -52,6 +55,8 @@ export interface DrainOptions {
   pollMs?: number;
   /** Poll period of the registry's pending sessions. Default 500 ms (below `settleMs`: idle needs a fresh count). */
   pendingPollMs?: number;
+  /** How long the registry may be unable to count before the count is taken as none. Default 10 000 ms. */
+  pendingUnknownMaxMs?: number;
 }
 
 export type DrainOutcome = { how: 'idle' | 'deadline' | 'forced'; ended: number; remaining: number; tookMs: number };
@@ -68,30 +73,38 @@ export function startDrain(deps: DrainDeps, opts: DrainOptions): Drain {
   const endGraceMs = opts.endGraceMs ?? 10_000;
   const pollMs = opts.pollMs ?? 200;
   const pendingPollMs = opts.pendingPollMs ?? 500;
+  const pendingUnknownMaxMs = opts.pendingUnknownMaxMs ?? 10_000;
   const startedMs = clock.now();
   let forced = false;
   let stopped = false;
   let wake: (() => void) | undefined;
-  // The last answer of the registry: how many sessions are on their way here, and when it was asked.
+  // The registry's last count of sessions on their way here, and when it was asked.
   let pending = { count: 0, askedAtMs: Number.NEGATIVE_INFINITY };
+  let knownAtMs = startedMs;
   let pendingTimer: TimerHandle | undefined;
   let pendingWarned = false;
   const askPending = (): void => {
     const ask = deps.pendingSessions;
     if (!ask || stopped) return;
     const askedAtMs = clock.now();
-    ask().then(
-      (count) => {
-        pending = { count, askedAtMs };
-      },
-      (err: Error) => {
-        if (!pendingWarned) logger.warn({ err }, 'drain: sessions placed here but not connected could not be counted; counting none');
-        pendingWarned = true;
-        pending = { count: 0, askedAtMs };
-      },
-    ).finally(() => {
-      if (!stopped) pendingTimer = clock.setTimeout(askPending, pendingPollMs);
-    });
+    const unknown = (err?: Error) => {
+      if (askedAtMs - knownAtMs < pendingUnknownMaxMs) return;
+      if (!pendingWarned) logger.warn({ err }, 'drain: the registry could not count the sessions placed here but not connected for a while; counting none');
+      pendingWarned = true;
+      pending = { count: 0, askedAtMs };
+    };
+    ask()
+      .then(
+        (count) => {
+          if (count === undefined) return unknown();
+          pending = { count, askedAtMs };
+          knownAtMs = askedAtMs;
+        },
+        (err: Error) => unknown(err),
+      )
+      .finally(() => {
+        if (!stopped) pendingTimer = clock.setTimeout(askPending, pendingPollMs);
+      });
   };
 
   /** Resolves when `pred()` holds, at `untilMs`, or on force; true when `pred()` held. */

@@ -5,7 +5,7 @@
  * Streams (`carrier-route.ts`); both start calls through `startCall()` (`start-call.ts`).
  */
 import { randomUUID } from 'node:crypto';
-import { ENGINE_NODES_TOPIC, type NodeCommand } from '../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, MAX_PENDING_LISTED, type NodeCommand, REGISTRY_RESTORE_GRACE_MS } from '../shared/registry/index.js';
 import { createOutboundClient } from '../shared/outbound/index.js';
 import { EngineMetrics } from '../shared/observability/engine-metrics.js';
 import { startTracing } from '../shared/observability/tracing.js';
@@ -162,10 +162,16 @@ export async function startEngineNode(opts: EngineNodeOptions): Promise<EngineNo
       return drain !== undefined;
     },
     drain(drainOpts) {
-      drain ??= startDrain(
-        { clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: announceDraining, pendingSessions: () => registry.sessions.pendingOn(nodeId) },
-        drainOpts,
-      );
+      const pendingSessions = async () => {
+        // Just after a reconnect the registry may not hold the sessions written back yet: no count then.
+        if (registry.reconnectedWithin?.(REGISTRY_RESTORE_GRACE_MS)) return undefined;
+        const listed = await registry.sessions.pendingOn(nodeId);
+        // Written back after a Redis restart by the replica that started them, some have ended here.
+        const waiting = listed.filter((id) => !calls.has(id) && !prewarmed.hasStarted(id)).length;
+        // A full page of those says nothing of the sessions behind it: unknown (the last count stands).
+        return waiting === 0 && listed.length >= MAX_PENDING_LISTED ? undefined : waiting;
+      };
+      drain ??= startDrain({ clock, logger, calls, prewarmed: () => prewarmed.size, markDraining: announceDraining, pendingSessions }, drainOpts);
       return drain.done;
     },
     forceDrain() {

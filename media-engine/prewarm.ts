@@ -16,6 +16,12 @@ export type CallProviders = { asr: AsrProvider; llm: LlmProvider; tts: TtsProvid
 
 /** Calls remembered as started (a prewarm later than this many starts may still warm in vain). */
 const MAX_REMEMBERED_STARTS = 16_384;
+/**
+ * How long a start (or an end before the socket came) is remembered: longer than any connect
+ * deadline (ring timeout plus margins), since a draining node must not wait for a session it
+ * already ended that Redis lists again after a restart (node.ts `pendingSessions`).
+ */
+const STARTS_REMEMBERED_MS = 15 * 60_000;
 
 export class PrewarmCache {
   private readonly entries = new Map<string, { providers: CallProviders; timer: TimerHandle }>();
@@ -25,10 +31,10 @@ export class PrewarmCache {
     private readonly clock: Clock,
     private readonly ttlMs: number,
   ) {
-    this.started = new LRUCache<string, true>({ max: MAX_REMEMBERED_STARTS, ttl: ttlMs, ttlAutopurge: false, perf: { now: () => clock.monotonicMs() } });
+    this.started = new LRUCache<string, true>({ max: MAX_REMEMBERED_STARTS, ttl: Math.max(ttlMs, STARTS_REMEMBERED_MS), ttlAutopurge: false, perf: { now: () => clock.monotonicMs() } });
   }
 
-  /** Whether the session's call already started on this node (a prewarm for it would be an orphan). */
+  /** Whether the session's call already started on this node, or ended before its socket came (a prewarm for it would be an orphan). */
   hasStarted(sessionId: string): boolean {
     return this.started.has(sessionId);
   }

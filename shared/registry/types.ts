@@ -104,12 +104,17 @@ export interface SessionStore {
    */
   extendConnectDeadline(sessionId: string, deadlineMs: number): Promise<boolean>;
   /**
-   * How many sessions placed on `nodeId` still wait for their socket (unclaimed, before their
-   * connect deadline): calls on their way to that node. A draining node waits for them; an
-   * outbound call's stream may come a whole ring later.
+   * Sessions placed on `nodeId` that still wait for their socket (unclaimed, before their connect
+   * deadline), latest deadline first, at most MAX_PENDING_LISTED: calls on their way to that node.
+   * A draining node waits for them (an outbound call's stream may come a whole ring later), minus
+   * those it knows ended: after Redis came back empty, the replica that started a session writes it
+   * again from its journal even if it ended meanwhile on another process.
    */
-  pendingOn(nodeId: string): Promise<number>;
+  pendingOn(nodeId: string): Promise<string[]>;
 }
+
+/** Most session ids one `pendingOn` lists. */
+export const MAX_PENDING_LISTED = 200;
 
 /** Request/reply commands to the node that owns a session (`/text`, `/end`, AMD verdicts, ...). */
 export interface CommandBus {
@@ -117,6 +122,11 @@ export interface CommandBus {
   serveCommands(nodeId: string, handler: CommandHandler): Promise<() => Promise<void>>;
   /** Sends a command to a node and waits for its reply (rejects with RegistryTimeoutError). */
   sendCommand(nodeId: string, cmd: NodeCommand, timeoutMs: number): Promise<unknown>;
+  /**
+   * Whether anyone serves `nodeId`'s commands now. A node killed a moment ago is still listed
+   * until its heartbeat lapses (seconds), but nobody listens on its command channel any more.
+   */
+  listening(nodeId: string): Promise<boolean>;
 }
 
 /** Live carrier calls for every replica, with their seats (concurrency per pool) and sid index. */

@@ -14,6 +14,10 @@ export class MemoryCommandBus implements CommandBus {
     };
   }
 
+  async listening(nodeId: string): Promise<boolean> {
+    return this.handlers.has(nodeId);
+  }
+
   async sendCommand(nodeId: string, cmd: NodeCommand, timeoutMs: number): Promise<unknown> {
     const handler = this.handlers.get(nodeId);
     if (!handler) throw new RegistryTimeoutError(nodeId);

@@ -2,7 +2,7 @@
  * In-process sessions and claims. Unclaimed: gone at the connect deadline. Claimed: gone when the
  * claim expires (as in Redis, where the claim re-arms the config's TTL).
  */
-import type { ClaimResult, SessionStore, StoredSession } from '../types.js';
+import { type ClaimResult, MAX_PENDING_LISTED, type SessionStore, type StoredSession } from '../types.js';
 import type { MemorySweep, Sweepable } from './sweep.js';
 
 export class MemorySessionStore implements SessionStore, Sweepable {
@@ -65,11 +65,13 @@ export class MemorySessionStore implements SessionStore, Sweepable {
     return true;
   }
 
-  async pendingOn(nodeId: string): Promise<number> {
+  async pendingOn(nodeId: string): Promise<string[]> {
     const now = this.sweeper.clock.now();
-    let n = 0;
-    for (const [id, s] of this.sessions) if (s.nodeId === nodeId && !this.owners.has(id) && s.connectDeadlineMs > now) n++;
-    return n;
+    const waiting = [...this.sessions.values()].filter((s) => s.nodeId === nodeId && !this.owners.has(s.sessionId) && s.connectDeadlineMs > now);
+    return waiting
+      .sort((a, b) => b.connectDeadlineMs - a.connectDeadlineMs)
+      .slice(0, MAX_PENDING_LISTED)
+      .map((s) => s.sessionId);
   }
 
   async deleteSession(sessionId: string): Promise<void> {

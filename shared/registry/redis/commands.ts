@@ -107,6 +107,11 @@ export class RedisCommandBus implements CommandBus {
     });
   }
 
+  /** A message without a command (its listener ignores it): the count of subscribers it reached. */
+  async listening(nodeId: string): Promise<boolean> {
+    return (await this.conn.op(() => this.conn.publish(this.conn.k('cmd', nodeId), '{}'))) > 0;
+  }
+
   /** Rejects every command still waiting for a reply (the registry is closing). */
   close(): void {
     for (const p of this.pending.values()) p.reject(new Error('registry closed'));

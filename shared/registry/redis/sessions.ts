@@ -7,7 +7,7 @@
  * ended or moved on is dropped then rather than kept exact on every write.
  */
 import type { JournalSession } from '../journal.js';
-import type { ClaimResult, SessionStore, StoredSession } from '../types.js';
+import { type ClaimResult, MAX_PENDING_LISTED, type SessionStore, type StoredSession } from '../types.js';
 import type { RedisConnection } from './connection.js';
 
 // Claims atomically: refuses when another node owns it, not_found when the config expired.
@@ -30,12 +30,6 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
 `;
 
-/**
- * Pending sessions of one node looked at per count. A node past this many calls on their way is
- * busy anyway; the count then says "at least this many", which is all a drain needs.
- */
-const MAX_PENDING_CHECKED = 200;
-
 export class RedisSessionStore implements SessionStore {
   constructor(private readonly conn: RedisConnection) {}
 
@@ -57,19 +51,30 @@ export class RedisSessionStore implements SessionStore {
     this.conn.journal.putSession(session);
   }
 
-  /** The session in its node's pending index; the index lives as long as its latest deadline. */
+  /**
+   * The session in its node's pending index. Entries past their deadline go on every write (the
+   * index of a busy node never drains by TTL: each placement extends it), and the key lives as
+   * long as its latest deadline.
+   */
   private indexPending(session: StoredSession, ttlMs: number) {
     const key = this.pendingKey(session.nodeId);
-    return this.conn.client.multi().zAdd(key, { score: session.connectDeadlineMs, value: session.sessionId }).pExpire(key, ttlMs, 'NX').pExpire(key, ttlMs, 'GT').exec();
+    return this.conn.client
+      .multi()
+      .zRemRangeByScore(key, '-inf', this.conn.clock.now())
+      .zAdd(key, { score: session.connectDeadlineMs, value: session.sessionId })
+      .pExpire(key, ttlMs, 'NX')
+      .pExpire(key, ttlMs, 'GT')
+      .exec();
   }
 
-  async pendingOn(nodeId: string): Promise<number> {
+  async pendingOn(nodeId: string): Promise<string[]> {
     return this.conn.op(async () => {
       const { client, clock } = this.conn;
       const key = this.pendingKey(nodeId);
       await client.zRemRangeByScore(key, '-inf', clock.now());
-      const ids = await client.zRange(key, 0, MAX_PENDING_CHECKED - 1);
-      if (ids.length === 0) return 0;
+      // Latest deadlines first: the sessions placed last are the likeliest still on their way.
+      const ids = await client.zRange(key, 0, MAX_PENDING_LISTED - 1, { REV: true });
+      if (ids.length === 0) return [];
       // Each session's own keys (pipelined; other slots): claimed, ended or placed elsewhere is not pending.
       const checks = await Promise.all(ids.map((id) => Promise.all([client.get(this.sessionKey(id)), client.exists(this.ownerKey(id))])));
       const gone: string[] = [];
@@ -78,7 +83,8 @@ export class RedisSessionStore implements SessionStore {
         if (!cfg || owned || (JSON.parse(cfg) as StoredSession).nodeId !== nodeId) gone.push(id);
       });
       if (gone.length) await client.zRem(key, gone);
-      return ids.length - gone.length;
+      const dropped = new Set(gone);
+      return ids.filter((id) => !dropped.has(id));
     });
   }
 
@@ -119,7 +125,9 @@ export class RedisSessionStore implements SessionStore {
       );
       if (done === 1) {
         this.conn.journal.putSession(next);
-        await this.conn.op(() => this.indexPending(next, ttl));
+        // The deadline moved; a failed index write only leaves the earlier deadline in the index
+        // (a drain could then stop waiting for this session sooner): logged, not the caller's error.
+        await this.conn.op(() => this.indexPending(next, ttl)).catch((err: Error) => this.conn.logger?.warn({ err: err.message }, 'registry: pending-session index not updated with a later deadline'));
         return true;
       }
     }

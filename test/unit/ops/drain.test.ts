@@ -84,7 +84,7 @@ describe('engine drain', () => {
     expect(asked).toBe(askedWhenDone);
   });
 
-  it('idle needs a count asked within the idle stretch, and a registry that cannot count counts none', async () => {
+  it('idle needs a count asked within the idle stretch', async () => {
     const clock = new SimulatedClock(0);
     // The registry answers only after 3 s: the earlier zero calls and pre-warms say nothing about it.
     const slow = startDrain(
@@ -92,13 +92,34 @@ describe('engine drain', () => {
       { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250 },
     );
     expect((await settle(clock, slow.done, 100, 1000))!.tookMs).toBeGreaterThanOrEqual(3000);
-    const failing = startDrain(
-      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions: () => Promise.reject(new Error('redis down')) },
-      { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250 },
+  });
+
+  it('while the registry cannot count, the last count stands; past pendingUnknownMaxMs it counts none', async () => {
+    const clock = new SimulatedClock(0);
+    // One session on its way, then the registry goes (errors, or "just reconnected": undefined).
+    const answers: Array<number | undefined | Error> = [1, undefined, new Error('redis down')];
+    const pendingSessions = async () => {
+      const a = answers.length > 1 ? answers.shift() : answers[0];
+      if (a instanceof Error) throw a;
+      return a;
+    };
+    const drain = startDrain(
+      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions },
+      { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250, pendingUnknownMaxMs: 8000 },
     );
-    const out = await settle(clock, failing.done, 100, 1000);
+    const out = await settle(clock, drain.done, 100, 1000);
     expect(out!.how).toBe('idle');
-    expect(out!.tookMs).toBeLessThan(1500);
+    expect(out!.tookMs).toBeGreaterThanOrEqual(8000);
+    expect(out!.tookMs).toBeLessThan(9500);
+    // Without a count ever, the unknown stretch counts from the drain's start.
+    const never = startDrain(
+      { clock, logger, calls: new Map(), prewarmed: () => 0, markDraining: async () => {}, pendingSessions: () => Promise.reject(new Error('redis down')) },
+      { timeoutMs: 60_000, settleMs: 500, pollMs: 100, pendingPollMs: 250, pendingUnknownMaxMs: 2000 },
+    );
+    const t = await settle(clock, never.done, 100, 1000);
+    expect(t!.how).toBe('idle');
+    expect(t!.tookMs).toBeGreaterThanOrEqual(2000);
+    expect(t!.tookMs).toBeLessThan(3500);
   });
 
   it('at the deadline every remaining call is told to say goodbye and end with server_shutdown', async () => {
