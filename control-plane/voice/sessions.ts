@@ -75,6 +75,9 @@ export function noNodeReason(nodes: EngineNode[]): string {
   return 'all voice engine nodes are at capacity';
 }
 
+/** Nodes tried per session start when the chosen one does not serve its commands. */
+const MAX_PICKS = 3;
+
 /** Session ids are 24 random bytes in base64url (32 chars); anything far longer is not ours. */
 const MAX_SESSION_ID_CHARS = 128;
 /** Remote error codes passed through as they are; anything else from a node is a 500. */
@@ -132,12 +135,12 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const config = buildSessionConfig(toAgentLiveView(live, connections), { ...req, agent_id: agentId }, { sessionId, nowMs });
 
     const nodes = await listNodes();
-    const node = pickNode(nodes.map((n) => placements.withPending(n)));
-    if (!node) {
-      throw new AppError('SERVICE_UNAVAILABLE', noNodeReason(nodes), { retryAfterS: 1 });
+    const picked = await pickServingNode(nodes, sessionId);
+    if (!picked) {
+      const reason = pickNode(nodes.map((n) => placements.withPending(n))) ? 'no listed voice engine node serves its commands (they may have just stopped)' : noNodeReason(nodes);
+      throw new AppError('SERVICE_UNAVAILABLE', reason, { retryAfterS: 1 });
     }
-    // Counted before the write (no await between pick and count), so concurrent starts see it.
-    const unplace = placements.add(node.nodeId, deps.clock.now(), sessionId);
+    const { node, unplace } = picked;
     try {
       await registryCall(() =>
         deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
@@ -159,6 +162,28 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
       node_ws_url: nodeWsUrl,
       config,
     };
+  }
+
+  /**
+   * The least-loaded node that serves its commands now, counted as placed before any await (so
+   * concurrent starts see it). A listed node nobody serves was killed a moment ago (its heartbeat
+   * has not lapsed yet): a session placed there would wait for a socket that can never come (an
+   * outbound call answered to silence), so the next node is tried. Asked at every start, not
+   * remembered: a live node whose subscriber is reconnecting (a Redis restart) is passed over only
+   * while it is. A registry error on the check counts as serving: the session's own write tells.
+   */
+  async function pickServingNode(nodes: EngineNode[], sessionId: string): Promise<{ node: EngineNode; unplace: () => void } | undefined> {
+    const passedOver = new Set<string>();
+    for (let attempt = 0; attempt < MAX_PICKS; attempt++) {
+      const node = pickNode(nodes.filter((n) => !passedOver.has(n.nodeId)).map((n) => placements.withPending(n)));
+      if (!node) return undefined;
+      const unplace = placements.add(node.nodeId, deps.clock.now(), sessionId);
+      if (await deps.registry.commands.listening(node.nodeId).catch(() => true)) return { node, unplace };
+      unplace();
+      passedOver.add(node.nodeId);
+      log.warn({ nodeId: node.nodeId }, 'engine node listed but not serving its commands (it may have just died): session placed elsewhere');
+    }
+    return undefined;
   }
 
   /** Fire and forget: a slow or absent node only loses the head start, never the session. */

@@ -121,6 +121,7 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
   let engineReg: RedisRegistry;
   let redis: ReturnType<typeof createClient>;
   let stopServingB: () => Promise<void>;
+  let stopServingA: () => Promise<void>;
   const received: NodeCommand[] = [];
   let base = '';
   const api = client(() => base);
@@ -146,12 +147,15 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
       if (text === 'too fast') throw new AppError('RATE_LIMITED', 'injected text is rate-limited for this call');
       return { ok: true };
     });
+    // A is a live node too (its commands served); a listed node nobody serves is a dead one.
+    stopServingA = await engineReg.commands.serveCommands('A', async () => ({ ok: true }));
     redis = createClient({ url: TEST_REDIS_URL });
     await redis.connect();
   });
 
   afterAll(async () => {
     await stopServingB?.();
+    await stopServingA?.();
     await server?.close();
     await voice?.close?.();
     await engineReg?.close();
@@ -309,6 +313,24 @@ describe('voice sessions with Redis: two replicas share one registry', () => {
     } finally {
       await replica.close();
     }
+  });
+
+  it('a node still listed but serving no commands (killed; its heartbeat not lapsed yet) gets no session', async () => {
+    // The dead node is the least loaded: it would be picked first.
+    await engineReg.nodes.heartbeat(node('DEAD', 0, 10), 60_000);
+    await engineReg.nodes.heartbeat(node('B', 4, 10), 60_000);
+    const r = await api.start({ agent_id: AGENT_OK });
+    expect(r.status).toBe(200);
+    expect(r.body.ws_url).toMatch(/^ws:\/\/engine-b\.test:8081\//);
+    expect((await engineReg.sessions.getSession(r.body.session_id as string))?.nodeId).toBe('B');
+    expect(infra.logLines.some((l) => l.includes('"nodeId":"DEAD"') && l.includes('not serving its commands'))).toBe(true);
+    // Only dead nodes listed: 503, retryable, saying so; nothing stored for them.
+    await clearNodes(engineReg);
+    await engineReg.nodes.heartbeat(node('DEAD', 0, 10), 60_000);
+    const none = await api.start({ agent_id: AGENT_OK });
+    expect([none.status, none.headers.get('retry-after')]).toEqual([503, '1']);
+    expect(none.body.error.message).toMatch(/serves its commands/);
+    expect(await engineReg.sessions.pendingOn('DEAD')).toEqual([]);
   });
 
   it('no live node, or every node full -> 503 SERVICE_UNAVAILABLE with retry-after', async () => {
