@@ -25,6 +25,8 @@
  * the test, so the realtime project's retry starts from a fresh one.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startTelephonyHarness, type TelephonyHarness } from '../carrier-sim/harness.js';
 import type { MediaStreamCall, SimCall } from '../carrier-sim/index.js';
@@ -145,7 +147,17 @@ describe('the issue-23 cluster: drain, node loss, Redis and control-plane restar
     // Printed also when a step fails (how far the run got, what the cluster looked like), then torn down.
     onTestFinished(async ({ task }) => {
       console.log(['| at | step | outcome |', '|---|---|---|', ...rows].join('\n'));
-      if (task.result?.state === 'fail' && c.rig && c.campaignId) console.log(await c.rig.diagnostics(c.campaignId).catch((e: Error) => e.message));
+      if (task.result?.state === 'fail' && c.rig && c.campaignId) {
+        console.log(await c.rig.diagnostics(c.campaignId).catch((e: Error) => e.message));
+        // Every process's whole log and the carrier's view of each campaign call, for a failure seen only in CI.
+        const file = path.join(os.tmpdir(), `ops-cluster-${Date.now()}.jsonl`);
+        const lines = [
+          ...c.rig.procs.flatMap((p) => p.logs.map((l) => JSON.stringify({ port: p.port, node: p.nodeId, ...l }))),
+          ...[...(c.h?.sim.calls.values() ?? [])].filter((x) => c.outcomes?.has(x.to)).map((x) => JSON.stringify({ sim: x.sid, to: x.to, status: x.status, answeredAtMs: x.answeredAtMs, callbacks: x.callbacks.map((b) => [b.kind, b.params.CallStatus, b.status, Math.round(b.atMs)]) })),
+        ];
+        fs.writeFileSync(file, lines.join('\n'));
+        console.log(`logs of every process and the campaign's carrier calls: ${file}`);
+      }
       await stopCluster(c);
     });
     const setupAt = performance.now();
