@@ -3,8 +3,8 @@
  * implementation for REST, Connect and gRPC.
  *
  * Workspace: `workspace_id` (query or body), default the caller's own workspace, like the webhook
- * settings. Fencing: a rule or event of a workspace the caller is not a member of is 404, like a
- * missing row; an agent scope must name an agent of the rule's workspace (404 otherwise). Roles:
+ * settings. Fencing: a named workspace of another organization is 403 (spec doc 3's error
+ * table); a rule or event of a workspace the caller is not a member of is 404, like a missing row; an agent scope must name an agent of the rule's workspace (404 otherwise). Roles:
  * reads and `/alerts/test` any member; rule writes `admin` (channels make the service call
  * tenant URLs, as webhook settings do); resolving `manager`. Input is checked before any
  * workspace lookup, so bad input is a 400 naming the field whoever asks.
@@ -49,7 +49,8 @@ export function createAlertService(deps: AlertServiceDeps): ServiceImpl<typeof A
     const ws = requested || (await auth.defaultWorkspaceId(p));
     if (!ws) throw invalid('workspace_id', 'is required (the caller owns no workspace)');
     if (!isUuid(ws)) throw invalid('workspace_id', 'must be a UUID');
-    await auth.requireWorkspace(p, ws, { min });
+    // Another organization's workspace is 403 (spec doc 3's error table); rules and events found by id stay 404.
+    await auth.requireWorkspace(p, ws, { min, onDenied: 'forbidden' });
     return ws.toLowerCase();
   }
 

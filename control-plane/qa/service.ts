@@ -2,7 +2,8 @@
  * QaService: the spec's "QA" routes (doc 3), one implementation for REST, Connect and gRPC.
  *
  * Fencing: by the workspace of the rubric, agent, conversation or score; not a member: 404, like
- * a missing row. A rubric binds only to agents of its own workspace (another workspace's agent is
+ * a missing row. A `workspace_id` the request names (rubric create and list, cohort scores) of
+ * another organization is 403 (spec doc 3's error table). A rubric binds only to agents of its own workspace (another workspace's agent is
  * a 404 too), and a cohort's `agent_id` must belong to the cohort's `workspace_id`, so no filter
  * reaches another owner's agents. Roles: any member reads; rubric writes, binding and reviews
  * need `manager` or above (403): a rubric acts on the live agent at once and spends an LLM call
@@ -44,6 +45,14 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
     await auth.requireRowWorkspace(await auth.principal(ctx), workspaceId, what, min);
   }
 
+  /**
+   * A workspace named by the request (`workspace_id`): one of another organization is 403
+   * FORBIDDEN (spec doc 3's error table), unlike a row found by id, which is not found.
+   */
+  async function allowWorkspace(ctx: HandlerContext, workspaceId: string, min: WorkspaceRole): Promise<void> {
+    await auth.requireWorkspace(await auth.principal(ctx), workspaceId, { min, onDenied: 'forbidden' });
+  }
+
   async function rubricOr404(ctx: HandlerContext, id: string | undefined, min: WorkspaceRole): Promise<store.RubricRow> {
     const r = await store.getRubric(sql, pathId('QA rubric', id));
     await allow(ctx, r?.workspace_id, 'QA rubric', min);
@@ -69,7 +78,7 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
       const criteria = parseCriteria(json(req.criteria));
       const passThreshold = parseThreshold(req.passThreshold, true)!;
       const id = uuidField('id', req.id) ?? newId();
-      await allow(ctx, workspaceId, 'workspace', 'manager');
+      await allowWorkspace(ctx, workspaceId, 'manager');
       const want = { id, workspace_id: workspaceId.toLowerCase(), name, description, criteria, pass_threshold: passThreshold };
       const { row } = await createOnce({
         what: 'a QA rubric',
@@ -89,7 +98,7 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
     async listQaRubrics(req, ctx) {
       await auth.principal(ctx);
       const workspaceId = uuidField('workspace_id', req.workspaceId, true)!;
-      await allow(ctx, workspaceId, 'workspace', 'member');
+      await allowWorkspace(ctx, workspaceId, 'member');
       return { rubrics: (await store.listRubrics(sql, workspaceId)).map(rubricView) };
     },
 
@@ -145,7 +154,7 @@ export function createQaService(deps: QaServiceDeps): ServiceImpl<typeof QaServi
       // With agent_id the cohort form was meant: its missing piece is workspace_id.
       if (!workspaceId) throw req.agentId ? invalid('workspace_id', 'is required with agent_id') : invalid('conversation_id', 'or workspace_id (with agent_id) is required');
       const agentId = uuidField('agent_id', req.agentId);
-      await allow(ctx, workspaceId, 'workspace', 'member');
+      await allowWorkspace(ctx, workspaceId, 'member');
       // The cohort's agent must be one of this workspace's: another owner's agent is not found.
       if (agentId && (await store.agentWorkspace(sql, agentId)) !== workspaceId) throw notFound('agent');
       const { rows, total } = await store.listScores(sql, { workspaceId, agentId }, page);

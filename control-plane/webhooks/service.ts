@@ -1,7 +1,7 @@
 /**
  * WebhookService: the spec's "Webhook" routes (doc 3), one implementation for REST, Connect and
  * gRPC. `workspace_id` scopes every call (default: the caller's own workspace). Not a member:
- * 404. Writes, test and retry need owner or admin (403 for other members); reads any member.
+ * 403 FORBIDDEN (spec doc 3's error table: a workspace of another organization). Writes, test and retry need owner or admin (403 for other members); reads any member.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -52,7 +52,8 @@ export function createWebhookService(deps: WebhookServiceDeps): ServiceImpl<type
     let ws = requested || (await auth.defaultWorkspaceId(p));
     if (!ws) throw invalid('workspace_id', 'is required (the caller owns no workspace)');
     if (!isUuid(ws)) throw invalid('workspace_id', 'must be a UUID');
-    await auth.requireWorkspace(p, ws, { min });
+    // Another organization's workspace is 403 (spec doc 3's error table); the default is the caller's own.
+    await auth.requireWorkspace(p, ws, { min, onDenied: 'forbidden' });
     return { p, ws };
   }
 

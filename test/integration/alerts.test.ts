@@ -2,7 +2,7 @@
  * Issue 17, alerts: a p95 latency rule fires on slow seeded calls, notifies a signed webhook and
  * the dev mailbox, respects its cooldown and resolves when calls are fast again, all on an
  * injected clock; `/alerts/test` computes what the evaluator computes and writes nothing;
- * fencing (another workspace's rule or event is 404); bad input is a 400 naming the field; two
+ * fencing (another workspace's rule or event is 404, a named foreign workspace 403); bad input is a 400 naming the field; two
  * control planes evaluating at once open one event.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -284,7 +284,7 @@ describe('two evaluators at once', () => {
 });
 
 describe('fencing', () => {
-  it("another workspace's rule and event are 404; an agent of another workspace is 404", { timeout: 20_000 }, async () => {
+  it("another workspace's rule and event are 404; an agent of another workspace is 404; a named foreign workspace is 403", { timeout: 20_000 }, async () => {
     const created = await api(cp, 'POST', R, { token: owner.token, body: { name: 'Fenced', metric: 'call_volume', operator: 'greater_than', threshold: 0, window_minutes: 60, cooldown_minutes: 0 } });
     const id = created.body.data.id;
     await cp.alerts.evaluator.tick();
@@ -302,9 +302,11 @@ describe('fencing', () => {
       const unknownAnswer = await api(cp, method, `${path}${unknown}${suffix}`, { token: t });
       expect(foreignAnswer.body).toEqual({ ...unknownAnswer.body, timestamp: foreignAnswer.body.timestamp });
     }
-    expect((await api(cp, 'GET', `${R}?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);
-    expect((await api(cp, 'GET', `${E}?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);
-    expect((await api(cp, 'GET', `/api/v1/alerts/active-count?workspace_id=${owner.workspaceId}`, { token: t })).status).toBe(404);
+    // A named workspace of another organization: 403 FORBIDDEN (spec doc 3's error table).
+    for (const path of [`${R}?workspace_id=${owner.workspaceId}`, `${E}?workspace_id=${owner.workspaceId}`, `/api/v1/alerts/active-count?workspace_id=${owner.workspaceId}`]) {
+      const res = await api(cp, 'GET', path, { token: t });
+      expect([path, res.status, res.body.error?.code]).toEqual([path, 403, 'FORBIDDEN']);
+    }
     // The stranger's own views are empty.
     expect((await api(cp, 'GET', R, { token: t })).body.data).toEqual([]);
     expect((await api(cp, 'GET', E, { token: t })).body.data).toEqual([]);

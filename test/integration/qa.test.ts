@@ -336,15 +336,22 @@ describe('rubrics: routes, validation, roles, fencing', () => {
     expectInvalid(await api(cp, 'GET', `${Q}/scores?agent_id=${randomUUID()}`, { token: alice.token }), 'workspace_id');
   });
 
-  it('other workspaces get 404 on every route; cohort filters cannot reach other owners\' agents; a member reads but may not write', { timeout: 30_000 }, async () => {
+  it('other workspaces get 404 on every route by id, 403 where the request names the workspace; cohort filters cannot reach other owners\' agents; a member reads but may not write', { timeout: 30_000 }, async () => {
     const scored = await publishedAgent('QA fenced scored');
     await boundRubric(scored);
     const { id } = await completedByPut(scored, TURNS);
     const score = await decidedScore(id);
     const bobAgent = await createAgent(cp as never, infra, bob, bob.workspaceId, 'Bob agent');
+    // A workspace the request names, of another organization: 403 FORBIDDEN (spec doc 3's error table).
     for (const [method, path, body] of [
       ['GET', `${Q}/rubrics?workspace_id=${alice.workspaceId}`],
       ['POST', `${Q}/rubrics`, { workspace_id: alice.workspaceId, name: 'x', criteria: CRITERIA, pass_threshold: 1 }],
+      ['GET', `${Q}/scores?workspace_id=${alice.workspaceId}&agent_id=${scored}`],
+    ] as const) {
+      const res = await api(cp, method, path, { token: bob.token, body });
+      expect([method, path, res.status, res.body.error?.code]).toEqual([method, path, 403, 'FORBIDDEN']);
+    }
+    for (const [method, path, body] of [
       ['PUT', `${Q}/rubrics/${rubricId}`, { name: 'stolen' }],
       ['DELETE', `${Q}/rubrics/${rubricId}`],
       ['POST', `${Q}/rubrics/${rubricId}/bind/${agent}`],
@@ -352,7 +359,6 @@ describe('rubrics: routes, validation, roles, fencing', () => {
       ['DELETE', `${Q}/rubrics/${rubricId}/bind/${agent}`],
       ['GET', `${Q}/agent/${scored}/rubric`],
       ['GET', `${Q}/scores?conversation_id=${id}`],
-      ['GET', `${Q}/scores?workspace_id=${alice.workspaceId}&agent_id=${scored}`],
       // Bob's own workspace with Alice's agent: the filter cannot reach it.
       ['GET', `${Q}/scores?workspace_id=${bob.workspaceId}&agent_id=${scored}`],
       ['POST', `${Q}/scores/${score.id}/review`, { reviewer_id: 'bob' }],

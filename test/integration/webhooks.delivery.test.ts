@@ -297,16 +297,17 @@ describe('settings: bad input, roles, fencing, secret rotation', () => {
     }
   });
 
-  it('members read, only owner/admin write or test (403); other workspaces are 404', async () => {
+  it('members read, only owner/admin write or test (403); other organizations\' workspaces are 403 too', async () => {
     const read = await get(member, `${S}?${ws()}`);
     expect(read.status).toBe(200);
     expect(read.body.data).toEqual({ workspace_id: owner.workspaceId, webhook_url: receiver.url, has_webhook_secret: true, carriers: {} });
     expect((await api(cp, 'PUT', S, { token: member.token, body: { workspace_id: owner.workspaceId, rotate_webhook_secret: true } })).status).toBe(403);
     expect((await post(member, `${TEST}?${ws()}`)).status).toBe(403);
     expect((await get(member, `${D}?${ws()}`)).status).toBe(200);
-    expect((await get(stranger, `${S}?${ws()}`)).status).toBe(404);
-    expect((await get(stranger, `${D}?${ws()}`)).status).toBe(404);
-    expect((await post(stranger, `${TEST}?${ws()}`)).status).toBe(404);
+    // Another organization's workspace: 403 FORBIDDEN (spec doc 3's error table).
+    for (const res of [await get(stranger, `${S}?${ws()}`), await get(stranger, `${D}?${ws()}`), await post(stranger, `${TEST}?${ws()}`)]) {
+      expect([res.status, res.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+    }
     expect((await get(owner, `${D}?${ws()}&status=nope`)).status).toBe(400);
   });
 
