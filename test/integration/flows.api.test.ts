@@ -19,8 +19,10 @@ beforeAll(async () => {
   h = await startAgentsApp();
   call = restClient(h);
   owner = await createTestUser(h);
-  // One live engine node, so session start can place the session (nothing connects to it).
+  // One live engine node, so session start can place the session (nothing connects to it): listed,
+  // and serving its commands (a listed node nobody serves is a dead one and gets no session).
   await h.infra.registry.nodes.heartbeat({ nodeId: 'flows-node', wsUrl: 'ws://127.0.0.1:1', load: 0, capacity: 10, updatedAtMs: Date.now() }, 60_000);
+  await h.infra.registry.commands.serveCommands('flows-node', async () => ({ status: 'skipped' }));
 });
 
 afterAll(async () => {
