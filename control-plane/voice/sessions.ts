@@ -7,7 +7,7 @@ import { longerThan } from '../http/validate.js';
 import { maskSessionId, newSecretId } from '../../shared/ids.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, REGISTRY_RESTORE_GRACE_MS, RegistryTimeoutError, RegistryUnavailableError, type Registry } from '../../shared/registry/index.js';
+import { ENGINE_NODES_TOPIC, type EngineNode, FLUSH_ALL, pickNode, REGISTRY_RESTORE_GRACE_MS, RegistryTimeoutError, RegistryUnavailableError, type Registry, type StoredSession } from '../../shared/registry/index.js';
 import type { SessionConfig } from '../../shared/voice/session-config.js';
 import { boundConnectionIds, inactiveAgentError, type LiveAgentConfig, type LiveConnections, toAgentLiveView } from './agent-view.js';
 import { buildSessionConfig, type StartRequest, validateStartRequest } from './build-config.js';
@@ -135,19 +135,10 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
     const config = buildSessionConfig(toAgentLiveView(live, connections), { ...req, agent_id: agentId }, { sessionId, nowMs });
 
     const nodes = await listNodes();
-    const picked = await pickServingNode(nodes, sessionId);
-    if (!picked) {
+    const node = await placeOnServingNode(nodes, { sessionId, agentId: config.agent_id, nodeId: '', config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs });
+    if (!node) {
       const reason = pickNode(nodes.map((n) => placements.withPending(n))) ? 'no listed voice engine node serves its commands (they may have just stopped)' : noNodeReason(nodes);
       throw new AppError('SERVICE_UNAVAILABLE', reason, { retryAfterS: 1 });
-    }
-    const { node, unplace } = picked;
-    try {
-      await registryCall(() =>
-        deps.registry.sessions.putSession({ sessionId, agentId: config.agent_id, nodeId: node.nodeId, config, createdAtMs: nowMs, connectDeadlineMs: nowMs + connectWindowMs }),
-      );
-    } catch (err) {
-      unplace();
-      throw err;
     }
     prewarm(node.nodeId, sessionId);
     log.info({ session: maskSessionId(sessionId), agentId: config.agent_id, nodeId: node.nodeId, direction: config.call_direction }, 'voice session started');
@@ -165,22 +156,32 @@ export function createVoiceSessions(deps: VoiceSessionsDeps): VoiceSessions {
   }
 
   /**
-   * The least-loaded node that serves its commands now, counted as placed before any await (so
-   * concurrent starts see it). A listed node nobody serves was killed a moment ago (its heartbeat
-   * has not lapsed yet): a session placed there would wait for a socket that can never come (an
-   * outbound call answered to silence), so the next node is tried. Asked at every start, not
-   * remembered: a live node whose subscriber is reconnecting (a Redis restart) is passed over only
-   * while it is. A registry error on the check counts as serving: the session's own write tells.
+   * Stores the session on the least-loaded node that serves its commands now; the node, or
+   * undefined when none is left. The placement is counted before any await (so concurrent starts
+   * see it). A listed node nobody serves was killed a moment ago (its heartbeat has not lapsed
+   * yet): a session placed there would wait for a socket that can never come (an outbound call
+   * answered to silence), so it is taken back and the next node tried. The check runs beside the
+   * write (no round trip added to a start), at every start, not remembered: a live node whose
+   * subscriber is reconnecting (a Redis restart) is passed over only while it is. A registry error
+   * on the check counts as serving: the write tells.
    */
-  async function pickServingNode(nodes: EngineNode[], sessionId: string): Promise<{ node: EngineNode; unplace: () => void } | undefined> {
+  async function placeOnServingNode(nodes: EngineNode[], session: StoredSession): Promise<EngineNode | undefined> {
     const passedOver = new Set<string>();
     for (let attempt = 0; attempt < MAX_PICKS; attempt++) {
       const node = pickNode(nodes.filter((n) => !passedOver.has(n.nodeId)).map((n) => placements.withPending(n)));
       if (!node) return undefined;
-      const unplace = placements.add(node.nodeId, deps.clock.now(), sessionId);
-      if (await deps.registry.commands.listening(node.nodeId).catch(() => true)) return { node, unplace };
+      const unplace = placements.add(node.nodeId, deps.clock.now(), session.sessionId);
+      const serving = deps.registry.commands.listening(node.nodeId).catch(() => true);
+      try {
+        await registryCall(() => deps.registry.sessions.putSession({ ...session, nodeId: node.nodeId }));
+      } catch (err) {
+        unplace();
+        throw err;
+      }
+      if (await serving) return node;
       unplace();
       passedOver.add(node.nodeId);
+      await deps.registry.sessions.deleteSession(session.sessionId).catch(() => {});
       log.warn({ nodeId: node.nodeId }, 'engine node listed but not serving its commands (it may have just died): session placed elsewhere');
     }
     return undefined;
